@@ -1,0 +1,1 @@
+//! attach-proxy: placeholder until its first real commit.

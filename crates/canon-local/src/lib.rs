@@ -1,0 +1,1 @@
+//! canon-local: placeholder until its first real commit.

@@ -1,0 +1,1 @@
+//! demo-runtime: placeholder until its first real commit.

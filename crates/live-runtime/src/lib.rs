@@ -1,0 +1,1 @@
+//! live-runtime: placeholder until its first real commit.

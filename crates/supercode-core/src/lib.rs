@@ -1,0 +1,1 @@
+//! supercode-core: placeholder until its first real commit.
