@@ -1,1 +1,185 @@
-//! demo-runtime: placeholder until its first real commit.
+//! demo-runtime: a real, bearer-authenticated runtime HTTP server.
+//!
+//! It behaves like the agent runtimes Supercode Tray controls: it listens on loopback and every
+//! route requires `Authorization: Bearer <token>`. It exists for demos (the CLI's `demo-runtime`
+//! subcommand wraps [`serve`]), for the attach-proxy tests, and for the attach benchmark.
+//!
+//! # Layout
+//! - [`serve`] binds the listener and spawns the accept loop; it returns a [`DemoServer`] handle
+//!   whose `Drop` (or [`DemoServer::shutdown`]) stops the server and closes its connections.
+//! - `auth`: the bearer check every route goes through (constant-time, never echoes input).
+//! - `routes`: the HTML page, JSON API, SSE stream, WebSocket echo and streaming blob/echo routes.
+//! - `page`: the self-contained HTML page (inline CSS/JS, relative URLs only, so it works behind
+//!   the attach proxy).
+#![deny(missing_docs)]
+
+mod auth;
+mod page;
+mod routes;
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use live_runtime::{BearerToken, Sensitive};
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+pub use routes::{MAX_BLOB_BYTES, TICK_INTERVAL};
+
+/// How long a stopping server lets in-flight responses finish before it drops their connections.
+///
+/// Streams that never end on their own (SSE, WebSocket) stop as soon as shutdown starts, so this
+/// only bounds slow finite transfers such as a big `/api/blob`; two seconds keeps "stop the
+/// runtime" feeling immediate to a person and to tests that kill the upstream on purpose.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// What to serve and where.
+pub struct DemoConfig {
+    /// Runtime name shown on the page and in `/api/info`.
+    pub name: String,
+    /// The bearer token every request must present.
+    pub token: BearerToken,
+    /// Where to listen; [`DemoConfig::new`] uses `127.0.0.1:0` (an ephemeral loopback port).
+    pub bind: SocketAddr,
+}
+
+impl DemoConfig {
+    /// A config listening on `127.0.0.1:0`, the default for a local runtime.
+    pub fn new(name: impl Into<String>, token: BearerToken) -> Self {
+        Self {
+            name: name.into(),
+            token,
+            bind: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)),
+        }
+    }
+}
+
+impl std::fmt::Debug for DemoConfig {
+    // The bind address of a runtime is as secret as its token, so neither is printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DemoConfig")
+            .field("name", &self.name)
+            .field("token", &self.token)
+            .field("bind", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Why the demo runtime could not start.
+#[derive(thiserror::Error, Debug)]
+pub enum DemoError {
+    /// The listener could not be bound (port taken, address not local, no permission).
+    #[error(
+        "could not listen for the demo runtime ({source}); free the port or bind to 127.0.0.1:0"
+    )]
+    Bind {
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The bound listener did not report its address.
+    #[error("the demo runtime's listener has no local address ({source}); try starting it again")]
+    LocalAddr {
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// A running demo runtime. Dropping it stops the server; [`DemoServer::shutdown`] also waits.
+pub struct DemoServer {
+    local_addr: SocketAddr,
+    stop: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for DemoServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DemoServer")
+            .field("local_addr", &"<redacted>")
+            .field("stopped", &self.stop.is_cancelled())
+            .finish()
+    }
+}
+
+impl DemoServer {
+    /// The address the runtime listens on. Treat it as a secret: it is what the token protects.
+    pub fn local_addr(&self) -> Sensitive<SocketAddr> {
+        Sensitive::new(self.local_addr)
+    }
+
+    /// Stops accepting, ends SSE and WebSocket streams, closes connections, and waits until the
+    /// accept loop and every connection task have finished (at most about [`SHUTDOWN_GRACE`]).
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for DemoServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Binds `config.bind` and serves the demo runtime on it until the returned handle is shut down
+/// or dropped. Must be called inside a tokio runtime.
+pub async fn serve(config: DemoConfig) -> Result<DemoServer, DemoError> {
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .map_err(|source| DemoError::Bind { source })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| DemoError::LocalAddr { source })?;
+    let stop = CancellationToken::new();
+    let router = routes::router(&config.name, &config.token, stop.clone());
+    let task = tokio::spawn(accept_loop(listener, router, stop.clone()));
+    tracing::info!(name = %config.name, "demo runtime listening");
+    Ok(DemoServer {
+        local_addr,
+        stop,
+        task: Some(task),
+    })
+}
+
+async fn accept_loop(listener: TcpListener, router: axum::Router, stop: CancellationToken) {
+    // Connection tasks live in this set so that stopping the server really closes them.
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _peer)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let service = TowerToHyperService::new(router.clone());
+                let stop = stop.clone();
+                connections.spawn(async move {
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades();
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = stop.cancelled() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
+                        }
+                    }
+                });
+            }
+            // Reap finished connections so the set does not grow with every request.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE * 2, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        connections.abort_all();
+    }
+}
