@@ -1,1 +1,37 @@
-//! live-runtime: placeholder until its first real commit.
+//! Trusted local receipts for attachable Supercode runtimes.
+//!
+//! A runtime is a local process serving an authenticated HTTP endpoint on loopback. When it starts
+//! it links this crate and calls [`register_live_runtime`]: the bearer token goes into the
+//! [`SecretStore`] (the OS keychain, or the opt-in plaintext file store) and a small JSON
+//! *receipt* describing the runtime appears in the [`ReceiptDir`]. The tray lists those receipts
+//! ([`list_live_runtimes`]), resolves one into an address + token ([`resolve_live_runtime`]) and
+//! forgets stale ones ([`forget_live_runtime`]).
+//!
+//! A browser-facing host may reveal the opaque [`LiveRuntimeEndpoint`], but never the HTTP bearer
+//! token or the loopback address: those only exist as [`Sensitive`] values inside
+//! [`ResolvedLiveRuntime`], which cannot be serialized and redacts itself in `Debug` output.
+//!
+//! # Layout
+//! - [`secret`]: [`Sensitive`], [`SecretStore`] and its error type.
+//! - [`process`]: [`ProcessIdentity`] (pid + start time), so a reused pid is never mistaken for
+//!   the runtime that registered.
+//! - [`receipt`]: the receipt types, the on-disk format (see `docs/receipt-format.md`) and the
+//!   register / list / resolve / discover / find / forget operations.
+#![deny(missing_docs)]
+
+pub mod process;
+pub mod receipt;
+pub mod secret;
+
+pub use process::{pid_exists, ProcessIdentity};
+pub use receipt::{
+    discover_live_runtime, find_live_runtime, forget_live_runtime, list_live_runtimes,
+    read_receipt, register_live_runtime, register_live_runtime_with_metadata, resolve_live_runtime,
+    secret_account, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeMetadata,
+    LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeRegistration, LiveRuntimeSource,
+    LiveRuntimeStatus, LiveRuntimeSupervisor, ReceiptDir, ReceiptScan, ResolvedLiveRuntime,
+    MAX_RECEIPT_BYTES, RECEIPT_VERSION, STALE_TEMP_FILE_AGE,
+};
+pub use secret::{
+    BearerToken, SecretStore, SecretStoreError, SecretStoreKind, Sensitive, KEYCHAIN_TIMEOUT,
+};
