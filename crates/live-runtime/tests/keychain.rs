@@ -1,0 +1,127 @@
+//! The real OS keychain (Secret Service): round trips, adoption, and a hung service that must time
+//! out within the bound instead of hanging the caller.
+
+use std::os::unix::net::UnixListener;
+use std::time::{Duration, Instant};
+
+use live_runtime::{
+    register_live_runtime, LiveRuntimeReceiptError, ReceiptDir, SecretStore, SecretStoreError,
+    SecretStoreKind, Sensitive,
+};
+
+use crate::common::{
+    entries, is_child_for, keychain_or_skip, loopback, run_child_test, scratch_with, source, token,
+};
+
+#[test]
+fn register_list_resolve_discover_find_forget_round_trip_with_keychain() {
+    let Some(store) = keychain_or_skip("round_trip_with_keychain") else {
+        return;
+    };
+    assert_eq!(store.kind(), SecretStoreKind::Keychain);
+    let (_tmp, dir) = scratch_with(store);
+    crate::round_trip::full_round_trip(&dir);
+}
+
+#[test]
+fn foreign_inline_token_is_adopted_into_the_keychain() {
+    let Some(store) = keychain_or_skip("foreign_inline_token_is_adopted_into_the_keychain") else {
+        return;
+    };
+    let (_tmp, dir) = scratch_with(store);
+    crate::foreign::inline_token_is_adopted(&dir, "python-inline-token-7");
+}
+
+#[test]
+fn keychain_get_of_a_missing_entry_is_none_and_deleting_it_is_ok() {
+    let Some(store) = keychain_or_skip("keychain_missing_entry") else {
+        return;
+    };
+    let account = format!("test-missing:{:x}", std::process::id());
+    assert!(store.get(&account).unwrap().is_none());
+    store.delete(&account).unwrap();
+    store.set(&account, &Sensitive::new("v1".into())).unwrap();
+    store.set(&account, &Sensitive::new("v2".into())).unwrap();
+    assert_eq!(store.get(&account).unwrap().unwrap().expose(), "v2");
+    store.delete(&account).unwrap();
+    assert!(store.get(&account).unwrap().is_none());
+}
+
+/// The bound the child uses; short so the test is quick, the assertion allows generous slack.
+const HUNG_TIMEOUT_MS: u64 = 1000;
+
+#[test]
+fn hung_secret_service_times_out_within_the_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let socket = tmp.path().join("bus.sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    // Accepts every connection and never says a word.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let address = format!("unix:path={}", socket.display());
+    let output = run_child_test(
+        "keychain::hung_secret_service_child",
+        &[
+            ("DBUS_SESSION_BUS_ADDRESS", &address),
+            (
+                "SUPERCODE_KEYCHAIN_TIMEOUT_MS",
+                &HUNG_TIMEOUT_MS.to_string(),
+            ),
+        ],
+        &["SUPERCODE_SECRET_STORE"],
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "child failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("CHILD_OK"),
+        "child did not run its checks:\n{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "helper: run in a child process by hung_secret_service_times_out_within_the_bound"]
+fn hung_secret_service_child() {
+    if !is_child_for("hung_secret_service_child") {
+        eprintln!("helper test: only meaningful when started by its parent test");
+        return;
+    }
+    let bound = Duration::from_millis(HUNG_TIMEOUT_MS);
+    let store = SecretStore::keychain();
+    // Repeated calls each time out within the bound: none queues behind the hung one.
+    for attempt in 0..3 {
+        let started = Instant::now();
+        let err = store.get("live-runtime:hung").unwrap_err();
+        let elapsed = started.elapsed();
+        assert!(
+            matches!(err, SecretStoreError::TimedOut { after } if after == bound),
+            "{err:?}"
+        );
+        assert!(
+            elapsed < bound * 4,
+            "attempt {attempt} took {elapsed:?}, bound {bound:?}"
+        );
+        assert!(err.to_string().contains("unlocked"), "{err}");
+        println!("attempt {attempt}: timed out after {elapsed:?}");
+    }
+    // Registration fails cleanly and publishes nothing.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = ReceiptDir::new(tmp.path().join("receipts"), store);
+    let started = Instant::now();
+    let err = register_live_runtime(&dir, "rt", source("s"), loopback(1), token("t")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LiveRuntimeReceiptError::Secret(SecretStoreError::TimedOut { .. })
+        ),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < bound * 4);
+    assert!(entries(dir.path()).iter().all(|n| !n.ends_with(".json")));
+    println!("CHILD_OK");
+}

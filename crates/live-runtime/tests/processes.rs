@@ -1,0 +1,189 @@
+//! Receipts pointing at real child processes: death, pid reuse (a wrong start time), identity.
+
+use live_runtime::{
+    find_live_runtime, forget_live_runtime, list_live_runtimes, pid_exists, register_live_runtime,
+    resolve_live_runtime, secret_account, LiveRuntimeEndpoint, LiveRuntimeReceiptError,
+    LiveRuntimeStatus, ProcessIdentity,
+};
+
+use crate::common::{
+    file_store_scratch, foreign_receipt, loopback, source, token, write_receipt, ChildGuard,
+};
+
+#[test]
+fn process_identity_of_a_child_is_alive_until_it_is_killed() {
+    let mut child = ChildGuard::sleep();
+    let identity = ProcessIdentity::of(child.pid()).expect("child has an identity");
+    assert_eq!(identity.pid, child.pid());
+    assert!(identity.is_alive());
+    assert!(pid_exists(child.pid()));
+    child.kill();
+    assert!(ProcessIdentity::of(child.pid()).is_none());
+    assert!(!identity.is_alive());
+    assert!(!pid_exists(child.pid()));
+}
+
+#[test]
+fn receipt_of_a_sigkilled_process_is_removed_with_its_secret_on_next_list() {
+    let scratch = file_store_scratch();
+    let dir = &scratch.dir;
+    let mut child = ChildGuard::sleep();
+    let identity = ProcessIdentity::of(child.pid()).unwrap();
+    let endpoint = LiveRuntimeEndpoint::generate();
+    let account = secret_account(&endpoint);
+    dir.secret_store()
+        .set(&account, &token("child-token"))
+        .unwrap();
+    let path = write_receipt(
+        dir,
+        &endpoint,
+        &foreign_receipt(
+            &endpoint,
+            "rt-child",
+            &source("child"),
+            identity.pid,
+            Some(identity.start_time),
+            "127.0.0.1:40100",
+            None,
+        ),
+    );
+
+    let list = list_live_runtimes(dir).unwrap();
+    assert_eq!(list.runtimes.len(), 1, "{:?}", list.ignored);
+    assert_eq!(list.runtimes[0].status, LiveRuntimeStatus::Running);
+    assert_eq!(list.runtimes[0].pid, identity.pid);
+
+    child.kill(); // SIGKILL + reap
+
+    let list = list_live_runtimes(dir).unwrap();
+    assert!(list.runtimes.is_empty(), "{:?}", list.runtimes);
+    assert!(list.ignored.is_empty(), "{:?}", list.ignored);
+    assert!(!path.exists(), "dead-process receipt was not removed");
+    assert!(
+        dir.secret_store().get(&account).unwrap().is_none(),
+        "its secret survived"
+    );
+}
+
+#[test]
+fn resolving_a_receipt_whose_process_died_reports_process_gone() {
+    let scratch = file_store_scratch();
+    let dir = &scratch.dir;
+    let mut child = ChildGuard::sleep();
+    let identity = ProcessIdentity::of(child.pid()).unwrap();
+    let endpoint = LiveRuntimeEndpoint::generate();
+    dir.secret_store()
+        .set(&secret_account(&endpoint), &token("t"))
+        .unwrap();
+    let src = source("child");
+    write_receipt(
+        dir,
+        &endpoint,
+        &foreign_receipt(
+            &endpoint,
+            "rt",
+            &src,
+            identity.pid,
+            Some(identity.start_time),
+            "127.0.0.1:40101",
+            None,
+        ),
+    );
+    child.kill();
+    let err = resolve_live_runtime(dir, &endpoint, &src).unwrap_err();
+    assert!(
+        matches!(err, LiveRuntimeReceiptError::ProcessGone { pid } if pid == identity.pid),
+        "{err:?}"
+    );
+    assert!(!dir.receipt_path(&endpoint).exists());
+}
+
+#[test]
+fn a_live_pid_with_the_wrong_start_time_is_stale_unresolvable_and_forgettable() {
+    let scratch = file_store_scratch();
+    let dir = &scratch.dir;
+    let child = ChildGuard::sleep();
+    let identity = ProcessIdentity::of(child.pid()).unwrap();
+    let endpoint = LiveRuntimeEndpoint::generate();
+    let account = secret_account(&endpoint);
+    dir.secret_store()
+        .set(&account, &token("stale-token"))
+        .unwrap();
+    let src = source("reused");
+    // As if the runtime died and its pid was handed to `sleep`.
+    let path = write_receipt(
+        dir,
+        &endpoint,
+        &foreign_receipt(
+            &endpoint,
+            "rt-reused",
+            &src,
+            identity.pid,
+            Some(identity.start_time + 1),
+            "127.0.0.1:40102",
+            None,
+        ),
+    );
+    let running = register_live_runtime(
+        dir,
+        "rt-reused",
+        src.clone(),
+        loopback(40103),
+        token("live"),
+    )
+    .unwrap();
+
+    let list = list_live_runtimes(dir).unwrap();
+    let stale = list
+        .runtimes
+        .iter()
+        .find(|r| r.endpoint == endpoint)
+        .expect("stale receipt listed");
+    assert_eq!(
+        stale.status,
+        LiveRuntimeStatus::Stale {
+            reason: format!("PID {} now belongs to another process", identity.pid)
+        }
+    );
+
+    let err = resolve_live_runtime(dir, &endpoint, &src).unwrap_err();
+    assert!(
+        matches!(err, LiveRuntimeReceiptError::ProcessMismatch { pid } if pid == identity.pid),
+        "{err:?}"
+    );
+
+    // A stale and a running registration of one id: find must not pick one silently.
+    match find_live_runtime(dir, "rt-reused") {
+        Err(LiveRuntimeReceiptError::Ambiguous { candidates, .. }) => {
+            assert!(candidates
+                .iter()
+                .any(|c| c.contains(endpoint.as_str()) && c.contains("stale")));
+            assert!(candidates
+                .iter()
+                .any(|c| c.contains(running.endpoint().as_str()) && c.contains("running")));
+        }
+        other => panic!("expected Ambiguous, got {other:?}"),
+    }
+
+    forget_live_runtime(dir, &endpoint).unwrap();
+    assert!(!path.exists());
+    assert!(dir.secret_store().get(&account).unwrap().is_none());
+    // Nothing else was touched: the running registration and the process are still there.
+    assert!(dir.receipt_path(running.endpoint()).exists());
+    assert!(identity.is_alive());
+    assert_eq!(
+        find_live_runtime(dir, "rt-reused").unwrap().endpoint,
+        *running.endpoint()
+    );
+}
+
+#[test]
+fn forgetting_an_unknown_endpoint_is_not_found() {
+    let scratch = file_store_scratch();
+    crate::common::make_receipt_dir(&scratch.dir);
+    let err = forget_live_runtime(&scratch.dir, &LiveRuntimeEndpoint::generate()).unwrap_err();
+    assert!(
+        matches!(err, LiveRuntimeReceiptError::NotFound { .. }),
+        "{err:?}"
+    );
+}
