@@ -535,3 +535,46 @@ fn file_delete(dir: &Path, account: &str) -> Result<(), SecretStoreError> {
         Err(e) => Err(io_err(&path)(e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hung_keychain_call_times_out_and_later_calls_do_not_queue_behind_it() {
+        let bound = Duration::from_millis(300);
+        let (release, hung) = mpsc::channel::<()>();
+        let started = std::time::Instant::now();
+        let first = on_keychain_thread(bound, move || {
+            // Blocks until the test releases it, like a keychain call that never answers.
+            let _ = hung.recv();
+            "late"
+        });
+        assert!(matches!(first, Err(SecretStoreError::TimedOut { after }) if after == bound));
+        assert!(started.elapsed() < bound * 10);
+
+        // The hung call still holds the old worker; a new call must be served by a fresh one.
+        let second = on_keychain_thread(Duration::from_secs(30), || "served");
+        assert_eq!(second.unwrap(), "served");
+        release.send(()).unwrap();
+    }
+
+    #[test]
+    fn keyring_errors_never_carry_undecodable_secret_bytes() {
+        let e = keyring_error(keyring::Error::BadEncoding(b"hunter2\xff".to_vec()));
+        assert!(!format!("{e} {e:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn secret_store_debug_names_the_kind_and_never_a_secret() {
+        let store = SecretStore::file("/tmp/x");
+        assert_eq!(
+            format!("{store:?}"),
+            "SecretStore { kind: File, dir: \"/tmp/x\" }"
+        );
+        assert!(
+            format!("{:?}", SecretStore::keychain_with_timeout(KEYCHAIN_TIMEOUT))
+                .contains("Keychain")
+        );
+    }
+}

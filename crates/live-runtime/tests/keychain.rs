@@ -77,6 +77,7 @@ fn hung_secret_service_times_out_within_the_bound() {
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("hung-keychain child output:\n{stdout}");
     assert!(output.status.success(), "child failed:\n{stdout}\n{stderr}");
     assert!(
         stdout.contains("CHILD_OK"),
