@@ -1,0 +1,286 @@
+// Real-browser checks of the built window (`vite preview` under the same strict
+// CSP Tauri applies) against the mock backend: keyboard-only flows, live
+// updates, and light/dark screenshots in ../test-artifacts/ for a human look.
+// Prints "N passed, M failed" last and exits non-zero on any failure.
+import { spawn } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const uiDir = resolve(here, "..");
+const artifacts = resolve(uiDir, "..", "test-artifacts");
+const PORT = Number(process.env.UI_TEST_PORT ?? 4873);
+const BASE = `http://127.0.0.1:${PORT}/`;
+/** Generous: CI machines are shared and slow; nothing here should take this long. */
+const STEP_TIMEOUT_MS = 15_000;
+/** How long the preview server may take to answer its first request. */
+const SERVER_START_TIMEOUT_MS = 30_000;
+const WINDOW = { width: 420, height: 560 };
+
+const results = [];
+async function test(name, fn) {
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    console.log(`ok   ${name}`);
+  } catch (err) {
+    results.push({ name, ok: false });
+    console.log(`FAIL ${name}\n     ${String(err?.stack ?? err).split("\n").slice(0, 4).join("\n     ")}`);
+  }
+}
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+async function waitForServer(url, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let lastError;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+      lastError = new Error(`HTTP ${res.status}`);
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((r) => setTimeout(r, 150)); // polling interval, not a stand-in for a condition
+  }
+  throw new Error(`preview server did not answer at ${url}: ${lastError}`);
+}
+
+const server = spawn(resolve(uiDir, "node_modules/.bin/vite"), ["preview", "--host", "127.0.0.1", "--port", String(PORT), "--strictPort"], {
+  cwd: uiDir,
+  stdio: ["ignore", "pipe", "pipe"],
+});
+let serverLog = "";
+server.stdout.on("data", (d) => (serverLog += d));
+server.stderr.on("data", (d) => (serverLog += d));
+
+let browser;
+let exitCode = 1;
+try {
+  await waitForServer(BASE, SERVER_START_TIMEOUT_MS);
+  await mkdir(artifacts, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+
+  /** Opens the window with the mock backend; collects CSP violations and page errors. */
+  async function open(query, colorScheme = "light", extra = {}) {
+    const context = await browser.newContext({ viewport: WINDOW, deviceScaleFactor: 2, colorScheme, reducedMotion: "reduce", ...extra });
+    const page = await context.newPage();
+    page.setDefaultTimeout(STEP_TIMEOUT_MS);
+    const problems = [];
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(`console error: ${m.text()}`);
+    });
+    await page.addInitScript(() => {
+      document.addEventListener("securitypolicyviolation", (e) => {
+        window.__cspViolations = [...(window.__cspViolations ?? []), `${e.violatedDirective} ${e.blockedURI}`];
+      });
+    });
+    await page.goto(`${BASE}?${query}`);
+    return { page, context, problems };
+  }
+  async function expectClean(page, problems) {
+    const csp = await page.evaluate(() => window.__cspViolations ?? []);
+    assert(csp.length === 0, `CSP violations: ${csp.join(", ")}`);
+    assert(problems.length === 0, problems.join("; "));
+  }
+  const focusedTestId = (page) => page.evaluate(() => document.activeElement?.getAttribute("data-testid") ?? document.activeElement?.tagName);
+  async function tabUntil(page, predicate, maxTabs = 40) {
+    for (let i = 0; i < maxTabs; i++) {
+      await page.keyboard.press("Tab");
+      if (await page.evaluate(predicate)) return i + 1;
+    }
+    throw new Error("focus never reached the target with Tab");
+  }
+
+  await test("renders every runtime from the mock snapshot with status badges", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    await page.getByTestId("runtime-row").first().waitFor();
+    const ids = await page.getByTestId("runtime-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-runtime-id")));
+    assert(JSON.stringify(ids) === JSON.stringify(["rt-demo-a", "rt-review", "rt-nightly", "rt-ide", "rt-manual"]), `rows: ${ids}`);
+    const statuses = await page.getByTestId("runtime-status").allTextContents();
+    assert(statuses.join(",") === "Running,Stale,Offline,Embedded,Manual", `statuses: ${statuses}`);
+    assert((await page.getByTestId("secret-store").textContent()).includes("OS keychain"), "secret store line");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("keyboard only: Tab reaches Attach of demo-a, Enter runs it with a busy state", async () => {
+    const { page, context, problems } = await open("mock&latency=400");
+    await page.getByTestId("runtime-row").first().waitFor();
+    const tabs = await tabUntil(page, () => document.activeElement?.getAttribute("aria-label") === "Attach demo-a");
+    assert(tabs <= 3, `Attach should be among the first tab stops, took ${tabs}`);
+    const attach = page.locator('[data-runtime-id="rt-demo-a"] [data-testid="action-attach"]');
+    await page.keyboard.press("Enter");
+    assert((await attach.getAttribute("aria-busy")) === "true", "busy while attaching");
+    await page.waitForFunction(() => !document.querySelector('[data-runtime-id="rt-demo-a"] [data-testid="action-attach"]').hasAttribute("aria-busy"));
+    const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "attach"));
+    assert(calls.length === 1 && calls[0].arg === "rt-demo-a", `attach calls: ${JSON.stringify(calls)}`);
+    assert((await focusedTestId(page)) === "action-attach", "focus stays on Attach");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("keyboard only: revive confirmation lists argv, survives a live update, Escape closes it", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    await page.getByTestId("runtime-row").first().waitFor();
+    await tabUntil(page, () => document.activeElement?.getAttribute("aria-label") === "Revive review-bot");
+    await page.keyboard.press("Enter");
+    const panel = page.locator('[data-runtime-id="rt-review"] [data-testid="confirm-revive"]');
+    await panel.waitFor({ state: "visible" });
+    const argv = await panel.locator(".argv code").allTextContents();
+    assert(argv[0] === "canon-agent" && argv.includes("--profile") && argv.length === 6, `argv: ${argv}`);
+    assert((await focusedTestId(page)) === "confirm-accept", "focus moves into the confirmation");
+    // A live update (another runtime changes) must not close the panel or move focus.
+    await page.evaluate(() => window.__supercodeMock.update((s) => (s.runtimes[0].statusReason = "Busy with a long task.")));
+    await page.locator('[data-runtime-id="rt-demo-a"] .row-reason').filter({ hasText: "Busy with a long task." }).waitFor();
+    assert(await panel.isVisible(), "panel still open after live update");
+    assert((await focusedTestId(page)) === "confirm-accept", "focus kept after live update");
+    await page.keyboard.press("Escape");
+    await panel.waitFor({ state: "hidden" });
+    assert((await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))) === "Revive review-bot", "focus returns to Revive");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("keyboard only: confirm revive runs it and shows the outcome", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    await page.getByTestId("runtime-row").first().waitFor();
+    await tabUntil(page, () => document.activeElement?.getAttribute("aria-label") === "Revive review-bot");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Enter"); // focus is on Confirm
+    const row = page.locator('[data-runtime-id="rt-review"]');
+    await row.getByTestId("row-notice").filter({ hasText: "Started review-bot" }).waitFor();
+    assert((await row.getByTestId("runtime-status").textContent()) === "Running", "status became Running");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("forget confirmation explains it removes only the stale receipt; confirming removes the row", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    const row = page.locator('[data-runtime-id="rt-review"]');
+    await row.getByTestId("action-forget").click();
+    const panel = row.getByTestId("confirm-forget");
+    assert((await panel.textContent()).includes("removes only this stale receipt"), "forget explanation");
+    await panel.getByTestId("confirm-accept").click();
+    await row.waitFor({ state: "detached" });
+    assert((await page.getByTestId("runtime-row").count()) === 4, "one row fewer");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("an action error shows inline on its row and can be dismissed", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    await page.getByTestId("runtime-row").first().waitFor();
+    await page.evaluate(() => window.__supercodeMock.failNext("attach", { code: "runtimeUnavailable", message: "demo-a stopped answering. Try Revive." }));
+    const row = page.locator('[data-runtime-id="rt-demo-a"]');
+    await row.getByTestId("action-attach").click();
+    const error = row.getByTestId("row-error");
+    await error.filter({ hasText: "demo-a stopped answering" }).waitFor();
+    await error.getByRole("button", { name: "Dismiss error for demo-a" }).click();
+    await error.waitFor({ state: "hidden" });
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("unavailable actions stay reachable and say why", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    const attach = page.locator('[data-runtime-id="rt-review"] [data-testid="action-attach"]');
+    assert((await attach.getAttribute("aria-disabled")) === "true", "aria-disabled");
+    const tipId = await attach.getAttribute("aria-describedby");
+    const tip = page.locator(`[id="${tipId}"]`);
+    assert((await tip.textContent()) === "Not running: the process has exited.", "reason text");
+    await attach.focus();
+    await page.keyboard.press("Shift+Tab");
+    await page.keyboard.press("Tab"); // keyboard focus → :focus-visible → tooltip shows
+    await page.waitForFunction((id) => getComputedStyle(document.getElementById(id)).visibility === "visible", tipId);
+    await attach.press("Enter");
+    const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "attach"));
+    assert(calls.length === 0, "disabled action must not call the backend");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("approve shows 'Waiting for approval in Canon…' until Canon answers", async () => {
+    const { page, context, problems } = await open("mock&latency=0&approval=60000");
+    const row = page.locator('[data-profile="ci-runner"]');
+    await row.getByTestId("action-approve").click();
+    const approve = row.getByTestId("action-approve");
+    await page.waitForFunction(() => document.querySelector('[data-profile="ci-runner"] [data-testid="action-approve"]').textContent.includes("Waiting for approval in Canon"));
+    assert((await approve.getAttribute("aria-busy")) === "true", "approve busy");
+    assert((await row.getByTestId("action-reject").getAttribute("aria-disabled")) === null, "reject stays usable");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("all buttons have accessible names naming their target", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    await page.getByTestId("runtime-row").first().waitFor();
+    const unnamed = await page.evaluate(() =>
+      [...document.querySelectorAll("button")]
+        .filter((b) => b.offsetParent !== null || b.closest("[hidden]") === null)
+        .filter((b) => (b.getAttribute("aria-label") ?? b.textContent).trim() === "")
+        .map((b) => b.outerHTML.slice(0, 80)),
+    );
+    assert(unnamed.length === 0, `unnamed buttons: ${unnamed.join(" | ")}`);
+    const labels = await page.locator('[data-runtime-id="rt-demo-a"] button[data-testid^="action-"]').evaluateAll((bs) => bs.map((b) => b.getAttribute("aria-label")));
+    assert(labels.join(",") === "Attach demo-a,Revive demo-a,Forget demo-a", `labels: ${labels}`);
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  for (const scheme of ["light", "dark"]) {
+    await test(`screenshots (${scheme})`, async () => {
+      const { page, context, problems } = await open("mock&latency=0", scheme);
+      await page.getByTestId("runtime-row").first().waitFor();
+      const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+      const dark = scheme === "dark";
+      const lum = bg.match(/\d+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
+      assert(dark ? lum < 80 : lum > 200, `${scheme} background is ${bg}`);
+      await page.screenshot({ path: resolve(artifacts, `ui-${scheme}.png`) });
+      // A revive confirmation open, scrolled into view.
+      await page.locator('[data-runtime-id="rt-review"]').getByTestId("action-revive").click();
+      await page.locator('[data-runtime-id="rt-review"]').getByTestId("confirm-revive").scrollIntoViewIfNeeded();
+      await page.screenshot({ path: resolve(artifacts, `ui-${scheme}-confirm.png`) });
+      // The rest of the window, pending and ignored files included.
+      await page.locator('[data-runtime-id="rt-review"] [data-testid="confirm-revive"]').getByTestId("confirm-cancel").click();
+      await page.locator("details.ignored summary").click();
+      await page.locator("details.ignored").scrollIntoViewIfNeeded();
+      await page.screenshot({ path: resolve(artifacts, `ui-${scheme}-bottom.png`) });
+      await expectClean(page, problems);
+      await context.close();
+
+      const empty = await open("mock=empty&latency=0", scheme);
+      await empty.page.getByTestId("empty-state").waitFor();
+      assert((await empty.page.getByTestId("empty-state").textContent()).includes("supercode-tray demo-runtime --name demo"), "demo command");
+      await empty.page.screenshot({ path: resolve(artifacts, `ui-${scheme}-empty.png`) });
+      await expectClean(empty.page, empty.problems);
+      await empty.context.close();
+
+      const file = await open("mock=file-store&latency=0", scheme);
+      await file.page.getByTestId("runtime-row").first().waitFor();
+      assert((await file.page.getByTestId("secret-store").textContent()).includes("Plaintext"), "file store flagged");
+      await file.page.screenshot({ path: resolve(artifacts, `ui-${scheme}-file-store.png`), clip: { x: 0, y: 0, width: WINDOW.width, height: 120 } });
+      await file.context.close();
+    });
+  }
+
+  exitCode = results.every((r) => r.ok) ? 0 : 1;
+} catch (err) {
+  console.log(`FAIL setup\n     ${err?.stack ?? err}\n${serverLog}`);
+  results.push({ name: "setup", ok: false });
+} finally {
+  await browser?.close();
+  server.kill("SIGTERM");
+}
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed;
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? exitCode : 1);

@@ -1,0 +1,303 @@
+// The tray window: header with the secret store in use, the runtime list,
+// pending Canon registrations, ignored files, a first-run explanation and the
+// footer. It renders every snapshot by patching keyed views, so a live update
+// never steals focus, scroll position or an open confirmation.
+import type { Backend } from "./backend";
+import { toCommandError } from "./backend";
+import type { IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
+import { h, icon, KeyedList, setAttr, setText, show } from "./dom";
+import { PendingRow } from "./views/pending-row";
+import { RuntimeRow } from "./views/runtime-row";
+
+/**
+ * How often relative times ("since 5 min ago") are re-rendered. The coarsest
+ * unit shown is minutes, so 30 s keeps them at most half a minute behind
+ * without waking the window more than needed.
+ */
+export const RELATIVE_TIME_REFRESH_MS = 30_000;
+
+/** Options for tests: a fixed clock. */
+export interface AppOptions {
+  now?: () => Date;
+}
+
+/** A mounted window; `destroy` unsubscribes and stops timers. */
+export interface MountedApp {
+  /** Resolves once the first snapshot has been rendered (or failed to load). */
+  ready: Promise<void>;
+  /** Renders `s` as if it had arrived from the backend. */
+  render(s: Snapshot): void;
+  /** Re-renders relative times now. */
+  tick(): void;
+  destroy(): void;
+}
+
+/** Mounts the window into `root` and starts listening to `backend`. */
+export function mountApp(root: HTMLElement, backend: Backend, options: AppOptions = {}): MountedApp {
+  const now = options.now ?? (() => new Date());
+  let destroyed = false;
+  let snapshot: Snapshot | null = null;
+
+  // ---- header ----
+  const storeText = h("span", { class: "store-text" });
+  const storeIcon = h("span", { class: "store-icon" });
+  const storeTag = h("span", { class: "store-tag", text: "Plaintext · opt-in" });
+  const store = h("p", { class: "secret-store", attrs: { "data-testid": "secret-store" } }, storeIcon, storeText, storeTag);
+  const summary = h("p", { class: "summary", attrs: { "aria-live": "polite" } });
+  const header = h(
+    "header",
+    { class: "app-header" },
+    h("div", { class: "brand" }, h("span", { class: "app-mark", attrs: { "aria-hidden": "true" } }, icon("spark", "mark-icon")), h("div", { class: "brand-text" }, h("h1", { class: "app-name", text: "Supercode Tray" }), store)),
+    summary,
+  );
+
+  // ---- global message (load failures, open logs) ----
+  const bannerText = h("span", { class: "msg-text" });
+  const retry = h("button", { class: "btn btn-secondary btn-small", text: "Retry", attrs: { type: "button" }, on: { click: () => void load() } });
+  const bannerDismiss = h("button", { class: "icon-btn", attrs: { type: "button", "aria-label": "Dismiss error" }, on: { click: () => setBanner(null) } }, icon("close"));
+  const banner = h("div", { class: "msg msg-error banner", attrs: { role: "alert", "data-testid": "app-error" } }, icon("warning", "icon msg-icon"), bannerText, retry, bannerDismiss);
+  banner.hidden = true;
+  let bannerRetry = false;
+  function setBanner(message: string | null, canRetry = false): void {
+    bannerRetry = canRetry;
+    setText(bannerText, message ?? "");
+    show(retry, bannerRetry);
+    show(banner, message !== null);
+  }
+
+  // ---- loading ----
+  const loading = h("p", { class: "loading", attrs: { role: "status" } }, h("span", { class: "spinner", attrs: { "aria-hidden": "true" } }), "Loading runtimes…");
+
+  // ---- first run / empty ----
+  const emptyTitle = h("h2", { class: "empty-title" });
+  const receiptDirEl = h("code", { class: "path" });
+  const empty = h(
+    "section",
+    { class: "empty", attrs: { "data-testid": "empty-state", "aria-labelledby": "empty-title" } },
+    h("span", { class: "empty-mark", attrs: { "aria-hidden": "true" } }, icon("terminal", "empty-icon")),
+    emptyTitle,
+    h("p", {}, "A runtime is a local AI coding-agent process. When it starts, it registers itself by leaving a small receipt file, and shows up here."),
+    h("p", {}, "Runtimes built with the live-runtime library or ", h("code", { text: "@canonmsg/core" }), " register automatically. Receipts are read from ", receiptDirEl, "."),
+    h("p", { class: "try-label", text: "Try it with a demo runtime:" }),
+    h("pre", { class: "command" }, h("code", { text: "supercode-tray demo-runtime --name demo" })),
+  );
+  emptyTitle.id = "empty-title";
+  empty.hidden = true;
+
+  // ---- runtimes ----
+  const runtimesHeading = h("h2", { class: "section-title", text: "Runtimes", attrs: { tabindex: "-1", id: "runtimes-title" } });
+  const runtimesCount = h("span", { class: "count" });
+  const runtimesList = h("ul", { class: "rows", attrs: { role: "list" } });
+  const runtimesSection = h("section", { class: "section", attrs: { "aria-labelledby": "runtimes-title" } }, h("div", { class: "section-head" }, runtimesHeading, runtimesCount), runtimesList);
+  runtimesSection.hidden = true;
+
+  const refresh = async () => {
+    try {
+      apply(await backend.snapshot());
+    } catch {
+      // A failed refresh after an action is not worth a banner: the event stream keeps the list current.
+    }
+  };
+  const runtimeRows = new KeyedList<RuntimeView, RuntimeRow>(
+    runtimesList,
+    (r) => r.id,
+    (r) =>
+      new RuntimeRow(r, {
+        attach: (id) => backend.attach(id).catch((e: unknown) => Promise.reject(toCommandError(e))),
+        forget: (id) =>
+          backend.forget(id).then(
+            () => void refresh(),
+            (e: unknown) => Promise.reject(toCommandError(e)),
+          ),
+        revive: (id) =>
+          backend.revive(id).then(
+            (outcome) => {
+              void refresh();
+              return outcome;
+            },
+            (e: unknown) => Promise.reject(toCommandError(e)),
+          ),
+        now,
+      }),
+  );
+
+  // ---- pending registrations ----
+  const pendingHeading = h("h2", { class: "section-title", text: "Registration requests", attrs: { tabindex: "-1", id: "pending-title" } });
+  const pendingCount = h("span", { class: "count" });
+  const pendingList = h("ul", { class: "rows", attrs: { role: "list" } });
+  const pendingSection = h("section", { class: "section", attrs: { "aria-labelledby": "pending-title" } }, h("div", { class: "section-head" }, pendingHeading, pendingCount), pendingList);
+  pendingSection.hidden = true;
+  const pendingRows = new KeyedList<PendingView, PendingRow>(
+    pendingList,
+    (p) => p.profile,
+    (p) =>
+      new PendingRow(p, {
+        approve: (profile) => backend.approve(profile).catch((e: unknown) => Promise.reject(toCommandError(e))),
+        reject: (profile) =>
+          backend.reject(profile).then(
+            () => void refresh(),
+            (e: unknown) => Promise.reject(toCommandError(e)),
+          ),
+        now,
+      }),
+  );
+
+  // ---- ignored files ----
+  const ignoredCount = h("span", { class: "count" });
+  const ignoredList = h("ul", { class: "ignored-list", attrs: { role: "list" } });
+  const ignored = h(
+    "details",
+    { class: "ignored" },
+    h("summary", {}, icon("chevron", "icon chevron"), h("span", { class: "summary-text", text: "Ignored files" }), ignoredCount),
+    h("p", { class: "ignored-help", text: "These files were skipped because they could not be read as receipts." }),
+    ignoredList,
+  );
+  ignored.hidden = true;
+
+  // ---- footer ----
+  const logsButton = h(
+    "button",
+    {
+      class: "btn btn-ghost",
+      attrs: { type: "button", "data-testid": "open-logs" },
+      on: {
+        click: () => {
+          if (logsButton.getAttribute("aria-busy") === "true") return;
+          setAttr(logsButton, "aria-busy", "true");
+          backend
+            .openLogs()
+            .then(
+              () => setBanner(null),
+              (e: unknown) => setBanner(toCommandError(e).message),
+            )
+            .finally(() => setAttr(logsButton, "aria-busy", null));
+        },
+      },
+    },
+    icon("folder"),
+    h("span", { text: "Open logs folder" }),
+  );
+  const footer = h("footer", { class: "app-footer" }, logsButton);
+
+  const main = h("main", { class: "app-main" }, banner, loading, empty, runtimesSection, pendingSection, ignored);
+  root.replaceChildren(header, main, footer);
+  root.classList.add("app");
+
+  function renderIgnored(files: readonly IgnoredFile[]): void {
+    show(ignored, files.length > 0);
+    setText(ignoredCount, String(files.length));
+    const key = JSON.stringify(files.map((f) => [f.location, f.file, f.reason]));
+    if (ignoredList.dataset.key === key) return;
+    ignoredList.dataset.key = key;
+    ignoredList.replaceChildren(
+      ...files.map((f) =>
+        h(
+          "li",
+          { class: "ignored-row", attrs: { "data-testid": "ignored-row" } },
+          h("span", { class: "ignored-file" }, h("span", { class: "ignored-loc", text: f.location === "canon" ? "canon" : "receipts" }), h("code", { text: f.file, attrs: { title: f.file } })),
+          h("span", { class: "ignored-reason", text: f.reason }),
+        ),
+      ),
+    );
+  }
+
+  function renderSummary(s: Snapshot): void {
+    const running = s.runtimes.filter((r) => r.status === "running" || r.status === "embedded" || r.status === "manual").length;
+    const stale = s.runtimes.filter((r) => r.status === "stale").length;
+    const parts = [s.runtimes.length === 0 ? "No runtimes" : `${running} running`];
+    if (stale > 0) parts.push(`${stale} stale`);
+    const waiting = s.pending.filter((p) => p.state === "waiting" || p.state === "unsubmitted" || p.state === "approving").length;
+    if (waiting > 0) parts.push(`${waiting} awaiting approval`);
+    setText(summary, parts.join(" · "));
+  }
+
+  function apply(s: Snapshot): void {
+    if (destroyed) return;
+    snapshot = s;
+    show(loading, false);
+    if (bannerRetry) setBanner(null);
+
+    const file = s.secretStore.kind === "file";
+    store.classList.toggle("is-file", file);
+    storeIcon.replaceChildren(icon(file ? "warning" : "lock"));
+    setText(storeText, `Secrets: ${s.secretStore.description}`);
+    show(storeTag, file);
+    setAttr(store, "title", file ? `${s.secretStore.description}: a plaintext file you opted into, not the OS keychain.` : s.secretStore.description);
+    renderSummary(s);
+
+    const isEmpty = s.runtimes.length === 0;
+    show(empty, s.firstRun || isEmpty);
+    setText(emptyTitle, isEmpty ? "No runtimes yet" : "Welcome to Supercode Tray");
+    setText(receiptDirEl, s.receiptDir);
+
+    show(runtimesSection, !isEmpty);
+    setText(runtimesCount, String(s.runtimes.length));
+    const lostRuntimeFocus = runtimeRows.reconcile(s.runtimes);
+
+    show(pendingSection, s.pending.length > 0);
+    setText(pendingCount, String(s.pending.length));
+    const lostPendingFocus = pendingRows.reconcile(s.pending);
+
+    renderIgnored(s.ignored);
+
+    // A row that held focus went away (forgotten, dismissed): land on its section, not on <body>.
+    if (lostRuntimeFocus) (isEmpty ? logsButton : runtimesHeading).focus();
+    else if (lostPendingFocus) (s.pending.length > 0 ? pendingHeading : logsButton).focus();
+  }
+
+  function tick(): void {
+    const t = now();
+    for (const row of runtimeRows.all()) row.refreshTime(t);
+    for (const row of pendingRows.all()) row.refreshTime(t);
+  }
+
+  // Subscribe before the first fetch so no change between the two is missed.
+  // An event that arrives while the fetch is in flight is at least as fresh as
+  // the fetch's answer, so the answer is then dropped.
+  let sawEvent = false;
+  let unlisten: (() => void) | null = null;
+  const subscribed = backend
+    .onSnapshot((s) => {
+      sawEvent = true;
+      apply(s);
+    })
+    .then(
+      (stop) => {
+        if (destroyed) stop();
+        else unlisten = stop;
+      },
+      () => setBanner("Live updates are unavailable; the list may be out of date. Reopen the window to refresh."),
+    );
+
+  async function load(): Promise<void> {
+    sawEvent = false;
+    try {
+      const s = await backend.snapshot();
+      if (!sawEvent) apply(s);
+    } catch (e) {
+      show(loading, false);
+      setBanner(`Could not load runtimes: ${toCommandError(e).message}`, true);
+    }
+  }
+
+  const timer = window.setInterval(tick, RELATIVE_TIME_REFRESH_MS);
+  // The window is hidden, not closed, between tray clicks: refresh when it comes back.
+  const onVisible = () => {
+    if (document.visibilityState === "visible" && snapshot !== null) void refresh();
+  };
+  document.addEventListener("visibilitychange", onVisible);
+
+  const ready = subscribed.then(load);
+
+  return {
+    ready,
+    render: apply,
+    tick,
+    destroy() {
+      destroyed = true;
+      window.clearInterval(timer);
+      document.removeEventListener("visibilitychange", onVisible);
+      unlisten?.();
+    },
+  };
+}

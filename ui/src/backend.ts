@@ -1,0 +1,84 @@
+// The one interface between the window and the app. Everything the UI knows
+// about runtimes, registrations and the secret store comes through `Backend`;
+// `tauriBackend` speaks Tauri IPC, the mock in `mock-backend.ts` runs the
+// same UI in a plain browser for tests.
+import { invoke } from "@tauri-apps/api/core";
+import { listen } from "@tauri-apps/api/event";
+import type { CommandError, ErrorCode, PendingView, ReviveOutcome, Snapshot } from "./bindings";
+
+/** What the window can ask of the app. Every method rejects with a `CommandError`. */
+export interface Backend {
+  snapshot(): Promise<Snapshot>;
+  attach(id: string): Promise<void>;
+  forget(id: string): Promise<void>;
+  revive(id: string): Promise<ReviveOutcome>;
+  approve(profile: string): Promise<PendingView>;
+  reject(profile: string): Promise<void>;
+  openLogs(): Promise<void>;
+  /** Calls `cb` with every fresh snapshot; resolves to a function that stops the subscription. */
+  onSnapshot(cb: (s: Snapshot) => void): Promise<() => void>;
+}
+
+/** The Tauri event carrying a fresh `Snapshot` whenever the inventory changes. */
+export const SNAPSHOT_EVENT = "supercode://snapshot";
+
+const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  "notFound",
+  "refused",
+  "runtimeUnavailable",
+  "secretStore",
+  "network",
+  "invalidInput",
+  "internal",
+]);
+
+/** True when `value` has the `{ code, message }` wire shape of a backend error. */
+export function isCommandError(value: unknown): value is CommandError {
+  if (typeof value !== "object" || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.code === "string" && ERROR_CODES.has(v.code) && typeof v.message === "string";
+}
+
+/**
+ * Turns whatever a failed call rejected with into a `CommandError`.
+ *
+ * The backend sends `{ code, message }`; anything else (an IPC failure string,
+ * a thrown `Error`) becomes `internal`. Only `code` and `message` are kept so
+ * no unexpected field can ever be rendered.
+ */
+export function toCommandError(value: unknown): CommandError {
+  if (isCommandError(value)) return { code: value.code, message: value.message };
+  if (typeof value === "string" && value.trim() !== "") return { code: "internal", message: value };
+  if (value instanceof Error && value.message !== "") return { code: "internal", message: value.message };
+  return { code: "internal", message: "Something went wrong. Open the logs folder for details." };
+}
+
+async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(command, args);
+  } catch (err) {
+    throw toCommandError(err);
+  }
+}
+
+/** The backend of the real app: Tauri commands and the snapshot event. */
+export const tauriBackend: Backend = {
+  snapshot: () => call<Snapshot>("snapshot"),
+  attach: (id) => call<void>("attach", { id }),
+  forget: (id) => call<void>("forget", { id }),
+  revive: (id) => call<ReviveOutcome>("revive", { id }),
+  approve: (profile) => call<PendingView>("approve", { profile }),
+  reject: (profile) => call<void>("reject", { profile }),
+  openLogs: () => call<void>("open_logs"),
+  onSnapshot: (cb) => listen<Snapshot>(SNAPSHOT_EVENT, (event) => cb(event.payload)),
+};
+
+/** True when the page runs inside the Tauri webview (its IPC bridge is injected before any script). */
+export function insideTauri(win: Window = window): boolean {
+  return "__TAURI_INTERNALS__" in win;
+}
+
+/** The mock backend is used outside Tauri, or when `?mock` is in the URL (browser tests). */
+export function wantsMock(win: Window = window): boolean {
+  return !insideTauri(win) || new URLSearchParams(win.location.search).has("mock");
+}

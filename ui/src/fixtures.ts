@@ -1,0 +1,168 @@
+// Snapshots the mock backend starts from: a realistic mix for demos and
+// screenshots, and the edge cases (first run, plaintext file store). Paths and
+// names are made up; nothing here is or resembles a secret.
+import type { RuntimeView, Snapshot } from "./bindings";
+
+/** The scenarios `?mock=<name>` can pick. */
+export type Scenario = "demo" | "empty" | "file-store";
+
+const MINUTE = 60_000;
+
+function ago(now: Date, ms: number): string {
+  return new Date(now.getTime() - ms).toISOString();
+}
+
+const yes = { available: true, reason: null };
+const no = (reason: string) => ({ available: false, reason });
+
+/** A runtime with sensible defaults; override what a test cares about. */
+export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeView {
+  return {
+    name: over.id,
+    kind: "claude-code",
+    workspace: null,
+    profile: null,
+    status: "running",
+    statusReason: null,
+    since: null,
+    pid: null,
+    attach: yes,
+    forget: no("The runtime is running; only stale receipts can be forgotten."),
+    revive: no("Already running."),
+    launchCommand: null,
+    origin: "receipt",
+    ...over,
+  };
+}
+
+/** The snapshot of a machine with a few runtimes in every interesting state. */
+export function demoSnapshot(now: Date = new Date()): Snapshot {
+  return {
+    runtimes: [
+      runtime({
+        id: "rt-demo-a",
+        name: "demo-a",
+        kind: "claude-code",
+        workspace: "/home/dev/src/supercode-tray",
+        profile: "dev",
+        status: "running",
+        since: ago(now, 12 * MINUTE),
+        pid: 4242,
+        origin: "both",
+      }),
+      runtime({
+        id: "rt-review",
+        name: "review-bot",
+        kind: "codex",
+        workspace: "/home/dev/src/clients/acme/services/canon-review-service",
+        profile: "review",
+        status: "stale",
+        statusReason: "Process 3117 exited; its receipt was left behind.",
+        since: ago(now, 3 * 60 * MINUTE),
+        pid: 3117,
+        attach: no("Not running: the process has exited."),
+        forget: yes,
+        revive: yes,
+        launchCommand: ["canon-agent", "serve", "--profile", "review", "--workspace", "/home/dev/src/clients/acme/services/canon-review-service"],
+        origin: "both",
+      }),
+      runtime({
+        id: "rt-nightly",
+        name: "nightly-refactor",
+        kind: "opencode",
+        workspace: "/home/dev/src/monorepo",
+        profile: "nightly",
+        status: "offline",
+        statusReason: "Not started since the last reboot.",
+        since: ago(now, 26 * 60 * MINUTE),
+        attach: no("Not running."),
+        forget: no("Known from the Canon catalog, not from a receipt; nothing to forget."),
+        revive: yes,
+        launchCommand: ["opencode", "serve", "--profile", "nightly"],
+        origin: "catalog",
+      }),
+      runtime({
+        id: "rt-ide",
+        name: "vscode-agent",
+        kind: "vscode",
+        workspace: "/home/dev/src/website",
+        status: "embedded",
+        statusReason: "Runs inside VS Code.",
+        since: ago(now, 47 * MINUTE),
+        pid: 5120,
+        forget: no("Managed by VS Code."),
+        revive: no("Managed by VS Code."),
+      }),
+      runtime({
+        id: "rt-manual",
+        name: "scratch",
+        kind: "live-runtime",
+        workspace: "/tmp/scratch",
+        status: "manual",
+        statusReason: "Started by hand; Supercode cannot relaunch it.",
+        since: ago(now, 2 * MINUTE),
+        pid: 6001,
+        revive: no("Started by hand: no launch command is known."),
+      }),
+    ],
+    ignored: [
+      { location: "receipts", file: "broken-1733150000.json", reason: "Not valid JSON (line 1, column 17)." },
+      { location: "canon", file: "runtimes/legacy.json", reason: "Unknown receipt version 9; update Supercode Tray." },
+    ],
+    pending: [
+      {
+        profile: "ci-runner",
+        clientType: "claude-code",
+        state: "waiting",
+        createdAt: ago(now, 4 * MINUTE),
+        updatedAt: ago(now, 4 * MINUTE),
+        message: null,
+      },
+      {
+        profile: "old-laptop",
+        clientType: "codex",
+        state: "expired",
+        createdAt: ago(now, 2 * 24 * 60 * MINUTE),
+        updatedAt: ago(now, 2 * 24 * 60 * MINUTE - 10 * MINUTE),
+        message: "The request expired after 10 minutes. Start the runtime again to request a new one.",
+      },
+    ],
+    secretStore: { kind: "keychain", description: "OS keychain (Secret Service)" },
+    firstRun: false,
+    receiptDir: "/home/dev/.local/share/supercode/receipts",
+    canonHome: "/home/dev/.canon",
+  };
+}
+
+/** The first launch: nothing registered yet. */
+export function emptySnapshot(): Snapshot {
+  return {
+    runtimes: [],
+    ignored: [],
+    pending: [],
+    secretStore: { kind: "keychain", description: "OS keychain (Secret Service)" },
+    firstRun: true,
+    receiptDir: "/home/dev/.local/share/supercode/receipts",
+    canonHome: "/home/dev/.canon",
+  };
+}
+
+/** The demo machine, but with secrets in the opt-in plaintext file store. */
+export function fileStoreSnapshot(now: Date = new Date()): Snapshot {
+  return {
+    ...demoSnapshot(now),
+    secretStore: { kind: "file", description: "Plaintext file ~/.config/supercode/secrets.json" },
+  };
+}
+
+/** The snapshot for a `?mock=<name>` scenario; unknown names get the demo. */
+export function scenario(name: string | null, now: Date = new Date()): Snapshot {
+  switch (name) {
+    case "empty":
+      return emptySnapshot();
+    case "file-store":
+      return fileStoreSnapshot(now);
+    default:
+      return demoSnapshot(now);
+  }
+}

@@ -1,0 +1,108 @@
+// Pure text formatting for the window: relative times, shortened paths and
+// the labels of statuses and states. Unknown enum values get a neutral label
+// instead of being echoed, so nothing unexpected from the wire is rendered.
+import type { PendingState, RuntimeStatus } from "./bindings";
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** Parses an ISO 8601 timestamp; `null` for missing or unparsable input. */
+export function parseTime(iso: string | null): Date | null {
+  if (iso === null) return null;
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? null : new Date(t);
+}
+
+/**
+ * "just now", "5 min ago", "3 h ago", "yesterday", "4 days ago", then a date.
+ * A time slightly in the future (clock skew between processes) reads "just now".
+ */
+export function relativeTime(then: Date, now: Date): string {
+  const diff = now.getTime() - then.getTime();
+  if (diff < 45 * SECOND) return "just now";
+  if (diff < HOUR) {
+    const m = Math.max(1, Math.round(diff / MINUTE));
+    return m >= 60 ? "1 h ago" : `${m} min ago`;
+  }
+  if (diff < DAY) {
+    const h = Math.round(diff / HOUR);
+    return h >= 24 ? "yesterday" : `${h} h ago`;
+  }
+  const days = Math.floor(diff / DAY);
+  if (days === 1) return "yesterday";
+  if (days < 7) return `${days} days ago`;
+  return `on ${then.toLocaleDateString(undefined, { month: "short", day: "numeric", year: then.getFullYear() === now.getFullYear() ? undefined : "numeric" })}`;
+}
+
+/** The full local date and time, for tooltips. */
+export function fullTime(then: Date): string {
+  return then.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+const HOME_PREFIX = /^(\/home\/[^/]+|\/Users\/[^/]+|[A-Za-z]:\\Users\\[^\\]+)(?=[/\\]|$)/;
+
+/**
+ * Shortens a workspace path for a narrow row: the home directory becomes `~`,
+ * and a long path keeps its last two segments after an ellipsis.
+ */
+export function shortenPath(path: string, max = 30): string {
+  const home = path.replace(HOME_PREFIX, "~");
+  if (home.length <= max) return home;
+  const sep = home.includes("\\") && !home.includes("/") ? "\\" : "/";
+  const parts = home.split(sep).filter((p) => p !== "");
+  const tail = parts.slice(-2).join(sep);
+  const short = `…${sep}${tail}`;
+  if (short.length <= max) return short;
+  const last = parts[parts.length - 1] ?? home;
+  return last.length + 2 <= max ? `…${sep}${last}` : `…${last.slice(-(max - 1))}`;
+}
+
+const STATUS_LABELS: Record<RuntimeStatus, string> = {
+  running: "Running",
+  stale: "Stale",
+  offline: "Offline",
+  manual: "Manual",
+  embedded: "Embedded",
+};
+
+/** The badge text of a runtime status. */
+export function statusLabel(status: RuntimeStatus): string {
+  return Object.hasOwn(STATUS_LABELS, status) ? STATUS_LABELS[status] : "Unknown";
+}
+
+/** The CSS modifier of a status badge; unknown statuses look neutral. */
+export function statusTone(status: RuntimeStatus): RuntimeStatus | "unknown" {
+  return Object.hasOwn(STATUS_LABELS, status) ? status : "unknown";
+}
+
+const PENDING_LABELS: Record<PendingState, string> = {
+  unsubmitted: "Not sent",
+  waiting: "Waiting",
+  approving: "Approving",
+  approved: "Approved",
+  rejected: "Rejected",
+  expired: "Expired",
+  error: "Failed",
+};
+
+/** The badge text of a registration state. */
+export function pendingLabel(state: PendingState): string {
+  return Object.hasOwn(PENDING_LABELS, state) ? PENDING_LABELS[state] : "Unknown";
+}
+
+/** The CSS modifier of a registration badge; unknown states look neutral. */
+export function pendingTone(state: PendingState): PendingState | "unknown" {
+  return Object.hasOwn(PENDING_LABELS, state) ? state : "unknown";
+}
+
+/** States that are over: the user can only dismiss them. */
+export function pendingIsFinal(state: PendingState): boolean {
+  return state === "approved" || state === "rejected" || state === "expired";
+}
+
+/** States where asking Canon for approval makes sense (again). */
+export function pendingCanApprove(state: PendingState): boolean {
+  return state === "unsubmitted" || state === "waiting" || state === "error";
+}

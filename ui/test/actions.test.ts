@@ -1,0 +1,334 @@
+// Action flows against the scriptable mock backend: busy states, inline
+// errors, confirmations, and live updates that must not disturb the user.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { RELATIVE_TIME_REFRESH_MS } from "../src/app";
+import { demoSnapshot, emptySnapshot, runtime } from "../src/fixtures";
+import { byTestId, mount, NOW, pendingRow, press, row, visible, type Mounted } from "./helpers";
+
+let m: Mounted | undefined;
+afterEach(() => {
+  m?.app.destroy();
+  vi.useRealTimers();
+});
+
+function click(el: HTMLElement): void {
+  el.click();
+}
+
+describe("attach", () => {
+  it("shows a busy button with aria-busy until the backend answers, then calls attach with the id", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const gate = m.mock.hold("attach");
+    const attach = byTestId(row(m.root, "rt-demo-a"), "action-attach");
+    click(attach);
+    expect(attach.getAttribute("aria-busy")).toBe("true");
+    expect(attach.getAttribute("aria-disabled")).toBe("true");
+    expect(attach.textContent).toBe("Opening…");
+    // Other actions of the row wait too.
+    expect(byTestId(row(m.root, "rt-demo-a"), "action-forget").getAttribute("aria-disabled")).toBe("true");
+    gate.release();
+    await vi.waitFor(() => expect(attach.hasAttribute("aria-busy")).toBe(false));
+    expect(attach.textContent).toBe("Attach");
+    expect(m.mock.calls.filter((c) => c.action === "attach")).toEqual([{ action: "attach", arg: "rt-demo-a" }]);
+  });
+
+  it("ignores a second press while busy", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const gate = m.mock.hold("attach");
+    const attach = byTestId(row(m.root, "rt-demo-a"), "action-attach");
+    click(attach);
+    click(attach);
+    gate.release();
+    await vi.waitFor(() => expect(attach.hasAttribute("aria-busy")).toBe(false));
+    expect(m.mock.calls.filter((c) => c.action === "attach")).toHaveLength(1);
+  });
+
+  it("does not call the backend for an unavailable action", async () => {
+    m = await mount(demoSnapshot(NOW));
+    click(byTestId(row(m.root, "rt-review"), "action-attach"));
+    await Promise.resolve();
+    expect(m.mock.calls.filter((c) => c.action === "attach")).toHaveLength(0);
+  });
+
+  it("shows the CommandError message inline on that row only, and it can be dismissed", async () => {
+    m = await mount(demoSnapshot(NOW));
+    m.mock.failNext("attach", { code: "runtimeUnavailable", message: "demo-a stopped answering. Try Revive." });
+    const r = row(m.root, "rt-demo-a");
+    click(byTestId(r, "action-attach"));
+    const error = byTestId(r, "row-error");
+    await vi.waitFor(() => expect(visible(error)).toBe(true));
+    expect(error.textContent).toContain("demo-a stopped answering. Try Revive.");
+    expect(error.getAttribute("role")).toBe("alert");
+    expect(visible(byTestId(row(m.root, "rt-review"), "row-error"))).toBe(false);
+    const dismiss = error.querySelector("button");
+    expect(dismiss?.getAttribute("aria-label")).toBe("Dismiss error for demo-a");
+    click(dismiss!);
+    expect(visible(error)).toBe(false);
+  });
+
+  it("turns a non-CommandError rejection into a readable message", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const gate = m.mock.hold("attach");
+    const r = row(m.root, "rt-demo-a");
+    click(byTestId(r, "action-attach"));
+    gate.fail("IPC channel closed" as never);
+    await vi.waitFor(() => expect(byTestId(r, "row-error").textContent).toContain("IPC channel closed"));
+  });
+});
+
+describe("revive", () => {
+  it("asks first, listing every argv element and the profile, before calling the backend", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-revive"));
+    const panel = byTestId(r, "confirm-revive");
+    expect(visible(panel)).toBe(true);
+    const argv = [...panel.querySelectorAll(".argv code")].map((c) => c.textContent);
+    expect(argv).toEqual(["canon-agent", "serve", "--profile", "review", "--workspace", "/home/dev/src/clients/acme/services/canon-review-service"]);
+    expect(panel.textContent).toContain("Profile: review");
+    expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
+    expect(document.activeElement).toBe(byTestId(panel, "confirm-accept"));
+    expect(byTestId(r, "action-revive").getAttribute("aria-expanded")).toBe("true");
+  });
+
+  it("keeps an argument with spaces as one visible element", async () => {
+    const s = demoSnapshot(NOW);
+    s.runtimes = [runtime({ id: "x", name: "x", status: "stale", revive: { available: true, reason: null }, launchCommand: ["agent", "--workspace", "/home/dev/My Project"] })];
+    m = await mount(s);
+    click(byTestId(row(m.root, "x"), "action-revive"));
+    const argv = [...byTestId(row(m.root, "x"), "confirm-revive").querySelectorAll(".argv code")].map((c) => c.textContent);
+    expect(argv).toEqual(["agent", "--workspace", "/home/dev/My Project"]);
+  });
+
+  it("Escape closes the confirmation and returns focus to Revive without reviving", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-revive"));
+    press("Escape");
+    expect(visible(byTestId(r, "confirm-revive"))).toBe(false);
+    expect(document.activeElement).toBe(byTestId(r, "action-revive"));
+    expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
+  });
+
+  it("Cancel closes the confirmation without reviving", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-revive"));
+    click(byTestId(byTestId(r, "confirm-revive"), "confirm-cancel"));
+    expect(visible(byTestId(r, "confirm-revive"))).toBe(false);
+    expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
+  });
+
+  it("Confirm revives with a busy state, then shows the outcome and the new status", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const gate = m.mock.hold("revive");
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-revive"));
+    click(byTestId(byTestId(r, "confirm-revive"), "confirm-accept"));
+    const revive = byTestId(r, "action-revive");
+    expect(visible(byTestId(r, "confirm-revive"))).toBe(false);
+    expect(revive.getAttribute("aria-busy")).toBe("true");
+    expect(revive.textContent).toBe("Reviving…");
+    expect(document.activeElement).toBe(revive);
+    gate.release();
+    await vi.waitFor(() => expect(visible(byTestId(r, "row-notice"))).toBe(true));
+    expect(byTestId(r, "row-notice").textContent).toContain("Started review-bot");
+    expect(byTestId(r, "runtime-status").textContent).toBe("Running");
+    expect(m.mock.calls.filter((c) => c.action === "revive")).toEqual([{ action: "revive", arg: "rt-review" }]);
+  });
+
+  it("shows a revive failure inline", async () => {
+    m = await mount(demoSnapshot(NOW));
+    m.mock.failNext("revive", { code: "refused", message: "The launch command exited with status 127. Check that canon-agent is installed." });
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-revive"));
+    click(byTestId(byTestId(r, "confirm-revive"), "confirm-accept"));
+    await vi.waitFor(() => expect(byTestId(r, "row-error").textContent).toContain("status 127"));
+    expect(byTestId(r, "action-revive").hasAttribute("aria-busy")).toBe(false);
+  });
+});
+
+describe("forget", () => {
+  it("asks first, saying it removes only this stale receipt, and starts on Cancel", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-forget"));
+    const panel = byTestId(r, "confirm-forget");
+    expect(visible(panel)).toBe(true);
+    expect(panel.textContent).toContain("removes only this stale receipt");
+    expect(document.activeElement).toBe(byTestId(panel, "confirm-cancel"));
+    expect(m.mock.calls.some((c) => c.action === "forget")).toBe(false);
+  });
+
+  it("Confirm forgets the runtime; the row goes and focus lands on the list heading", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-forget"));
+    click(byTestId(byTestId(r, "confirm-forget"), "confirm-accept"));
+    await vi.waitFor(() => expect(m!.root.querySelector('[data-runtime-id="rt-review"]')).toBeNull());
+    expect(m.mock.calls.filter((c) => c.action === "forget")).toEqual([{ action: "forget", arg: "rt-review" }]);
+    expect(document.activeElement?.textContent).toBe("Runtimes");
+  });
+});
+
+describe("live updates", () => {
+  it("keep an open confirmation, its focus and the row's DOM node while other data changes", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-revive"));
+    const confirm = byTestId(byTestId(r, "confirm-revive"), "confirm-accept");
+    expect(document.activeElement).toBe(confirm);
+
+    const next = demoSnapshot(NOW);
+    next.runtimes[0]!.statusReason = "Busy with a long task.";
+    next.runtimes.reverse();
+    next.runtimes.push(runtime({ id: "rt-new", name: "fresh" }));
+    m.mock.setSnapshot(next);
+
+    expect(row(m.root, "rt-review")).toBe(r);
+    expect(visible(byTestId(r, "confirm-revive"))).toBe(true);
+    expect(document.activeElement).toBe(confirm);
+    expect(row(m.root, "rt-demo-a").textContent).toContain("Busy with a long task.");
+    const ids = [...m.root.querySelectorAll('[data-testid="runtime-row"]')].map((e) => e.getAttribute("data-runtime-id"));
+    expect(ids).toEqual(["rt-manual", "rt-ide", "rt-nightly", "rt-review", "rt-demo-a", "rt-new"]);
+  });
+
+  it("keep an inline error until the user dismisses it", async () => {
+    m = await mount(demoSnapshot(NOW));
+    m.mock.failNext("attach", { code: "network", message: "Could not reach demo-a." });
+    const r = row(m.root, "rt-demo-a");
+    click(byTestId(r, "action-attach"));
+    await vi.waitFor(() => expect(visible(byTestId(r, "row-error"))).toBe(true));
+    m.mock.emit();
+    expect(visible(byTestId(r, "row-error"))).toBe(true);
+  });
+
+  it("disable Confirm with the reason when the action stops being available while asking", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-revive"));
+    m.mock.update((s) => {
+      s.runtimes[1]!.revive = { available: false, reason: "Already running." };
+    });
+    const panel = byTestId(r, "confirm-revive");
+    expect(visible(panel)).toBe(true);
+    expect(byTestId(panel, "confirm-accept").getAttribute("aria-disabled")).toBe("true");
+    expect(panel.textContent).toContain("Already running.");
+    click(byTestId(panel, "confirm-accept"));
+    expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
+  });
+
+  it("switch from the empty state to the list when the first runtime registers", async () => {
+    m = await mount(emptySnapshot());
+    expect(visible(byTestId(m.root, "empty-state"))).toBe(true);
+    m.mock.setSnapshot({ ...emptySnapshot(), firstRun: false, runtimes: [runtime({ id: "demo", name: "demo" })] });
+    expect(visible(byTestId(m.root, "empty-state"))).toBe(false);
+    expect(visible(row(m.root, "demo"))).toBe(true);
+  });
+
+  it("prefer an event that arrives while the first snapshot is loading", async () => {
+    document.body.replaceChildren();
+    const root = document.createElement("div");
+    document.body.append(root);
+    const { mockBackend } = await import("../src/mock-backend");
+    const { mountApp } = await import("../src/app");
+    const mock = mockBackend(demoSnapshot(NOW));
+    const gate = mock.hold("snapshot");
+    const app = mountApp(root, mock, { now: () => NOW });
+    await vi.waitFor(() => expect(mock.calls.some((c) => c.action === "snapshot")).toBe(true));
+    mock.setSnapshot({ ...demoSnapshot(NOW), runtimes: [runtime({ id: "from-event" })] }); // newer
+    gate.release();
+    await app.ready;
+    expect(root.querySelectorAll('[data-testid="runtime-row"]')).toHaveLength(1);
+    expect(row(root, "from-event")).toBeTruthy();
+    app.destroy();
+    expect(mock.subscriberCount()).toBe(0);
+  });
+
+  it("re-render relative times every 30 s", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    let now = NOW;
+    document.body.replaceChildren();
+    const root = document.createElement("div");
+    document.body.append(root);
+    const { mockBackend } = await import("../src/mock-backend");
+    const { mountApp } = await import("../src/app");
+    const s = demoSnapshot(NOW);
+    const app = mountApp(root, mockBackend(s), { now: () => now });
+    await app.ready;
+    const since = row(root, "rt-manual").querySelector("time")!;
+    expect(since.textContent).toBe("since 2 min ago");
+    now = new Date(NOW.getTime() + 3 * 60_000);
+    vi.advanceTimersByTime(RELATIVE_TIME_REFRESH_MS);
+    expect(since.textContent).toBe("since 5 min ago");
+    app.destroy();
+  });
+});
+
+describe("pending registrations", () => {
+  it("Approve shows 'Waiting for approval in Canon…' while busy, then the approved state", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const gate = m.mock.hold("approve");
+    const r = pendingRow(m.root, "ci-runner");
+    const approve = byTestId(r, "action-approve");
+    click(approve);
+    expect(approve.textContent).toBe("Waiting for approval in Canon…");
+    expect(approve.getAttribute("aria-busy")).toBe("true");
+    // Reject stays usable: it cancels a request that is waiting on Canon.
+    expect(byTestId(r, "action-reject").hasAttribute("aria-disabled")).toBe(false);
+    // A live update mid-approval keeps the busy state.
+    m.mock.emit();
+    expect(approve.getAttribute("aria-busy")).toBe("true");
+    gate.release();
+    await vi.waitFor(() => expect(r.querySelector(".badge")?.textContent).toBe("Approved"));
+    expect(visible(approve)).toBe(false);
+    expect(byTestId(r, "action-reject").textContent).toBe("Dismiss");
+    expect(m.mock.calls.filter((c) => c.action === "approve")).toEqual([{ action: "approve", arg: "ci-runner" }]);
+  });
+
+  it("shows an approval failure inline on the request", async () => {
+    m = await mount(demoSnapshot(NOW));
+    m.mock.failNext("approve", { code: "network", message: "Canon did not answer. Check your connection and try again." });
+    const r = pendingRow(m.root, "ci-runner");
+    click(byTestId(r, "action-approve"));
+    await vi.waitFor(() => expect(byTestId(r, "row-error").textContent).toContain("Canon did not answer"));
+    expect(byTestId(r, "action-approve").hasAttribute("aria-busy")).toBe(false);
+  });
+
+  it("Reject removes the request", async () => {
+    m = await mount(demoSnapshot(NOW));
+    click(byTestId(pendingRow(m.root, "ci-runner"), "action-reject"));
+    await vi.waitFor(() => expect(m!.root.querySelector('[data-profile="ci-runner"]')).toBeNull());
+    expect(m.mock.calls.filter((c) => c.action === "reject")).toEqual([{ action: "reject", arg: "ci-runner" }]);
+  });
+});
+
+describe("footer", () => {
+  it("Open logs folder calls the backend and shows a failure as a banner", async () => {
+    m = await mount(demoSnapshot(NOW));
+    m.mock.failNext("openLogs", { code: "internal", message: "No file manager is available to open the logs folder." });
+    click(byTestId(m.root, "open-logs"));
+    await vi.waitFor(() => expect(visible(byTestId(m!.root, "app-error"))).toBe(true));
+    expect(byTestId(m.root, "app-error").textContent).toContain("No file manager");
+    expect(m.mock.calls.filter((c) => c.action === "openLogs")).toHaveLength(1);
+  });
+
+  it("a failed first load says so and Retry loads again", async () => {
+    document.body.replaceChildren();
+    const root = document.createElement("div");
+    document.body.append(root);
+    const { mockBackend } = await import("../src/mock-backend");
+    const { mountApp } = await import("../src/app");
+    const mock = mockBackend(demoSnapshot(NOW));
+    mock.failNext("snapshot", { code: "internal", message: "The inventory is not ready." });
+    const app = mountApp(root, mock, { now: () => NOW });
+    await app.ready;
+    const banner = byTestId(root, "app-error");
+    expect(visible(banner)).toBe(true);
+    expect(banner.textContent).toContain("Could not load runtimes: The inventory is not ready.");
+    click([...banner.querySelectorAll("button")].find((b) => b.textContent === "Retry")!);
+    await vi.waitFor(() => expect(root.querySelectorAll('[data-testid="runtime-row"]')).toHaveLength(5));
+    expect(visible(banner)).toBe(false);
+    app.destroy();
+  });
+});

@@ -1,0 +1,84 @@
+// The Tauri backend: command names, argument shapes, the event name, and how
+// rejections become CommandErrors. The Tauri API is replaced by spies.
+import { beforeEach, describe, expect, it, vi } from "vitest";
+
+const invoke = vi.fn();
+const listen = vi.fn();
+vi.mock("@tauri-apps/api/core", () => ({ invoke: (...a: unknown[]) => invoke(...a) }));
+vi.mock("@tauri-apps/api/event", () => ({ listen: (...a: unknown[]) => listen(...a) }));
+
+const { tauriBackend, toCommandError, isCommandError, wantsMock, SNAPSHOT_EVENT } = await import("../src/backend");
+
+beforeEach(() => {
+  invoke.mockReset();
+  listen.mockReset();
+});
+
+describe("tauriBackend", () => {
+  it("calls each command by its IPC name with the documented arguments", async () => {
+    invoke.mockResolvedValue(undefined);
+    await tauriBackend.snapshot();
+    await tauriBackend.attach("rt-1");
+    await tauriBackend.forget("rt-2");
+    await tauriBackend.revive("rt-3");
+    await tauriBackend.approve("dev");
+    await tauriBackend.reject("ci");
+    await tauriBackend.openLogs();
+    expect(invoke.mock.calls).toEqual([
+      ["snapshot", undefined],
+      ["attach", { id: "rt-1" }],
+      ["forget", { id: "rt-2" }],
+      ["revive", { id: "rt-3" }],
+      ["approve", { profile: "dev" }],
+      ["reject", { profile: "ci" }],
+      ["open_logs", undefined],
+    ]);
+  });
+
+  it("rejects with the backend's CommandError, keeping only code and message", async () => {
+    invoke.mockRejectedValue({ code: "refused", message: "Only stale receipts can be forgotten.", extra: "dropped" });
+    await expect(tauriBackend.forget("x")).rejects.toEqual({ code: "refused", message: "Only stale receipts can be forgotten." });
+  });
+
+  it("wraps a plain IPC failure as an internal CommandError", async () => {
+    invoke.mockRejectedValue("command attach not found");
+    await expect(tauriBackend.attach("x")).rejects.toEqual({ code: "internal", message: "command attach not found" });
+  });
+
+  it("subscribes to supercode://snapshot and hands over the payload", async () => {
+    const stop = vi.fn();
+    listen.mockResolvedValue(stop);
+    const seen: unknown[] = [];
+    const unlisten = await tauriBackend.onSnapshot((s) => seen.push(s));
+    expect(listen.mock.calls[0]?.[0]).toBe("supercode://snapshot");
+    expect(SNAPSHOT_EVENT).toBe("supercode://snapshot");
+    const handler = listen.mock.calls[0]?.[1] as (e: { payload: unknown }) => void;
+    handler({ payload: { runtimes: [] } });
+    expect(seen).toEqual([{ runtimes: [] }]);
+    unlisten();
+    expect(stop).toHaveBeenCalledOnce();
+  });
+});
+
+describe("toCommandError", () => {
+  it("accepts only known codes as CommandErrors", () => {
+    expect(isCommandError({ code: "network", message: "m" })).toBe(true);
+    expect(isCommandError({ code: "teapot", message: "m" })).toBe(false);
+    expect(toCommandError({ code: "teapot", message: "m" }).code).toBe("internal");
+  });
+
+  it("gives a readable message for anything else", () => {
+    expect(toCommandError(new Error("boom"))).toEqual({ code: "internal", message: "boom" });
+    expect(toCommandError(undefined).message).toMatch(/Open the logs folder/);
+  });
+});
+
+describe("wantsMock", () => {
+  const win = (search: string, tauri: boolean) => ({ location: { search }, ...(tauri ? { __TAURI_INTERNALS__: {} } : {}) }) as unknown as Window;
+  it("uses Tauri inside the app and the mock in a browser or with ?mock", () => {
+    expect(wantsMock(win("", true))).toBe(false);
+    expect(wantsMock(win("", false))).toBe(true);
+    expect(wantsMock(win("?mock", true))).toBe(true);
+    expect(wantsMock(win("?mock=empty", true))).toBe(true);
+  });
+});

@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { pendingLabel, relativeTime, shortenPath, statusLabel, statusTone } from "../src/format";
+import type { RuntimeStatus } from "../src/bindings";
+
+const now = new Date("2026-12-02T12:00:00Z");
+const before = (ms: number) => new Date(now.getTime() - ms);
+
+describe("relativeTime", () => {
+  it("reads coarse, human units at each boundary", () => {
+    expect(relativeTime(before(10_000), now)).toBe("just now");
+    expect(relativeTime(before(50_000), now)).toBe("1 min ago");
+    expect(relativeTime(before(12 * 60_000), now)).toBe("12 min ago");
+    expect(relativeTime(before(59.9 * 60_000), now)).toBe("1 h ago");
+    expect(relativeTime(before(3 * 3_600_000), now)).toBe("3 h ago");
+    expect(relativeTime(before(26 * 3_600_000), now)).toBe("yesterday");
+    expect(relativeTime(before(4 * 86_400_000), now)).toBe("4 days ago");
+    expect(relativeTime(before(40 * 86_400_000), now)).toMatch(/^on /);
+  });
+
+  it("treats a timestamp slightly in the future (clock skew) as just now", () => {
+    expect(relativeTime(new Date(now.getTime() + 5_000), now)).toBe("just now");
+  });
+});
+
+describe("shortenPath", () => {
+  it("replaces the home directory with ~ on Linux, macOS and Windows", () => {
+    expect(shortenPath("/home/dev/src/app")).toBe("~/src/app");
+    expect(shortenPath("/Users/ana/code")).toBe("~/code");
+    expect(shortenPath("C:\\Users\\ana\\code")).toBe("~\\code");
+  });
+
+  it("keeps the last two segments of a long path", () => {
+    expect(shortenPath("/home/dev/src/clients/acme/services/canon-review")).toBe("…/services/canon-review");
+  });
+
+  it("leaves a short path outside home untouched", () => {
+    expect(shortenPath("/tmp/scratch")).toBe("/tmp/scratch");
+  });
+
+  it("never returns more than the limit, even for one huge segment", () => {
+    const out = shortenPath(`/srv/${"x".repeat(80)}`, 30);
+    expect(out.length).toBeLessThanOrEqual(30);
+    expect(out.startsWith("…")).toBe(true);
+  });
+});
+
+describe("labels", () => {
+  it("labels unknown enum values neutrally instead of echoing them", () => {
+    const odd = "toString" as RuntimeStatus;
+    expect(statusLabel(odd)).toBe("Unknown");
+    expect(statusTone(odd)).toBe("unknown");
+    expect(statusLabel("stale")).toBe("Stale");
+    expect(pendingLabel("waiting")).toBe("Waiting");
+  });
+});
