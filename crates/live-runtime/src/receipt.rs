@@ -345,7 +345,7 @@ pub struct ReceiptDir {
 impl ReceiptDir {
     /// The directory the environment selects: `$SUPERCODE_RUNTIME_DIR`; else on Linux
     /// `$XDG_RUNTIME_DIR/supercode/live-runtimes`; else the platform runtime dir from `directories`;
-    /// else a per-user directory under the temp dir. The secret store is [`SecretStore::from_env`].
+    /// else `<temp dir>/supercode-<uid>-live-runtimes`. The secret store is [`SecretStore::from_env`].
     pub fn from_env() -> Result<Self> {
         let secrets = SecretStore::from_env()?;
         let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
@@ -359,9 +359,10 @@ impl ReceiptDir {
         {
             runtime.join("supercode").join("live-runtimes")
         } else {
-            std::env::temp_dir()
-                .join(format!("supercode-{}", effective_uid()))
-                .join("live-runtimes")
+            // One level only: the temp dir is shared, and a parent directory someone else
+            // created could be used to swap ours out. The one directory we use is checked for
+            // ownership and mode before every use.
+            std::env::temp_dir().join(format!("supercode-{}-live-runtimes", effective_uid()))
         };
         Ok(Self::new(path, secrets))
     }

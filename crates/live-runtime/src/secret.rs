@@ -339,9 +339,16 @@ fn keyring_error(e: keyring::Error) -> SecretStoreError {
         keyring::Error::NoStorageAccess(inner) => SecretStoreError::Locked {
             detail: inner.to_string(),
         },
-        keyring::Error::PlatformFailure(inner) => SecretStoreError::Unavailable {
-            detail: inner.to_string(),
-        },
+        keyring::Error::PlatformFailure(inner) => {
+            let detail = inner.to_string();
+            // Secret Service reports a locked collection as a plain D-Bus error
+            // ("Cannot create an item in a locked collection"), not as NoStorageAccess.
+            if detail.to_ascii_lowercase().contains("locked") {
+                SecretStoreError::Locked { detail }
+            } else {
+                SecretStoreError::Unavailable { detail }
+            }
+        }
         // The bad bytes may be a secret: never put them in the message.
         keyring::Error::BadEncoding(_) => SecretStoreError::Other {
             detail: "the stored secret is not valid UTF-8".into(),

@@ -191,6 +191,17 @@ pub fn is_child_for(test: &str) -> bool {
     std::env::var(CHILD_ENV).as_deref() == Ok(test)
 }
 
+/// The arguments that make this test binary run exactly one (ignored) helper test.
+pub fn child_test_args(test: &str) -> [&str; 5] {
+    [
+        test,
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]
+}
+
 /// Re-runs this test binary for the single (ignored) helper test `test` with extra environment,
 /// so tests that need process-global state (environment variables, a broken D-Bus address) do not
 /// disturb the others. Fails if the child runs past `deadline`.
@@ -201,24 +212,28 @@ pub fn run_child_test(
     deadline: std::time::Duration,
 ) -> std::process::Output {
     let mut command = Command::new(std::env::current_exe().unwrap());
-    command
-        .args([
-            test,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, test.rsplit("::").next().unwrap())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.args(child_test_args(test));
     for name in unset {
         command.env_remove(name);
     }
     for (name, value) in set {
         command.env(name, value);
     }
+    run_with_deadline(command, test, deadline)
+}
+
+/// Runs `command` (which runs the helper test `test`) and collects its output; kills it and fails
+/// if it runs past `deadline`.
+pub fn run_with_deadline(
+    mut command: Command,
+    test: &str,
+    deadline: std::time::Duration,
+) -> std::process::Output {
+    command
+        .env(CHILD_ENV, test.rsplit("::").next().unwrap())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let child = command.spawn().unwrap();
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();

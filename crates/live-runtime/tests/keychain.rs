@@ -126,3 +126,76 @@ fn hung_secret_service_child() {
     assert!(entries(dir.path()).iter().all(|n| !n.ends_with(".json")));
     println!("CHILD_OK");
 }
+
+/// True when `program` can be found on PATH.
+fn on_path(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program} >/dev/null")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_locked_keyring_reports_locked_and_never_falls_back_to_plaintext() {
+    if !(on_path("dbus-run-session") && on_path("gnome-keyring-daemon")) {
+        if std::env::var("SUPERCODE_REQUIRE_KEYCHAIN").as_deref() == Ok("1") {
+            panic!("SUPERCODE_REQUIRE_KEYCHAIN=1 but dbus-run-session / gnome-keyring-daemon are missing");
+        }
+        eprintln!("SKIPPED a_locked_keyring_reports_locked: dbus-run-session or gnome-keyring-daemon not installed");
+        return;
+    }
+    // A private bus with a keyring daemon that is started but never unlocked, on a private HOME.
+    let home = tempfile::tempdir().unwrap();
+    let test = "keychain::locked_keyring_child";
+    let mut command = std::process::Command::new("dbus-run-session");
+    command
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "gnome-keyring-daemon --start --components=secrets >/dev/null && exec \"$@\"",
+            "sh",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args(crate::common::child_test_args(test))
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env_remove("SUPERCODE_SECRET_STORE");
+    let output = crate::common::run_with_deadline(command, test, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "child failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("CHILD_OK"),
+        "child did not run its checks:\n{stdout}\n{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "helper: run in a private D-Bus session by a_locked_keyring_reports_locked_and_never_falls_back_to_plaintext"]
+fn locked_keyring_child() {
+    if !is_child_for("locked_keyring_child") {
+        eprintln!("helper test: only meaningful when started by its parent test");
+        return;
+    }
+    let store = SecretStore::keychain();
+    let err = store
+        .set("live-runtime:locked", &Sensitive::new("t".into()))
+        .unwrap_err();
+    assert!(matches!(err, SecretStoreError::Locked { .. }), "{err:?}");
+    assert!(err.to_string().contains("unlock your keyring"), "{err}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = ReceiptDir::new(tmp.path().join("receipts"), store);
+    let err = register_live_runtime(&dir, "rt", source("s"), loopback(1), token("t")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LiveRuntimeReceiptError::Secret(SecretStoreError::Locked { .. })
+        ),
+        "{err:?}"
+    );
+    // Nothing was published and nothing was written in plaintext anywhere under the temp dir.
+    assert!(entries(dir.path()).iter().all(|n| !n.ends_with(".json")));
+    println!("CHILD_OK");
+}
