@@ -1,0 +1,390 @@
+//! The approval workflow: drive a pending registration to an API key in `agents.json` and the
+//! secret store, resumable across restarts.
+//!
+//! 1. Load the pending entry for the profile (it must exist).
+//! 2. If it has no `requestId`, submit it (with its `localRegistrationId`, so a retry after a
+//!    crash returns the same request) and save `requestId`/`pollToken` *before* polling.
+//! 3. Poll until approved, rejected, or the deadline: the server's interval if it gives one,
+//!    exponential backoff on transient errors.
+//! 4. On approval with a key: store it in the secret store, merge the profile into
+//!    `agents.json` (unknown fields kept), acknowledge, clear the pending entry.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::{
+    resolve_base_url, CanonClient, ClientError, RegistrationPhase, RegistrationRequest,
+    DEFAULT_BASE_URL,
+};
+use crate::error::CanonFileError;
+use crate::home::CanonHome;
+use crate::json::iso_now;
+use crate::pending::{
+    clear_pending_registration, load_pending_registrations, update_pending_registration,
+    PendingPatch,
+};
+use crate::profiles::{load_profiles, merge_agent_profile, AgentProfile};
+use crate::secrets::{SecretStore, SecretStoreError, Sensitive};
+
+/// Default wait between polls (the package's `POLL_INTERVAL_MS`): an owner approves on a phone
+/// within seconds, and a 2 s cadence keeps the tray responsive without loading Canon.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long one `approve` call polls before giving up (the package's `POLL_TIMEOUT_MS`, 5 min).
+/// The pending entry is kept, so a later call resumes the same request.
+pub const APPROVAL_DEADLINE: Duration = Duration::from_secs(5 * 60);
+
+/// Ceiling of the exponential backoff after errors: long enough to ride out a Canon outage
+/// without hammering it, short enough that recovery is noticed within half a minute.
+pub const MAX_POLL_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Floor under a server-given interval, so a buggy `Retry-After: 0` cannot make us spin.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// How many times an acknowledgement is attempted: the key is already stored by then, so a
+/// few quick retries are enough and the rest is left to the next `approve`.
+const ACK_ATTEMPTS: u32 = 3;
+
+/// The secret-store account holding a profile's API key: `canon-api-key:<profile>`.
+pub fn api_key_account(profile: &str) -> String {
+    format!("canon-api-key:{profile}")
+}
+
+/// Tuning for [`approve`]; `Default` gives the production values.
+#[derive(Debug, Clone)]
+pub struct ApprovalOptions {
+    /// Overrides the base URL (else profile `baseUrl`, `CANON_BASE_URL`, [`DEFAULT_BASE_URL`]).
+    pub base_url: Option<String>,
+    /// Overall deadline of this call ([`APPROVAL_DEADLINE`]).
+    pub deadline: Duration,
+    /// Interval between polls when the server gives none ([`POLL_INTERVAL`]).
+    pub poll_interval: Duration,
+    /// Floor under any interval, the server's included ([`MIN_POLL_INTERVAL`]).
+    pub min_poll_interval: Duration,
+    /// Backoff ceiling after errors ([`MAX_POLL_BACKOFF`]).
+    pub max_backoff: Duration,
+}
+
+impl Default for ApprovalOptions {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            deadline: APPROVAL_DEADLINE,
+            poll_interval: POLL_INTERVAL,
+            min_poll_interval: MIN_POLL_INTERVAL,
+            max_backoff: MAX_POLL_BACKOFF,
+        }
+    }
+}
+
+/// Progress reported while [`approve`] runs. Carries no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalState {
+    /// A new registration request was submitted and saved.
+    Submitted {
+        /// Canon's request id.
+        request_id: String,
+    },
+    /// The saved request is being polled again (after a restart or an earlier expiry).
+    Resumed {
+        /// Canon's request id.
+        request_id: String,
+    },
+    /// Canon answered a poll: `pending`, `approving`, or an unknown phase.
+    Waiting {
+        /// What Canon said.
+        phase: RegistrationPhase,
+    },
+    /// A transient error; the next attempt comes after `delay`.
+    Retrying {
+        /// Consecutive failures so far.
+        attempt: u32,
+        /// Wait before the next attempt.
+        delay: Duration,
+        /// What failed (secret-free).
+        reason: String,
+    },
+    /// Approved: the key is stored, `agents.json` updated, Canon acknowledged.
+    Approved {
+        /// `agentId`.
+        agent_id: String,
+        /// `agentName`.
+        agent_name: String,
+    },
+    /// The owner rejected the registration; the pending entry stays until [`reject`].
+    Rejected,
+    /// The deadline passed; the pending entry stays, so a later call resumes.
+    Expired,
+}
+
+/// How an [`approve`] call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    /// The profile is registered and usable.
+    Approved {
+        /// `agentId`.
+        agent_id: String,
+        /// `agentName`.
+        agent_name: String,
+    },
+    /// The owner rejected it.
+    Rejected {
+        /// `agentName`, if Canon sent one.
+        agent_name: Option<String>,
+    },
+    /// The package's `timeout` result: the deadline passed, or Canon reported `approved` without
+    /// a key (it was already delivered elsewhere). The pending entry is kept.
+    Expired {
+        /// The request that was being polled.
+        request_id: String,
+        /// Canon said `approved` but sent no API key.
+        approved_without_key: bool,
+    },
+}
+
+/// The approval workflow failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApprovalError {
+    /// Nothing to approve.
+    #[error("no pending registration for profile \"{profile}\"; start the registration from the runtime first")]
+    NoPendingRegistration {
+        /// The profile.
+        profile: String,
+    },
+    /// A Canon file could not be read or written.
+    #[error(transparent)]
+    File(#[from] CanonFileError),
+    /// Canon refused or could not be reached.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The API key could not be stored.
+    #[error(
+        "cannot store the API key in the secret store ({0}); unlock the keychain and approve again"
+    )]
+    SecretStore(#[from] SecretStoreError),
+    /// Everything is stored, but Canon was not told; the pending entry is kept.
+    #[error("the agent is registered, but Canon could not be told the key was received ({0}); approve again later to finish")]
+    AckFailed(ClientError),
+}
+
+/// The `description` sent with a registration submitted by the tray.
+pub const REGISTRATION_DESCRIPTION: &str = "Registered from Supercode Tray";
+
+/// Runs the approval workflow for `profile` (see the module docs). `progress` sees every state
+/// change. Rejection and expiry are outcomes, not errors.
+pub async fn approve(
+    home: &CanonHome,
+    profile: &str,
+    secrets: &SecretStore,
+    options: &ApprovalOptions,
+    mut progress: impl FnMut(ApprovalState),
+) -> Result<ApprovalOutcome, ApprovalError> {
+    let deadline = Instant::now() + options.deadline;
+    let entry = load_pending_registrations(home)?
+        .get(profile)
+        .cloned()
+        .ok_or_else(|| ApprovalError::NoPendingRegistration {
+            profile: profile.to_owned(),
+        })?;
+    // Read agents.json now: a corrupt file must stop us before Canon issues a key.
+    let existing = load_profiles(home)?.get(profile).cloned();
+    let base_url = options
+        .base_url
+        .clone()
+        .unwrap_or_else(|| resolve_base_url(existing.as_ref().and_then(|p| p.base_url.as_deref())));
+    let client = CanonClient::new(base_url)?;
+
+    let (request_id, poll_token) = match entry.request_id.clone() {
+        Some(request_id) => {
+            progress(ApprovalState::Resumed {
+                request_id: request_id.clone(),
+            });
+            (request_id, entry.poll_token.clone())
+        }
+        None => {
+            let request = RegistrationRequest {
+                name: profile.to_owned(),
+                description: REGISTRATION_DESCRIPTION.to_owned(),
+                client_type: entry.client_type.clone(),
+                local_registration_id: entry.local_registration_id.clone(),
+            };
+            let mut failures = 0;
+            let submitted = loop {
+                match client.register(&request).await {
+                    Ok(s) => break s,
+                    Err(e) if e.is_transient() => {
+                        failures += 1;
+                        let delay = backoff(options, failures);
+                        if Instant::now() + delay >= deadline {
+                            return Err(e.into());
+                        }
+                        progress(ApprovalState::Retrying {
+                            attempt: failures,
+                            delay,
+                            reason: e.to_string(),
+                        });
+                        tokio::time::sleep(delay).await;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            update_pending_registration(
+                home,
+                profile,
+                PendingPatch {
+                    request_id: Some(submitted.request_id.clone()),
+                    poll_token: submitted.poll_token.clone(),
+                    client_type: None,
+                },
+            )?;
+            progress(ApprovalState::Submitted {
+                request_id: submitted.request_id.clone(),
+            });
+            (submitted.request_id, submitted.poll_token)
+        }
+    };
+
+    let expired = |approved_without_key| ApprovalOutcome::Expired {
+        request_id: request_id.clone(),
+        approved_without_key,
+    };
+    let mut delay = options.poll_interval.max(options.min_poll_interval);
+    let mut failures = 0;
+    while Instant::now() < deadline {
+        tokio::time::sleep_until((Instant::now() + delay).min(deadline)).await;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            break;
+        }
+        let polled = tokio::time::timeout(
+            remaining,
+            client.check_status(&request_id, poll_token.as_ref()),
+        )
+        .await;
+        let status = match polled {
+            Err(_elapsed) => break,
+            Ok(Ok(status)) => status,
+            Ok(Err(e)) if e.is_transient() => {
+                failures += 1;
+                delay = backoff(options, failures);
+                progress(ApprovalState::Retrying {
+                    attempt: failures,
+                    delay,
+                    reason: e.to_string(),
+                });
+                continue;
+            }
+            Ok(Err(e)) => return Err(e.into()),
+        };
+        failures = 0;
+        delay = status
+            .retry_after
+            .unwrap_or(options.poll_interval)
+            .max(options.min_poll_interval);
+        match status.phase {
+            RegistrationPhase::Rejected => {
+                progress(ApprovalState::Rejected);
+                return Ok(ApprovalOutcome::Rejected {
+                    agent_name: status.agent_name,
+                });
+            }
+            RegistrationPhase::Approved => {
+                let Some(api_key) = status.api_key else {
+                    progress(ApprovalState::Expired);
+                    return Ok(expired(true));
+                };
+                let agent_id = status.agent_id.ok_or_else(|| {
+                    ClientError::InvalidResponse("approved without agentId".into())
+                })?;
+                let agent_name = status.agent_name.unwrap_or_else(|| profile.to_owned());
+                finish(
+                    home,
+                    profile,
+                    secrets,
+                    &client,
+                    Approved {
+                        request_id: &request_id,
+                        poll_token: poll_token.as_ref(),
+                        api_key,
+                        agent_id: &agent_id,
+                        agent_name: &agent_name,
+                        client_type: entry.client_type.clone(),
+                    },
+                    options,
+                )
+                .await?;
+                progress(ApprovalState::Approved {
+                    agent_id: agent_id.clone(),
+                    agent_name: agent_name.clone(),
+                });
+                return Ok(ApprovalOutcome::Approved {
+                    agent_id,
+                    agent_name,
+                });
+            }
+            phase => progress(ApprovalState::Waiting { phase }),
+        }
+    }
+    progress(ApprovalState::Expired);
+    Ok(expired(false))
+}
+
+struct Approved<'a> {
+    request_id: &'a str,
+    poll_token: Option<&'a Sensitive<String>>,
+    api_key: Sensitive<String>,
+    agent_id: &'a str,
+    agent_name: &'a str,
+    client_type: Option<String>,
+}
+
+async fn finish(
+    home: &CanonHome,
+    profile: &str,
+    secrets: &SecretStore,
+    client: &CanonClient,
+    approved: Approved<'_>,
+    options: &ApprovalOptions,
+) -> Result<(), ApprovalError> {
+    secrets.set(&api_key_account(profile), &approved.api_key)?;
+    let mut update = AgentProfile::new(
+        approved.api_key,
+        approved.agent_id,
+        approved.agent_name,
+        iso_now(),
+    );
+    update.client_type = approved.client_type;
+    if client.base_url() != DEFAULT_BASE_URL {
+        update.base_url = Some(client.base_url().to_owned());
+    }
+    merge_agent_profile(home, profile, update)?;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match client
+            .ack_registration_status(approved.request_id, approved.poll_token)
+            .await
+        {
+            Ok(()) => break,
+            Err(e) if e.is_transient() && attempt < ACK_ATTEMPTS => {
+                tokio::time::sleep(backoff(options, attempt)).await;
+            }
+            Err(e) => return Err(ApprovalError::AckFailed(e)),
+        }
+    }
+    clear_pending_registration(home, profile)?;
+    Ok(())
+}
+
+fn backoff(options: &ApprovalOptions, failures: u32) -> Duration {
+    let base = options.poll_interval.max(options.min_poll_interval);
+    base.saturating_mul(2u32.saturating_pow(failures.min(16)))
+        .min(options.max_backoff.max(base))
+}
+
+/// Dismisses a registration locally (after Canon rejected it, or when the user gives up):
+/// clears the pending entry. Canon is not contacted.
+pub fn reject(home: &CanonHome, profile: &str) -> Result<(), CanonFileError> {
+    clear_pending_registration(home, profile)
+}

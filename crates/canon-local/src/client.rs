@@ -1,0 +1,382 @@
+//! The registration half of the package's `CanonClient`: submit a registration, poll its
+//! status with the poll token, acknowledge the approval.
+//!
+//! Secrets (poll token, API key) travel only in headers and response bodies; they are wrapped in
+//! [`Sensitive`] as soon as they are parsed and never reach an error message.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use serde_json::{json, Map, Value};
+
+use crate::secrets::Sensitive;
+
+/// Canon's public API. The package's `DEFAULT_BASE_URL` is not visible in the 0.13 diff, so this
+/// value is our assumption; it is overridden by a profile's `baseUrl`, by `CANON_BASE_URL`, or
+/// by [`crate::approval::ApprovalOptions::base_url`].
+pub const DEFAULT_BASE_URL: &str = "https://api.canonmsg.com";
+
+/// Environment variable naming another Canon API (staging, self-hosted, tests).
+pub const BASE_URL_ENV: &str = "CANON_BASE_URL";
+
+/// Header carrying the poll token.
+pub const POLL_TOKEN_HEADER: &str = "x-canon-poll-token";
+
+/// Per-request timeout: generous, because the tray polls in the background and a slow Canon
+/// answer is better than a spurious retry; the approval deadline bounds the whole exchange.
+pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Longest server body excerpt kept in an error: enough to show Canon's message, short enough
+/// for a notification.
+const ERROR_BODY_LIMIT: usize = 300;
+
+/// The base URL to use: the profile's `baseUrl`, else `CANON_BASE_URL`, else
+/// [`DEFAULT_BASE_URL`]. Empty strings count as unset (the package uses `||`). A trailing `/`
+/// is removed so paths join cleanly.
+pub fn resolve_base_url(profile_base_url: Option<&str>) -> String {
+    let env = std::env::var(BASE_URL_ENV).ok();
+    let chosen = profile_base_url
+        .filter(|u| !u.is_empty())
+        .or(env.as_deref().filter(|u| !u.is_empty()))
+        .unwrap_or(DEFAULT_BASE_URL);
+    chosen.trim_end_matches('/').to_owned()
+}
+
+/// A Canon API call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Canon answered with a non-2xx status (`CanonApiError`). `body` is an excerpt of Canon's
+    /// answer with any known secret removed.
+    #[error("Canon answered HTTP {status}: {body}")]
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// Excerpt of the response body, secrets redacted.
+        body: String,
+    },
+    /// Canon could not be reached (DNS, connection, timeout).
+    #[error("cannot reach Canon at {base_url}: {reason}; check the network or the Canon base URL")]
+    Transport {
+        /// Which API.
+        base_url: String,
+        /// What failed.
+        reason: String,
+    },
+    /// Canon answered 2xx with something that is not the documented JSON.
+    #[error("Canon sent an unexpected response ({0}); the Canon API may have changed, update Supercode Tray")]
+    InvalidResponse(String),
+}
+
+impl ClientError {
+    /// Worth retrying later: transport failures, 5xx, 408 and 429.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ClientError::Transport { .. } => true,
+            ClientError::Status { status, .. } => {
+                *status >= 500 || *status == 408 || *status == 429
+            }
+            ClientError::InvalidResponse(_) => false,
+        }
+    }
+}
+
+/// The body of `POST /agents/register` that the tray sends.
+#[derive(Debug, Clone)]
+pub struct RegistrationRequest {
+    /// `name`.
+    pub name: String,
+    /// `description`.
+    pub description: String,
+    /// `clientType`.
+    pub client_type: Option<String>,
+    /// `localRegistrationId`: the server returns the same request for the same id.
+    pub local_registration_id: String,
+}
+
+/// `{requestId, pollToken?}`.
+#[derive(Debug, Clone)]
+pub struct SubmittedRegistration {
+    /// `requestId`.
+    pub request_id: String,
+    /// `pollToken`.
+    pub poll_token: Option<Sensitive<String>>,
+}
+
+/// `RegistrationStatus.status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegistrationPhase {
+    /// Waiting for the owner.
+    Pending,
+    /// The owner approved; Canon is creating the agent.
+    Approving,
+    /// Approved (the API key is in the same response, once).
+    Approved,
+    /// Rejected by the owner.
+    Rejected,
+    /// A value this version does not know; treated like `pending`.
+    Other(String),
+}
+
+/// `GET /agents/status/{requestId}`.
+#[derive(Debug, Clone)]
+pub struct RegistrationStatus {
+    /// `status`.
+    pub phase: RegistrationPhase,
+    /// `agentName`.
+    pub agent_name: Option<String>,
+    /// `agentId`.
+    pub agent_id: Option<String>,
+    /// `apiKey` (only with `approved`).
+    pub api_key: Option<Sensitive<String>>,
+    /// The server's requested poll interval: `Retry-After` (seconds), else `pollIntervalMs`,
+    /// else `retryAfterMs`.
+    pub retry_after: Option<Duration>,
+}
+
+/// A registration client bound to one Canon API.
+#[derive(Debug, Clone)]
+pub struct CanonClient {
+    http: reqwest::Client,
+    base_url: String,
+}
+
+impl CanonClient {
+    /// A client for `base_url` (see [`resolve_base_url`]).
+    pub fn new(base_url: impl Into<String>) -> Result<Self, ClientError> {
+        let base_url: String = base_url.into();
+        let http = reqwest::Client::builder()
+            .timeout(HTTP_TIMEOUT)
+            .build()
+            .map_err(|e| ClientError::Transport {
+                base_url: base_url.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            http,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// The API this client talks to.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn transport(&self, e: &reqwest::Error) -> ClientError {
+        ClientError::Transport {
+            base_url: self.base_url.clone(),
+            reason: describe_reqwest(e),
+        }
+    }
+
+    /// `CanonClient.register`: `POST {base}/agents/register`.
+    pub async fn register(
+        &self,
+        request: &RegistrationRequest,
+    ) -> Result<SubmittedRegistration, ClientError> {
+        let mut body = Map::new();
+        body.insert("name".into(), json!(request.name));
+        body.insert("description".into(), json!(request.description));
+        if let Some(ct) = &request.client_type {
+            body.insert("clientType".into(), json!(ct));
+        }
+        body.insert(
+            "localRegistrationId".into(),
+            json!(request.local_registration_id),
+        );
+        let response = self
+            .http
+            .post(format!("{}/agents/register", self.base_url))
+            .json(&Value::Object(body))
+            .send()
+            .await
+            .map_err(|e| self.transport(&e))?;
+        let (_, value) = read_json_response(response, None).await?;
+        let request_id = value
+            .get("requestId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ClientError::InvalidResponse("register: no requestId".into()))?
+            .to_owned();
+        let poll_token = value
+            .get("pollToken")
+            .and_then(Value::as_str)
+            .map(|t| Sensitive::new(t.to_owned()));
+        Ok(SubmittedRegistration {
+            request_id,
+            poll_token,
+        })
+    }
+
+    /// `CanonClient.checkStatus`: `GET {base}/agents/status/{requestId}` with the poll token.
+    pub async fn check_status(
+        &self,
+        request_id: &str,
+        poll_token: Option<&Sensitive<String>>,
+    ) -> Result<RegistrationStatus, ClientError> {
+        let mut request = self
+            .http
+            .get(format!("{}/agents/status/{request_id}", self.base_url));
+        if let Some(token) = poll_token {
+            request = request.headers(token_header(token)?);
+        }
+        let response = request.send().await.map_err(|e| self.transport(&e))?;
+        let (headers, mut value) = read_json_response(response, poll_token).await?;
+        let phase = match value.get("status").and_then(Value::as_str) {
+            Some("pending") => RegistrationPhase::Pending,
+            Some("approving") => RegistrationPhase::Approving,
+            Some("approved") => RegistrationPhase::Approved,
+            Some("rejected") => RegistrationPhase::Rejected,
+            Some(other) => RegistrationPhase::Other(other.to_owned()),
+            None => {
+                return Err(ClientError::InvalidResponse(
+                    "status: no status field".into(),
+                ))
+            }
+        };
+        let api_key = match value.as_object_mut().and_then(|o| o.shift_remove("apiKey")) {
+            Some(Value::String(k)) if !k.is_empty() => Some(Sensitive::new(k)),
+            _ => None,
+        };
+        let header_retry = headers
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64);
+        let field_ms = |name: &str| {
+            value
+                .get(name)
+                .and_then(Value::as_f64)
+                .filter(|ms| ms.is_finite() && *ms >= 0.0)
+                .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        };
+        let retry_after = header_retry
+            .or_else(|| field_ms("pollIntervalMs"))
+            .or_else(|| field_ms("retryAfterMs"));
+        Ok(RegistrationStatus {
+            phase,
+            agent_name: value
+                .get("agentName")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            agent_id: value
+                .get("agentId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            api_key,
+            retry_after,
+        })
+    }
+
+    /// `CanonClient.ackRegistrationStatus`: `POST {base}/agents/status/{requestId}/ack`, telling
+    /// Canon the key was stored so it can forget it.
+    pub async fn ack_registration_status(
+        &self,
+        request_id: &str,
+        poll_token: Option<&Sensitive<String>>,
+    ) -> Result<(), ClientError> {
+        let mut headers = match poll_token {
+            Some(token) => token_header(token)?,
+            None => HeaderMap::new(),
+        };
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let response = self
+            .http
+            .post(format!("{}/agents/status/{request_id}/ack", self.base_url))
+            .headers(headers)
+            .send()
+            .await
+            .map_err(|e| self.transport(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(ClientError::Status {
+                status: status.as_u16(),
+                body: excerpt(&text, poll_token),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn token_header(token: &Sensitive<String>) -> Result<HeaderMap, ClientError> {
+    let mut value = HeaderValue::from_str(token.expose()).map_err(|_| {
+        ClientError::InvalidResponse(
+            "the poll token contains characters not allowed in a header".into(),
+        )
+    })?;
+    value.set_sensitive(true);
+    let mut headers = HeaderMap::new();
+    headers.insert(POLL_TOKEN_HEADER, value);
+    Ok(headers)
+}
+
+async fn read_json_response(
+    response: reqwest::Response,
+    poll_token: Option<&Sensitive<String>>,
+) -> Result<(HeaderMap, Value), ClientError> {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.map_err(|e| ClientError::Transport {
+        base_url: String::new(),
+        reason: describe_reqwest(&e),
+    })?;
+    if !status.is_success() {
+        return Err(ClientError::Status {
+            status: status.as_u16(),
+            body: excerpt(&String::from_utf8_lossy(&bytes), poll_token),
+        });
+    }
+    // serde_json's messages name positions, never the content, so no secret leaks here.
+    let value = serde_json::from_slice(&bytes)
+        .map_err(|e| ClientError::InvalidResponse(format!("not JSON: {e}")))?;
+    Ok((headers, value))
+}
+
+/// A short, secret-free excerpt of an error body. A body that looks like it carries an API key
+/// or a poll token is not shown at all.
+fn excerpt(text: &str, poll_token: Option<&Sensitive<String>>) -> String {
+    let mut text = text.trim().to_owned();
+    if let Some(token) = poll_token.filter(|t| !t.expose().is_empty()) {
+        text = text.replace(token.expose().as_str(), "<redacted>");
+    }
+    let lower = text.to_ascii_lowercase();
+    if ["apikey", "api_key", "polltoken", "poll_token"]
+        .iter()
+        .any(|k| lower.contains(k))
+    {
+        return "<response body withheld: it mentions a secret>".into();
+    }
+    if text.chars().count() > ERROR_BODY_LIMIT {
+        text = text.chars().take(ERROR_BODY_LIMIT).collect::<String>() + "…";
+    }
+    if text.is_empty() {
+        "(empty body)".into()
+    } else {
+        text
+    }
+}
+
+fn describe_reqwest(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "connection failed"
+    } else if e.is_decode() || e.is_body() {
+        "response body failed"
+    } else {
+        "request failed"
+    };
+    // The URL holds only the base and the request id (never a secret), but keep messages short.
+    let mut source = std::error::Error::source(e);
+    let mut detail = String::new();
+    while let Some(s) = source {
+        detail = s.to_string();
+        source = s.source();
+    }
+    if detail.is_empty() {
+        kind.to_owned()
+    } else {
+        format!("{kind}: {detail}")
+    }
+}
