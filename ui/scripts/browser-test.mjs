@@ -245,12 +245,26 @@ try {
       const lum = bg.match(/\d+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
       assert(dark ? lum < 80 : lum > 200, `${scheme} background is ${bg}`);
       await page.screenshot({ path: resolve(artifacts, `ui-${scheme}.png`) });
+      // Transient states: an inline error, and the reason of an unavailable action shown on keyboard focus.
+      await page.evaluate(() => window.__supercodeMock.failNext("attach", { code: "runtimeUnavailable", message: "demo-a stopped answering on its port. Try again, or Revive it." }));
+      await page.locator('[data-runtime-id="rt-demo-a"]').getByTestId("action-attach").click();
+      await page.locator('[data-runtime-id="rt-demo-a"]').getByTestId("row-error").waitFor();
+      await page.locator('[data-runtime-id="rt-review"]').getByTestId("action-revive").focus();
+      await page.keyboard.press("Shift+Tab");
+      await page.waitForFunction(() => {
+        const b = document.querySelector('[data-runtime-id="rt-review"] [data-testid="action-attach"]');
+        return getComputedStyle(document.getElementById(b.getAttribute("aria-describedby"))).opacity === "1";
+      });
+      await page.screenshot({ path: resolve(artifacts, `ui-${scheme}-states.png`) });
+      await page.locator('[data-runtime-id="rt-demo-a"]').getByRole("button", { name: "Dismiss error for demo-a" }).click();
       // A revive confirmation open, scrolled into view.
       await page.locator('[data-runtime-id="rt-review"]').getByTestId("action-revive").click();
       await page.locator('[data-runtime-id="rt-review"]').getByTestId("confirm-revive").scrollIntoViewIfNeeded();
       await page.screenshot({ path: resolve(artifacts, `ui-${scheme}-confirm.png`) });
-      // The rest of the window, pending and ignored files included.
+      // The rest of the window, pending and ignored files included, with an approval in flight.
       await page.locator('[data-runtime-id="rt-review"] [data-testid="confirm-revive"]').getByTestId("confirm-cancel").click();
+      await page.evaluate(() => window.__supercodeMock.hold("approve"));
+      await page.locator('[data-profile="ci-runner"]').getByTestId("action-approve").click();
       await page.locator("details.ignored summary").click();
       await page.locator("details.ignored").scrollIntoViewIfNeeded();
       await page.screenshot({ path: resolve(artifacts, `ui-${scheme}-bottom.png`) });
