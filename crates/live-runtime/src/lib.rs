@@ -17,6 +17,10 @@
 //!   the runtime that registered.
 //! - [`receipt`]: the receipt types, the on-disk format (see `docs/receipt-format.md`) and the
 //!   register / list / resolve / discover / find / forget operations.
+//!
+//! # Blocking
+//! Every operation is synchronous: file I/O plus, for the keychain store, a round trip bounded by
+//! [`KEYCHAIN_TIMEOUT`]. Async callers should run them with `tokio::task::spawn_blocking`.
 #![deny(missing_docs)]
 
 pub mod process;
