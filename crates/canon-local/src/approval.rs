@@ -25,7 +25,7 @@ use crate::pending::{
     PendingPatch,
 };
 use crate::profiles::{load_profiles, merge_agent_profile, AgentProfile};
-use crate::secrets::{SecretStore, SecretStoreError, Sensitive};
+use live_runtime::{SecretStore, SecretStoreError, Sensitive};
 
 /// Default wait between polls (the package's `POLL_INTERVAL_MS`): an owner approves on a phone
 /// within seconds, and a 2 s cadence keeps the tray responsive without loading Canon.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use serde_json::{json, Map, Value};
 
-use crate::secrets::Sensitive;
+use live_runtime::Sensitive;
 
 /// Canon's public API. The package's `DEFAULT_BASE_URL` is not visible in the 0.13 diff, so this
 /// value is our assumption; it is overridden by a profile's `baseUrl`, by `CANON_BASE_URL`, or

@@ -32,7 +32,6 @@ pub mod pending;
 pub mod process;
 pub mod profiles;
 mod records;
-mod secrets;
 #[cfg(feature = "test-server")]
 pub mod test_server;
 
@@ -64,4 +63,4 @@ pub use profiles::{
     AgentProfiles,
 };
 pub use records::Records;
-pub use secrets::{SecretStore, SecretStoreError, Sensitive};
+pub use live_runtime::{SecretStore, SecretStoreError, Sensitive};

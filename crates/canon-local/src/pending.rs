@@ -11,7 +11,7 @@ use crate::error::CanonFileError;
 use crate::home::CanonHome;
 use crate::json::{exclusive, iso_now, read_json, write_json_atomic};
 use crate::records::{layout, FieldReader, Records};
-use crate::secrets::Sensitive;
+use live_runtime::Sensitive;
 
 /// One pending registration (`PendingRegistration` in the package).
 #[derive(Clone)]

@@ -10,7 +10,7 @@ use crate::error::CanonFileError;
 use crate::home::CanonHome;
 use crate::json::{exclusive, read_json, write_json_atomic};
 use crate::records::{layout, FieldReader, Records};
-use crate::secrets::Sensitive;
+use live_runtime::Sensitive;
 
 /// One `agents.json` entry (`AgentProfile` in the package).
 #[derive(Clone)]
