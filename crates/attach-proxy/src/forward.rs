@@ -1,0 +1,456 @@
+//! The per-request path: checks, header rewriting, streaming forwarding, WebSocket tunnels.
+//!
+//! Order of checks for every request: `Host` must be the proxy's own (DNS rebinding), then either
+//! the attach route redeems a code, or the session cookie must be valid, then unsafe methods and
+//! WebSocket upgrades must come from the proxy's own `Origin` (CSRF, cross-site WebSocket
+//! hijacking). Only then is the request forwarded with the bearer token added.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::http::uri::{Authority, PathAndQuery, Scheme};
+use hyper::{Method, Request, Response, StatusCode, Uri, Version};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio_util::sync::CancellationToken;
+
+use crate::access::{random_hex, AttachCodes, Sessions};
+use crate::body::ProxyBody;
+use crate::{pages, UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_POOL_IDLE_TIMEOUT};
+
+/// Path prefix of the attach route: `/__attach/<code>`.
+pub(crate) const ATTACH_PATH_PREFIX: &str = "/__attach/";
+
+/// Every session cookie name starts with this. Cookies are shared by all ports of 127.0.0.1, so a
+/// browser attached to several runtimes sends every proxy's cookie to every proxy; stripping the
+/// whole prefix keeps one runtime from ever seeing another runtime's session.
+const SESSION_COOKIE_PREFIX: &str = "sc_attach_";
+
+/// Request and response headers that describe one hop, not the message (RFC 9110 section 7.6.1),
+/// plus the proxy-auth pair that is meant for us, never for the runtime.
+const HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+    header::PROXY_AUTHORIZATION,
+];
+
+/// State shared by every connection of one proxy.
+pub(crate) struct Shared {
+    /// `127.0.0.1:PORT` of the runtime. Secret: never logged or sent to the browser.
+    upstream_addr: SocketAddr,
+    upstream_authority: Authority,
+    upstream_host: HeaderValue,
+    upstream_origin: HeaderValue,
+    /// `Bearer <token>`, marked sensitive.
+    authorization: HeaderValue,
+    client: Client<HttpConnector, ProxyBody>,
+    own_hosts: [String; 2],
+    cookie_name: String,
+    pub(crate) codes: AttachCodes,
+    sessions: Sessions,
+    pub(crate) code_ttl: Duration,
+    stop: CancellationToken,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        upstream_addr: SocketAddr,
+        authorization: HeaderValue,
+        port: u16,
+        code_ttl: Duration,
+        stop: CancellationToken,
+    ) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(UPSTREAM_CONNECT_TIMEOUT));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(UPSTREAM_POOL_IDLE_TIMEOUT)
+            .build(connector);
+        let upstream = upstream_addr.to_string();
+        Self {
+            upstream_addr,
+            upstream_authority: Authority::try_from(upstream.as_str())
+                .expect("a socket address is a valid authority"),
+            upstream_host: HeaderValue::try_from(upstream.as_str())
+                .expect("a socket address is a valid header value"),
+            upstream_origin: HeaderValue::try_from(format!("http://{upstream}"))
+                .expect("an http origin is a valid header value"),
+            authorization,
+            client,
+            own_hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
+            cookie_name: format!("{SESSION_COOKIE_PREFIX}{}", random_hex(8)),
+            codes: AttachCodes::default(),
+            sessions: Sessions::default(),
+            code_ttl,
+            stop,
+        }
+    }
+
+    fn is_own_host(&self, host: &[u8]) -> bool {
+        self.own_hosts.iter().any(|own| own.as_bytes() == host)
+    }
+
+    fn has_session(&self, headers: &HeaderMap) -> bool {
+        cookie_pairs(headers)
+            .any(|(name, value)| name == self.cookie_name && self.sessions.contains(value))
+    }
+}
+
+/// Handles one browser request end to end.
+pub(crate) async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<ProxyBody> {
+    let Some(host) = own_host(shared, &request) else {
+        return pages::wrong_host();
+    };
+    if let Some(code) = request.uri().path().strip_prefix(ATTACH_PATH_PREFIX) {
+        return redeem(shared, request.method(), code);
+    }
+    if !shared.has_session(request.headers()) {
+        return pages::no_session();
+    }
+    let upgrade = is_websocket_upgrade(request.headers());
+    let safe_method = matches!(*request.method(), Method::GET | Method::HEAD);
+    if (upgrade || !safe_method) && !is_own_origin(request.headers(), &host) {
+        return pages::cross_origin();
+    }
+    if upgrade {
+        forward_upgrade(shared, request).await
+    } else {
+        forward(shared, request).await
+    }
+}
+
+/// The request's `Host` if it is one of the proxy's own; also checks an absolute-form target.
+fn own_host(shared: &Shared, request: &Request<Incoming>) -> Option<HeaderValue> {
+    let host = request.headers().get(header::HOST)?;
+    if !shared.is_own_host(host.as_bytes()) {
+        return None;
+    }
+    if let Some(authority) = request.uri().authority() {
+        if authority.as_str().as_bytes() != host.as_bytes() {
+            return None;
+        }
+    }
+    Some(host.clone())
+}
+
+/// `Origin` must be exactly `http://` + the (already validated) `Host`.
+fn is_own_origin(headers: &HeaderMap, host: &HeaderValue) -> bool {
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    match (origins.next(), origins.next()) {
+        (Some(origin), None) => origin
+            .as_bytes()
+            .strip_prefix(b"http://")
+            .is_some_and(|rest| rest == host.as_bytes()),
+        _ => false,
+    }
+}
+
+fn redeem(shared: &Shared, method: &Method, code: &str) -> Response<ProxyBody> {
+    if method != Method::GET {
+        // Not consumed: a HEAD from a link previewer must not burn the user's code.
+        return pages::attach_method_not_allowed();
+    }
+    if !shared.codes.redeem(code) {
+        return pages::expired_code();
+    }
+    let session = shared.sessions.open();
+    let cookie = format!(
+        "{}={session}; HttpOnly; SameSite=Strict; Path=/",
+        shared.cookie_name
+    );
+    let mut response = Response::new(ProxyBody::Empty);
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+    let mut cookie = HeaderValue::try_from(cookie).expect("hex cookie is a valid header value");
+    cookie.set_sensitive(true);
+    headers.insert(header::SET_COOKIE, cookie);
+    pages::no_store_no_referrer(headers);
+    response
+}
+
+fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    let upgrade_token = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    upgrade_token
+        && headers
+            .get(header::UPGRADE)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"))
+}
+
+/// `name=value` pairs of every `Cookie` header.
+fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| {
+            let (name, value) = pair.split_once('=')?;
+            Some((name.trim(), value.trim()))
+        })
+}
+
+/// Removes hop-by-hop headers, including any named in `Connection`.
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let listed: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+        .collect();
+    for name in listed {
+        headers.remove(name);
+    }
+    for name in &HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// Turns browser request headers into runtime request headers.
+fn rewrite_request_headers(shared: &Shared, headers: &mut HeaderMap) {
+    strip_hop_by_hop(headers);
+    headers.remove(header::PROXY_AUTHENTICATE);
+    // hyper's client does not implement 100-continue; the body is sent right away anyway.
+    headers.remove(header::EXPECT);
+    headers.remove(header::HOST);
+    // The browser's own Authorization (if any) is dropped, ours is the only one.
+    headers.insert(header::AUTHORIZATION, shared.authorization.clone());
+    strip_session_cookies(headers);
+    // Already checked to be our own origin; the runtime knows only its own.
+    if headers.contains_key(header::ORIGIN) {
+        headers.insert(header::ORIGIN, shared.upstream_origin.clone());
+    }
+}
+
+/// Drops every attach-session cookie (any proxy's), keeping the runtime's own cookies.
+fn strip_session_cookies(headers: &mut HeaderMap) {
+    if !cookie_pairs(headers).any(|(name, _)| name.starts_with(SESSION_COOKIE_PREFIX)) {
+        return;
+    }
+    let mut kept = String::new();
+    for (name, value) in cookie_pairs(headers) {
+        if name.starts_with(SESSION_COOKIE_PREFIX) {
+            continue;
+        }
+        if !kept.is_empty() {
+            kept.push_str("; ");
+        }
+        kept.push_str(name);
+        kept.push('=');
+        kept.push_str(value);
+    }
+    headers.remove(header::COOKIE);
+    if let Ok(value) = HeaderValue::try_from(kept) {
+        if !value.is_empty() {
+            headers.insert(header::COOKIE, value);
+        }
+    }
+}
+
+fn upstream_uri(shared: &Shared, path_and_query: Option<&PathAndQuery>) -> Uri {
+    let mut parts = hyper::http::uri::Parts::default();
+    parts.scheme = Some(Scheme::HTTP);
+    parts.authority = Some(shared.upstream_authority.clone());
+    parts.path_and_query = Some(
+        path_and_query
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/")),
+    );
+    Uri::from_parts(parts).expect("scheme, authority and path make a valid URI")
+}
+
+async fn forward(shared: &Shared, request: Request<Incoming>) -> Response<ProxyBody> {
+    let (mut parts, body) = request.into_parts();
+    rewrite_request_headers(shared, &mut parts.headers);
+    parts.uri = upstream_uri(shared, parts.uri.path_and_query());
+    parts.version = Version::HTTP_11;
+    let upstream_request = Request::from_parts(parts, ProxyBody::Streamed(body));
+    match shared.client.request(upstream_request).await {
+        Ok(response) => {
+            let (mut parts, body) = response.into_parts();
+            strip_hop_by_hop(&mut parts.headers);
+            Response::from_parts(parts, ProxyBody::Streamed(body))
+        }
+        Err(error) => {
+            // The error's text is not logged: connector errors can name the address.
+            tracing::warn!(connect = error.is_connect(), "runtime request failed");
+            pages::upstream_down()
+        }
+    }
+}
+
+/// Forwards a WebSocket handshake on a dedicated runtime connection and, if the runtime switches
+/// protocols, splices the two upgraded connections together.
+async fn forward_upgrade(shared: &Shared, mut request: Request<Incoming>) -> Response<ProxyBody> {
+    let browser_side = hyper::upgrade::on(&mut request);
+    let (mut parts, _empty_body) = request.into_parts();
+    rewrite_request_headers(shared, &mut parts.headers);
+    parts
+        .headers
+        .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    parts
+        .headers
+        .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    parts
+        .headers
+        .insert(header::HOST, shared.upstream_host.clone());
+    parts.uri = parts
+        .uri
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"))
+        .into();
+    parts.version = Version::HTTP_11;
+
+    let connect = tokio::time::timeout(
+        UPSTREAM_CONNECT_TIMEOUT,
+        tokio::net::TcpStream::connect(shared.upstream_addr),
+    );
+    let Ok(Ok(stream)) = connect.await else {
+        tracing::warn!("runtime did not accept a WebSocket connection");
+        return pages::upstream_down();
+    };
+    let _ = stream.set_nodelay(true);
+    let Ok((mut sender, connection)) =
+        hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream)).await
+    else {
+        return pages::upstream_down();
+    };
+    let stop = shared.stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = connection.with_upgrades() => {}
+        }
+    });
+    let Ok(mut response) = sender
+        .send_request(Request::from_parts(parts, ProxyBody::Empty))
+        .await
+    else {
+        tracing::warn!("runtime failed the WebSocket handshake");
+        return pages::upstream_down();
+    };
+    if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        let (mut parts, body) = response.into_parts();
+        strip_hop_by_hop(&mut parts.headers);
+        return Response::from_parts(parts, ProxyBody::Streamed(body));
+    }
+    let runtime_side = hyper::upgrade::on(&mut response);
+    let stop = shared.stop.clone();
+    tokio::spawn(async move {
+        let tunnel = async {
+            let (Ok(browser), Ok(runtime)) = tokio::join!(browser_side, runtime_side) else {
+                return;
+            };
+            let mut browser = TokioIo::new(browser);
+            let mut runtime = TokioIo::new(runtime);
+            let _ = tokio::io::copy_bidirectional(&mut browser, &mut runtime).await;
+        };
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = tunnel => {}
+        }
+    });
+    let (mut parts, _) = response.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    parts
+        .headers
+        .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    parts
+        .headers
+        .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    Response::from_parts(parts, ProxyBody::Empty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn session_cookies_of_every_proxy_are_stripped_and_others_kept() {
+        let mut map = headers(&[(
+            "cookie",
+            "theme=dark; sc_attach_aa=1; other=x=y; sc_attach_bb=2",
+        )]);
+        strip_session_cookies(&mut map);
+        assert_eq!(map["cookie"], "theme=dark; other=x=y");
+
+        let mut only_ours = headers(&[("cookie", "sc_attach_aa=1")]);
+        strip_session_cookies(&mut only_ours);
+        assert!(!only_ours.contains_key("cookie"));
+    }
+
+    #[test]
+    fn connection_listed_and_standard_hop_by_hop_headers_are_removed() {
+        let mut map = headers(&[
+            ("connection", "keep-alive, x-private-hop"),
+            ("keep-alive", "timeout=5"),
+            ("x-private-hop", "1"),
+            ("te", "trailers"),
+            ("transfer-encoding", "chunked"),
+            ("upgrade", "h2c"),
+            ("proxy-authorization", "Basic abc"),
+            ("x-end-to-end", "kept"),
+        ]);
+        strip_hop_by_hop(&mut map);
+        let names: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["x-end-to-end"]);
+    }
+
+    #[test]
+    fn websocket_upgrade_needs_both_connection_token_and_upgrade_header() {
+        assert!(is_websocket_upgrade(&headers(&[
+            ("connection", "keep-alive, Upgrade"),
+            ("upgrade", "WebSocket"),
+        ])));
+        assert!(!is_websocket_upgrade(&headers(&[("upgrade", "websocket")])));
+        assert!(!is_websocket_upgrade(&headers(&[
+            ("connection", "upgrade"),
+            ("upgrade", "h2c"),
+        ])));
+    }
+
+    #[test]
+    fn origin_must_match_the_validated_host_exactly() {
+        let host = HeaderValue::from_static("127.0.0.1:4000");
+        assert!(is_own_origin(
+            &headers(&[("origin", "http://127.0.0.1:4000")]),
+            &host
+        ));
+        for bad in [
+            "http://127.0.0.1:4001",
+            "https://127.0.0.1:4000",
+            "http://127.0.0.1:4000.evil.test",
+            "null",
+        ] {
+            assert!(!is_own_origin(&headers(&[("origin", bad)]), &host), "{bad}");
+        }
+        assert!(!is_own_origin(&HeaderMap::new(), &host));
+    }
+}

@@ -1,0 +1,187 @@
+//! Starting, stopping, health checks and redaction.
+
+use std::time::Duration;
+
+use attach_proxy::{check_health, AttachError};
+use futures_util::StreamExt;
+use live_runtime::Sensitive;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::time::timeout;
+
+use crate::support::*;
+
+#[tokio::test]
+async fn shutdown_stops_accepting_and_ends_open_streams() {
+    let rig = Rig::start().await;
+    let client = rig.attached_client().await;
+    let mut events = send(client.get(rig.url("/api/events")))
+        .await
+        .bytes_stream();
+    timeout(STEP_TIMEOUT, events.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let addr = rig.proxy_addr();
+    assert!(!rig.proxy.is_closed());
+
+    let Rig { proxy, runtime, .. } = rig;
+    timeout(STEP_TIMEOUT, proxy.shutdown())
+        .await
+        .expect("shutdown completes");
+
+    timeout(STEP_TIMEOUT, async {
+        while let Some(Ok(_)) = events.next().await {}
+    })
+    .await
+    .expect("the open SSE stream ends");
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    drop(runtime);
+}
+
+#[tokio::test]
+async fn dropping_the_proxy_stops_it() {
+    let rig = Rig::start().await;
+    let addr = rig.proxy_addr();
+    let Rig {
+        proxy,
+        runtime: _runtime,
+        ..
+    } = rig;
+    drop(proxy);
+    // Drop only signals the accept loop; wait (bounded) until the listener is gone.
+    timeout(STEP_TIMEOUT, async {
+        while tokio::net::TcpStream::connect(addr).await.is_ok() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("listener closes after drop");
+}
+
+#[tokio::test]
+async fn debug_output_names_neither_code_nor_runtime_address_nor_token() {
+    let rig = Rig::start().await;
+    let url = rig.proxy.mint_code();
+    let code = url.as_str().rsplit('/').next().unwrap().to_owned();
+    let printed = format!("{:?} {:?}", rig.proxy, url);
+    assert!(!printed.contains(&code), "{printed}");
+    assert!(
+        !printed.contains(&rig.runtime_addr.port().to_string()),
+        "{printed}"
+    );
+    assert!(!printed.contains(CANARY_TOKEN));
+    assert!(
+        printed.contains(&rig.origin()),
+        "the proxy's own origin is not secret"
+    );
+}
+
+#[tokio::test]
+async fn health_check_passes_for_a_running_runtime_with_its_token() {
+    let rig = Rig::start().await;
+    check_health(
+        &Sensitive::new(rig.runtime_addr),
+        &Sensitive::new(CANARY_TOKEN.to_owned()),
+    )
+    .await
+    .expect("healthy");
+}
+
+#[tokio::test]
+async fn health_check_reports_a_refused_token() {
+    let rig = Rig::start().await;
+    let error = check_health(
+        &Sensitive::new(rig.runtime_addr),
+        &Sensitive::new("not-the-token".to_owned()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, AttachError::UpstreamRejectedToken { status: 401 }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn health_check_reports_a_stopped_runtime_without_naming_its_address() {
+    let mut rig = Rig::start().await;
+    rig.runtime.take().unwrap().shutdown().await;
+    let error = check_health(
+        &Sensitive::new(rig.runtime_addr),
+        &Sensitive::new(CANARY_TOKEN.to_owned()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error, AttachError::UpstreamUnreachable { .. }),
+        "{error}"
+    );
+    let message = format!("{error} {error:?}");
+    assert!(
+        !message.contains(&rig.runtime_addr.port().to_string()),
+        "{message}"
+    );
+    assert!(
+        message.contains("revive"),
+        "the message says what to do: {message}"
+    );
+}
+
+/// A one-connection server that answers every request with `status_line`, or never answers.
+async fn canned_server(status_line: Option<&'static str>) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = stream.read(&mut buf).await;
+        match status_line {
+            Some(line) => {
+                let response = format!("{line}\r\ncontent-length: 0\r\n\r\n");
+                let _ = stream.write_all(response.as_bytes()).await;
+            }
+            // Hold the connection open without answering until the client gives up.
+            None => {
+                let _ = stream.read(&mut buf).await;
+            }
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn health_check_reports_a_server_error() {
+    let addr = canned_server(Some("HTTP/1.1 500 Internal Server Error")).await;
+    let error = check_health(&Sensitive::new(addr), &Sensitive::new("t".to_owned()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, AttachError::UpstreamUnhealthy { status: 500 }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn health_check_treats_a_404_root_as_healthy() {
+    let addr = canned_server(Some("HTTP/1.1 404 Not Found")).await;
+    check_health(&Sensitive::new(addr), &Sensitive::new("t".to_owned()))
+        .await
+        .expect("404 is still a live runtime");
+}
+
+#[tokio::test]
+async fn health_check_gives_up_on_a_hung_runtime() {
+    let addr = canned_server(None).await;
+    let started = std::time::Instant::now();
+    let error = timeout(
+        attach_proxy::HEALTH_TIMEOUT + STEP_TIMEOUT,
+        check_health(&Sensitive::new(addr), &Sensitive::new("t".to_owned())),
+    )
+    .await
+    .expect("check_health bounds itself")
+    .unwrap_err();
+    assert!(matches!(error, AttachError::HealthTimeout), "{error}");
+    assert!(started.elapsed() >= attach_proxy::HEALTH_TIMEOUT - Duration::from_millis(50));
+}
