@@ -6,6 +6,8 @@
 #[path = "attach_proxy/support.rs"]
 mod support;
 
+#[path = "attach_proxy/browser.rs"]
+mod browser;
 #[path = "attach_proxy/flow.rs"]
 mod flow;
 #[path = "attach_proxy/forwarding.rs"]
