@@ -5,7 +5,7 @@
 import type { Backend } from "./backend";
 import { toCommandError } from "./backend";
 import type { IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
-import { h, icon, KeyedList, setAttr, setText, show } from "./dom";
+import { h, icon, KeyedList, setAttr, setText, show, Slot } from "./dom";
 import { PendingRow } from "./views/pending-row";
 import { RuntimeRow } from "./views/runtime-row";
 
@@ -55,14 +55,13 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   const bannerText = h("span", { class: "msg-text" });
   const retry = h("button", { class: "btn btn-secondary btn-small", text: "Retry", attrs: { type: "button" }, on: { click: () => void load() } });
   const bannerDismiss = h("button", { class: "icon-btn", attrs: { type: "button", "aria-label": "Dismiss error" }, on: { click: () => setBanner(null) } }, icon("close"));
-  const banner = h("div", { class: "msg msg-error banner", attrs: { role: "alert", "data-testid": "app-error" } }, icon("warning", "icon msg-icon"), bannerText, retry, bannerDismiss);
-  banner.hidden = true;
+  const banner = new Slot(h("div", { class: "msg msg-error banner", attrs: { role: "alert", "data-testid": "app-error" } }, icon("warning", "icon msg-icon"), bannerText, retry, bannerDismiss));
   let bannerRetry = false;
   function setBanner(message: string | null, canRetry = false): void {
     bannerRetry = canRetry;
     setText(bannerText, message ?? "");
     show(retry, bannerRetry);
-    show(banner, message !== null);
+    banner.set(message !== null);
   }
 
   // ---- loading ----
@@ -71,7 +70,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   // ---- first run / empty ----
   const emptyTitle = h("h2", { class: "empty-title" });
   const receiptDirEl = h("code", { class: "path" });
-  const empty = h(
+  const empty = new Slot(h(
     "section",
     { class: "empty", attrs: { "data-testid": "empty-state", "aria-labelledby": "empty-title" } },
     h("span", { class: "empty-mark", attrs: { "aria-hidden": "true" } }, icon("terminal", "empty-icon")),
@@ -80,9 +79,8 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     h("p", {}, "Runtimes built with the live-runtime library or ", h("code", { text: "@canonmsg/core" }), " register automatically. Receipts are read from ", receiptDirEl, "."),
     h("p", { class: "try-label", text: "Try it with a demo runtime:" }),
     h("pre", { class: "command" }, h("code", { text: "supercode-tray demo-runtime --name demo" })),
-  );
+  ));
   emptyTitle.id = "empty-title";
-  empty.hidden = true;
 
   // ---- runtimes ----
   const runtimesHeading = h("h2", { class: "section-title", text: "Runtimes", attrs: { tabindex: "-1", id: "runtimes-title" } });
@@ -179,7 +177,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   );
   const footer = h("footer", { class: "app-footer" }, logsButton);
 
-  const main = h("main", { class: "app-main" }, banner, loading, empty, runtimesSection, pendingSection, ignored);
+  const main = h("main", { class: "app-main" }, banner.anchor, loading, empty.anchor, runtimesSection, pendingSection, ignored);
   root.replaceChildren(header, main, footer);
   root.classList.add("app");
 
@@ -226,7 +224,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     renderSummary(s);
 
     const isEmpty = s.runtimes.length === 0;
-    show(empty, s.firstRun || isEmpty);
+    empty.set(s.firstRun || isEmpty);
     setText(emptyTitle, isEmpty ? "No runtimes yet" : "Welcome to Supercode Tray");
     setText(receiptDirEl, s.receiptDir);
 

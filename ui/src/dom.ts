@@ -57,6 +57,28 @@ export function setChildren(el: Element, children: Node[]): void {
   el.replaceChildren(...children);
 }
 
+/**
+ * A place in the tree where an element is present only while it is shown.
+ * Used for things tests and assistive technology should not find when they
+ * are not there (errors, confirmations), unlike `hidden`, which leaves them in
+ * the DOM. The element object lives on, so its state survives being hidden.
+ */
+export class Slot<E extends HTMLElement = HTMLElement> {
+  /** Marks the position; put this in the tree instead of `el`. */
+  readonly anchor: Comment = document.createComment("");
+
+  constructor(readonly el: E) {}
+
+  /** Puts the element in place or takes it out. */
+  set(present: boolean): void {
+    if (present) {
+      if (this.anchor.nextSibling !== this.el) this.anchor.after(this.el);
+    } else if (this.el.parentNode) {
+      this.el.remove();
+    }
+  }
+}
+
 let nextId = 0;
 
 /** A document-unique id for aria relationships. */

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RELATIVE_TIME_REFRESH_MS } from "../src/app";
 import { demoSnapshot, emptySnapshot, runtime } from "../src/fixtures";
-import { byTestId, mount, NOW, pendingRow, press, row, visible, type Mounted } from "./helpers";
+import { byTestId, mount, NOW, pendingRow, press, row, shown, visible, type Mounted } from "./helpers";
 
 let m: Mounted | undefined;
 afterEach(() => {
@@ -55,15 +55,17 @@ describe("attach", () => {
     m.mock.failNext("attach", { code: "runtimeUnavailable", message: "demo-a stopped answering. Try Revive." });
     const r = row(m.root, "rt-demo-a");
     click(byTestId(r, "action-attach"));
-    const error = byTestId(r, "row-error");
-    await vi.waitFor(() => expect(visible(error)).toBe(true));
+    expect(r.querySelector('[data-testid="row-error"]')).toBeNull(); // not in the DOM until there is an error
+    const error = await vi.waitFor(() => byTestId(r, "row-error"));
+    expect(visible(error)).toBe(true);
     expect(error.textContent).toContain("demo-a stopped answering. Try Revive.");
     expect(error.getAttribute("role")).toBe("alert");
-    expect(visible(byTestId(row(m.root, "rt-review"), "row-error"))).toBe(false);
+    expect(shown(row(m.root, "rt-review"), "row-error")).toBe(false);
     const dismiss = error.querySelector("button");
     expect(dismiss?.getAttribute("aria-label")).toBe("Dismiss error for demo-a");
     click(dismiss!);
-    expect(visible(error)).toBe(false);
+    expect(r.querySelector('[data-testid="row-error"]')).toBeNull();
+    expect(document.activeElement).toBe(byTestId(r, "action-attach"));
   });
 
   it("turns a non-CommandError rejection into a readable message", async () => {
@@ -105,7 +107,7 @@ describe("revive", () => {
     const r = row(m.root, "rt-review");
     click(byTestId(r, "action-revive"));
     press("Escape");
-    expect(visible(byTestId(r, "confirm-revive"))).toBe(false);
+    expect(shown(r, "confirm-revive")).toBe(false);
     expect(document.activeElement).toBe(byTestId(r, "action-revive"));
     expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
   });
@@ -115,7 +117,7 @@ describe("revive", () => {
     const r = row(m.root, "rt-review");
     click(byTestId(r, "action-revive"));
     click(byTestId(byTestId(r, "confirm-revive"), "confirm-cancel"));
-    expect(visible(byTestId(r, "confirm-revive"))).toBe(false);
+    expect(shown(r, "confirm-revive")).toBe(false);
     expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
   });
 
@@ -126,12 +128,12 @@ describe("revive", () => {
     click(byTestId(r, "action-revive"));
     click(byTestId(byTestId(r, "confirm-revive"), "confirm-accept"));
     const revive = byTestId(r, "action-revive");
-    expect(visible(byTestId(r, "confirm-revive"))).toBe(false);
+    expect(shown(r, "confirm-revive")).toBe(false);
     expect(revive.getAttribute("aria-busy")).toBe("true");
     expect(revive.textContent).toBe("Reviving…");
     expect(document.activeElement).toBe(revive);
     gate.release();
-    await vi.waitFor(() => expect(visible(byTestId(r, "row-notice"))).toBe(true));
+    await vi.waitFor(() => expect(shown(r, "row-notice")).toBe(true));
     expect(byTestId(r, "row-notice").textContent).toContain("Started review-bot");
     expect(byTestId(r, "runtime-status").textContent).toBe("Running");
     expect(m.mock.calls.filter((c) => c.action === "revive")).toEqual([{ action: "revive", arg: "rt-review" }]);
@@ -186,7 +188,7 @@ describe("live updates", () => {
     m.mock.setSnapshot(next);
 
     expect(row(m.root, "rt-review")).toBe(r);
-    expect(visible(byTestId(r, "confirm-revive"))).toBe(true);
+    expect(shown(r, "confirm-revive")).toBe(true);
     expect(document.activeElement).toBe(confirm);
     expect(row(m.root, "rt-demo-a").textContent).toContain("Busy with a long task.");
     const ids = [...m.root.querySelectorAll('[data-testid="runtime-row"]')].map((e) => e.getAttribute("data-runtime-id"));
@@ -198,9 +200,9 @@ describe("live updates", () => {
     m.mock.failNext("attach", { code: "network", message: "Could not reach demo-a." });
     const r = row(m.root, "rt-demo-a");
     click(byTestId(r, "action-attach"));
-    await vi.waitFor(() => expect(visible(byTestId(r, "row-error"))).toBe(true));
+    await vi.waitFor(() => expect(shown(r, "row-error")).toBe(true));
     m.mock.emit();
-    expect(visible(byTestId(r, "row-error"))).toBe(true);
+    expect(shown(r, "row-error")).toBe(true);
   });
 
   it("disable Confirm with the reason when the action stops being available while asking", async () => {
@@ -220,9 +222,9 @@ describe("live updates", () => {
 
   it("switch from the empty state to the list when the first runtime registers", async () => {
     m = await mount(emptySnapshot());
-    expect(visible(byTestId(m.root, "empty-state"))).toBe(true);
+    expect(shown(m.root, "empty-state")).toBe(true);
     m.mock.setSnapshot({ ...emptySnapshot(), firstRun: false, runtimes: [runtime({ id: "demo", name: "demo" })] });
-    expect(visible(byTestId(m.root, "empty-state"))).toBe(false);
+    expect(shown(m.root, "empty-state")).toBe(false);
     expect(visible(row(m.root, "demo"))).toBe(true);
   });
 
@@ -308,7 +310,7 @@ describe("footer", () => {
     m = await mount(demoSnapshot(NOW));
     m.mock.failNext("openLogs", { code: "internal", message: "No file manager is available to open the logs folder." });
     click(byTestId(m.root, "open-logs"));
-    await vi.waitFor(() => expect(visible(byTestId(m!.root, "app-error"))).toBe(true));
+    await vi.waitFor(() => expect(shown(m!.root, "app-error")).toBe(true));
     expect(byTestId(m.root, "app-error").textContent).toContain("No file manager");
     expect(m.mock.calls.filter((c) => c.action === "openLogs")).toHaveLength(1);
   });

@@ -45,8 +45,9 @@ export function byTestId<T extends HTMLElement = HTMLElement>(scope: ParentNode,
   return el;
 }
 
-/** True when `el` and none of its ancestors is hidden. */
+/** True when `el` is in the document and neither it nor an ancestor is hidden. */
 export function visible(el: HTMLElement): boolean {
+  if (!el.isConnected) return false;
   for (let e: HTMLElement | null = el; e; e = e.parentElement) if (e.hidden) return false;
   return true;
 }
@@ -55,4 +56,10 @@ export function visible(el: HTMLElement): boolean {
 export function press(key: string): void {
   const target = document.activeElement ?? document.body;
   target.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true, cancelable: true }));
+}
+
+/** True when an element with `testId` is present in `scope` and visible. */
+export function shown(scope: ParentNode, testId: string): boolean {
+  const el = scope.querySelector<HTMLElement>(`[data-testid="${testId}"]`);
+  return el !== null && visible(el);
 }

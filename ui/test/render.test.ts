@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { PendingState, RuntimeStatus, Snapshot } from "../src/bindings";
 import { demoSnapshot, emptySnapshot, fileStoreSnapshot, runtime } from "../src/fixtures";
-import { byTestId, mount, NOW, pendingRow, row, visible, type Mounted } from "./helpers";
+import { byTestId, mount, NOW, pendingRow, row, shown, visible, type Mounted } from "./helpers";
 
 let current: Mounted | undefined;
 async function show(s: Snapshot): Promise<HTMLElement> {
@@ -25,14 +25,14 @@ describe("first run and empty state", () => {
 
   it("shows the welcome above the list on first run even when runtimes exist", async () => {
     const root = await show({ ...demoSnapshot(NOW), firstRun: true });
-    expect(visible(byTestId(root, "empty-state"))).toBe(true);
+    expect(shown(root, "empty-state")).toBe(true);
     expect(byTestId(root, "empty-state").textContent).toContain("Welcome");
     expect(root.querySelectorAll('[data-testid="runtime-row"]')).toHaveLength(5);
   });
 
   it("hides the explanation once runtimes exist and it is not the first run", async () => {
     const root = await show(demoSnapshot(NOW));
-    expect(visible(byTestId(root, "empty-state"))).toBe(false);
+    expect(shown(root, "empty-state")).toBe(false);
   });
 });
 

@@ -2,7 +2,7 @@
 // it in Canon), so the Approve button stays busy with a plain-words status
 // until the backend answers; finished requests can only be dismissed.
 import type { CommandError, PendingView } from "../bindings";
-import { h, icon, setAttr, setText, show, uid, type KeyedView } from "../dom";
+import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
 import { fullTime, parseTime, pendingCanApprove, pendingIsFinal, pendingLabel, pendingTone, relativeTime } from "../format";
 import { ActionButton } from "./action-button";
 
@@ -30,7 +30,7 @@ export class PendingRow implements KeyedView<PendingView> {
   private readonly messageEl: HTMLParagraphElement;
   private readonly approveBtn: ActionButton;
   private readonly rejectBtn: ActionButton;
-  private readonly errorBox: HTMLDivElement;
+  private readonly errorBox: Slot<HTMLDivElement>;
   private readonly errorText: HTMLSpanElement;
   private readonly errorDismiss: HTMLButtonElement;
 
@@ -61,7 +61,7 @@ export class PendingRow implements KeyedView<PendingView> {
       },
       icon("close"),
     );
-    this.errorBox = h("div", { class: "msg msg-error", attrs: { role: "alert", "data-testid": "row-error" } }, icon("warning", "icon msg-icon"), this.errorText, this.errorDismiss);
+    this.errorBox = new Slot(h("div", { class: "msg msg-error", attrs: { role: "alert", "data-testid": "row-error" } }, icon("warning", "icon msg-icon"), this.errorText, this.errorDismiss));
     this.root = h(
       "li",
       { class: "row pending-row", attrs: { "data-testid": "pending-row", "aria-labelledby": nameId } },
@@ -69,7 +69,7 @@ export class PendingRow implements KeyedView<PendingView> {
       h("p", { class: "row-meta" }, this.clientEl, this.clientSep, this.requestedEl),
       this.messageEl,
       h("div", { class: "row-foot row-foot-end" }, h("div", { class: "actions" }, this.approveBtn.root, this.rejectBtn.root)),
-      this.errorBox,
+      this.errorBox.anchor,
     );
     this.update(p);
   }
@@ -115,7 +115,7 @@ export class PendingRow implements KeyedView<PendingView> {
       variant: "secondary",
     });
     setText(this.errorText, this.error ?? "");
-    show(this.errorBox, this.error !== null);
+    this.errorBox.set(this.error !== null);
     setAttr(this.errorDismiss, "aria-label", `Dismiss error for ${profile}`);
   }
 

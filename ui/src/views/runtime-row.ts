@@ -3,7 +3,7 @@
 // runtime id, so a live snapshot patches the row without closing an open
 // confirmation or moving focus.
 import type { CommandError, ReviveOutcome, RuntimeView } from "../bindings";
-import { h, icon, setAttr, setText, show, uid, type KeyedView } from "../dom";
+import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
 import { fullTime, parseTime, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
 import { ActionButton } from "./action-button";
 
@@ -50,10 +50,10 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   private readonly confirmForget: ConfirmPanel;
   private readonly argvList: HTMLOListElement;
   private readonly reviveProfile: HTMLParagraphElement;
-  private readonly noticeBox: HTMLDivElement;
+  private readonly noticeBox: Slot<HTMLDivElement>;
   private readonly noticeText: HTMLSpanElement;
   private readonly noticeDismiss: HTMLButtonElement;
-  private readonly errorBox: HTMLDivElement;
+  private readonly errorBox: Slot<HTMLDivElement>;
   private readonly errorText: HTMLSpanElement;
   private readonly errorDismiss: HTMLButtonElement;
 
@@ -106,11 +106,11 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
 
     this.noticeText = h("span", { class: "msg-text" });
     this.noticeDismiss = h("button", { class: "icon-btn", attrs: { type: "button" }, on: { click: () => this.dismissNotice() } }, icon("close"));
-    this.noticeBox = h("div", { class: "msg msg-info", attrs: { role: "status", "data-testid": "row-notice" } }, this.noticeText, this.noticeDismiss);
+    this.noticeBox = new Slot(h("div", { class: "msg msg-info", attrs: { role: "status", "data-testid": "row-notice" } }, this.noticeText, this.noticeDismiss));
 
     this.errorText = h("span", { class: "msg-text" });
     this.errorDismiss = h("button", { class: "icon-btn", attrs: { type: "button" }, on: { click: () => this.dismissError() } }, icon("close"));
-    this.errorBox = h("div", { class: "msg msg-error", attrs: { role: "alert", "data-testid": "row-error" } }, icon("warning", "icon msg-icon"), this.errorText, this.errorDismiss);
+    this.errorBox = new Slot(h("div", { class: "msg msg-error", attrs: { role: "alert", "data-testid": "row-error" } }, icon("warning", "icon msg-icon"), this.errorText, this.errorDismiss));
 
     this.root = h(
       "li",
@@ -129,10 +129,10 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       h("p", { class: "row-meta" }, this.kindEl, this.workspaceSep, this.workspaceEl, this.profileSep, this.profileEl),
       this.reasonEl,
       h("div", { class: "row-foot" }, this.sinceEl, h("div", { class: "actions" }, this.attachBtn.root, this.reviveBtn.root, this.forgetBtn.root)),
-      this.confirmRevive.root,
-      this.confirmForget.root,
-      this.noticeBox,
-      this.errorBox,
+      this.confirmRevive.slot.anchor,
+      this.confirmForget.slot.anchor,
+      this.noticeBox.anchor,
+      this.errorBox.anchor,
     );
     this.update(rt);
   }
@@ -225,10 +225,10 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     });
 
     setText(this.noticeText, this.notice ?? "");
-    show(this.noticeBox, this.notice !== null);
+    this.noticeBox.set(this.notice !== null);
     setAttr(this.noticeDismiss, "aria-label", `Dismiss message for ${name}`);
     setText(this.errorText, this.error ?? "");
-    show(this.errorBox, this.error !== null);
+    this.errorBox.set(this.error !== null);
     setAttr(this.errorDismiss, "aria-label", `Dismiss error for ${name}`);
   }
 
@@ -335,7 +335,7 @@ interface ConfirmState {
 
 /** An inline confirmation under a row: title, details, Cancel and Confirm. */
 class ConfirmPanel {
-  readonly root: HTMLDivElement;
+  readonly slot: Slot<HTMLDivElement>;
   private readonly title: HTMLHeadingElement;
   private readonly confirm: HTMLButtonElement;
   private readonly cancel: HTMLButtonElement;
@@ -359,7 +359,7 @@ class ConfirmPanel {
     });
     // A destructive confirmation starts on Cancel, a constructive one on its action.
     this.defaultFocus = opts.variant === "danger" ? "cancel" : "confirm";
-    this.root = h(
+    const root = h(
       "div",
       { class: `confirm confirm-${opts.variant}`, attrs: { role: "group", "aria-labelledby": titleId, "data-testid": opts.testId } },
       this.title,
@@ -367,11 +367,11 @@ class ConfirmPanel {
       this.unavailable,
       h("div", { class: "confirm-actions" }, this.cancel, this.confirm),
     );
-    this.root.hidden = true;
+    this.slot = new Slot(root);
   }
 
   update(s: ConfirmState): void {
-    show(this.root, s.open);
+    this.slot.set(s.open);
     setText(this.title, s.title);
     setAttr(this.confirm, "aria-label", s.confirmAria);
     setAttr(this.cancel, "aria-label", s.cancelAria);
