@@ -216,6 +216,20 @@ try {
     await page.waitForFunction(() => document.querySelector('[data-profile="ci-runner"] [data-testid="action-approve"]').textContent.includes("Waiting for approval in Canon"));
     assert((await approve.getAttribute("aria-busy")) === "true", "approve busy");
     assert((await row.getByTestId("action-reject").getAttribute("aria-disabled")) === null, "reject stays usable");
+    // This context asks for reduced motion: the spinner must not spin.
+    const iterations = await row.getByTestId("action-approve").locator(".spinner").evaluate((el) => getComputedStyle(el).animationIterationCount);
+    assert(iterations === "1", `spinner animation under reduced motion: ${iterations}`);
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("without a reduced-motion preference the busy spinner animates", async () => {
+    const { page, context, problems } = await open("mock&latency=0&approval=60000", "light", { reducedMotion: "no-preference" });
+    await page.locator('[data-profile="ci-runner"]').getByTestId("action-approve").click();
+    const spinner = page.locator('[data-profile="ci-runner"] [data-testid="action-approve"] .spinner');
+    await spinner.waitFor();
+    const iterations = await spinner.evaluate((el) => getComputedStyle(el).animationIterationCount);
+    assert(iterations === "infinite", `spinner iterations: ${iterations}`);
     await expectClean(page, problems);
     await context.close();
   });

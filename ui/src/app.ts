@@ -278,6 +278,16 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     }
   }
 
+  // Escape inside a row is handled by the row (focus goes back to its button);
+  // this catches Escape pressed anywhere else while a confirmation is open.
+  const onKeydown = (e: KeyboardEvent) => {
+    if (e.key !== "Escape" || e.defaultPrevented) return;
+    let closed = false;
+    for (const row of runtimeRows.all()) closed = row.dismissConfirm() || closed;
+    if (closed) e.preventDefault();
+  };
+  document.addEventListener("keydown", onKeydown);
+
   const timer = window.setInterval(tick, RELATIVE_TIME_REFRESH_MS);
   // The window is hidden, not closed, between tray clicks: refresh when it comes back.
   const onVisible = () => {
@@ -295,6 +305,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
       destroyed = true;
       window.clearInterval(timer);
       document.removeEventListener("visibilitychange", onVisible);
+      document.removeEventListener("keydown", onKeydown);
       unlisten?.();
     },
   };

@@ -112,6 +112,16 @@ describe("revive", () => {
     expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
   });
 
+  it("Escape pressed outside the row also closes an open confirmation", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(r, "action-revive"));
+    byTestId<HTMLButtonElement>(m.root, "open-logs").focus();
+    press("Escape");
+    expect(shown(r, "confirm-revive")).toBe(false);
+    expect(document.activeElement).toBe(byTestId(m.root, "open-logs"));
+  });
+
   it("Cancel closes the confirmation without reviving", async () => {
     m = await mount(demoSnapshot(NOW));
     const r = row(m.root, "rt-review");

@@ -261,6 +261,13 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     if (restoreFocus) this.buttonFor(which).focus();
   }
 
+  /** Closes an open confirmation (Escape pressed outside the row); true when one was open. */
+  dismissConfirm(): boolean {
+    if (this.confirming === null) return false;
+    this.closeConfirm(false);
+    return true;
+  }
+
   private onKeydown(e: KeyboardEvent): void {
     if (e.key === "Escape" && this.confirming !== null) {
       e.preventDefault();
