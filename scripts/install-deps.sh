@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Installs what building and running Supercode Tray needs on Debian 12 / Ubuntu 22.04+.
+#
+#   scripts/install-deps.sh          build + run dependencies
+#   scripts/install-deps.sh --test   also everything the test suite needs (Xvfb, D-Bus,
+#                                    gnome-keyring, browsers and WebDriver, tauri-driver, ...)
+#
+# Idempotent and fast on a warm machine: packages already installed (checked with dpkg-query)
+# are skipped, and `apt-get update` runs at most once, only when something is missing.
+# Runs unattended (no prompts, stdin not needed); uses sudo when not root.
+# Functions run from traps are reachable, whatever shellcheck infers.
+# shellcheck disable=SC2317
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# tauri-driver lives in the repository, not in ~/.cargo, so the test suite never depends on
+# (or changes) the user's global cargo installs.
+TOOLS_DIR="$REPO_ROOT/.tools"
+# Node 20 is what ui/ is built and tested with (Vite and the browser tests need >= 20).
+MIN_NODE_MAJOR=20
+# An unattended-upgrades run on a fresh desktop holds the dpkg lock for a few minutes;
+# wait for it instead of failing.
+APT_LOCK_TIMEOUT_SECS=600
+
+want_test=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "install-deps: unknown argument '$arg' (expected --test)" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf 'install-deps: %s\n' "$*"; }
+die() { printf 'install-deps: error: %s\n' "$*" >&2; exit 1; }
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  # -n: never prompt for a password when there is no terminal (CI); fail instead.
+  if [ -t 0 ]; then SUDO=(sudo); else SUDO=(sudo -n); fi
+else
+  SUDO=()
+fi
+
+command -v dpkg-query >/dev/null 2>&1 || die "this script supports Debian/Ubuntu (dpkg + apt) only; install the packages listed in $0 with your package manager"
+
+distro_id="unknown"
+if [ -r /etc/os-release ]; then
+  # shellcheck disable=SC1091
+  distro_id="$(. /etc/os-release && echo "${ID:-unknown}")"
+fi
+
+build_pkgs=(
+  build-essential pkg-config
+  # Tauri 2 on Linux
+  libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libssl-dev
+  # keyring's Secret Service backend talks D-Bus
+  libdbus-1-dev
+)
+test_pkgs=(
+  xvfb xauth x11-utils
+  dbus dbus-x11 gnome-keyring libsecret-tools
+  chromium chromium-driver webkit2gtk-driver
+  nginx-light wrk imagemagick procps
+)
+# Packages whose absence is tolerated: on Ubuntu chromium is only a snap wrapper, which does
+# not work in containers/CI; the browser tests then fail loudly on their own (SUPERCODE_REQUIRE_BROWSER).
+optional_pkgs=()
+if [ "$distro_id" = "ubuntu" ]; then
+  optional_pkgs=(chromium chromium-driver)
+fi
+
+is_installed() {
+  [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null)" = "ii " ]
+}
+
+is_optional() {
+  local p
+  for p in "${optional_pkgs[@]+"${optional_pkgs[@]}"}"; do [ "$p" = "$1" ] && return 0; done
+  return 1
+}
+
+apt_updated=0
+apt_get() {
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]+"${SUDO[@]}"}" apt-get \
+    -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT_SECS" -q "$@" </dev/null
+}
+apt_update_once() {
+  if [ "$apt_updated" -eq 0 ]; then
+    log "apt-get update"
+    apt_get update
+    apt_updated=1
+  fi
+}
+
+install_missing() {
+  local missing=() optional_missing=() p
+  for p in "$@"; do
+    is_installed "$p" && continue
+    if is_optional "$p"; then optional_missing+=("$p"); else missing+=("$p"); fi
+  done
+  if [ "${#missing[@]}" -eq 0 ] && [ "${#optional_missing[@]}" -eq 0 ]; then
+    return 0
+  fi
+  if [ "$(id -u)" -ne 0 ] && [ "${#SUDO[@]}" -eq 0 ]; then
+    die "missing packages (${missing[*]} ${optional_missing[*]}) and not root and no sudo: install them as root"
+  fi
+  apt_update_once
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing: ${missing[*]}"
+    apt_get install -y --no-install-recommends "${missing[@]}"
+  fi
+  for p in "${optional_missing[@]+"${optional_missing[@]}"}"; do
+    log "installing optional package $p"
+    apt_get install -y --no-install-recommends "$p" ||
+      log "warning: could not install $p on $distro_id; tests needing it will fail (install it by hand)"
+  done
+}
+
+pkgs=("${build_pkgs[@]}")
+if [ "$want_test" -eq 1 ]; then pkgs+=("${test_pkgs[@]}"); fi
+install_missing "${pkgs[@]}"
+log "system packages: ok (${#pkgs[@]} checked)"
+
+# --- Node.js -------------------------------------------------------------------------------
+# Debian 12's own nodejs is 18, too old for ui/. We do not add third-party apt sources
+# behind the user's back; we say exactly what to do instead.
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+if ! command -v node >/dev/null 2>&1 || [ "$(node_major)" -lt "$MIN_NODE_MAJOR" ] || ! command -v npm >/dev/null 2>&1; then
+  found="$(command -v node >/dev/null 2>&1 && node --version || echo 'none')"
+  die "Node.js >= $MIN_NODE_MAJOR with npm is required (found: $found).
+  Debian 12's nodejs package is 18. Install Node 20 LTS, for example:
+    - NodeSource:  curl -fsSL https://deb.nodesource.com/setup_20.x | sudo -E bash - && sudo apt-get install -y nodejs
+    - or nvm:      https://github.com/nvm-sh/nvm  (nvm install 20)
+  then re-run $0"
+fi
+log "node $(node --version), npm $(npm --version): ok"
+
+# --- Rust ----------------------------------------------------------------------------------
+command -v cargo >/dev/null 2>&1 ||
+  die "Rust (cargo) is required: install it with rustup (https://rustup.rs), then re-run $0"
+if [ "$want_test" -eq 1 ]; then
+  cargo fmt --version >/dev/null 2>&1 || die "rustfmt is missing: rustup component add rustfmt"
+  cargo clippy --version >/dev/null 2>&1 || die "clippy is missing: rustup component add clippy"
+fi
+log "$(cargo --version): ok"
+
+# --- tauri-driver (end-to-end tests only) --------------------------------------------------
+if [ "$want_test" -eq 1 ]; then
+  if [ -x "$TOOLS_DIR/bin/tauri-driver" ]; then
+    log "tauri-driver: ok ($TOOLS_DIR/bin/tauri-driver)"
+  else
+    log "installing tauri-driver into $TOOLS_DIR (cargo install --locked, about a minute)"
+    cargo install tauri-driver --locked --root "$TOOLS_DIR" </dev/null
+  fi
+fi
+
+log "done"

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Runs a command inside a throwaway desktop session for tests:
+#
+#   scripts/test-env.sh CMD [ARGS...]
+#
+# CMD gets
+#   - its own Xvfb server (DISPLAY, free display number chosen by Xvfb itself),
+#   - a private D-Bus session bus (DBUS_SESSION_BUS_ADDRESS, via dbus-run-session),
+#   - a gnome-keyring Secret Service on that bus, unlocked with a throwaway password and
+#     checked with a secret-tool store/lookup/clear round trip before CMD starts,
+#   - a fresh HOME and XDG_* directories and a private 0700 XDG_RUNTIME_DIR, so the user's real
+#     keyring, config and data are never touched,
+#   - SUPERCODE_REQUIRE_{KEYCHAIN,BROWSER,NODE,E2E}=1 so gated tests fail instead of skipping.
+# CARGO_HOME, RUSTUP_HOME and npm's cache keep pointing at the caller's, so toolchains and
+# caches keep working although HOME changes. Everything is torn down on exit; the exit status
+# is CMD's.
+#
+# Needs: Xvfb, xdpyinfo (x11-utils), dbus-run-session, gnome-keyring-daemon, secret-tool
+# (scripts/install-deps.sh --test installs them).
+# Functions run from traps are reachable, whatever shellcheck infers.
+# shellcheck disable=SC2317
+set -euo pipefail
+
+# Xvfb writes its display number once it accepts connections; a loaded 2-core CI machine that
+# is also compiling can take several seconds, so wait generously before giving up.
+READY_TIMEOUT_SECS=60
+# How long CMD gets to exit after TERM when this script is interrupted, before it is killed.
+STOP_TIMEOUT_SECS=10
+# How often readiness is re-checked while waiting for the keyring to own its bus name.
+POLL_INTERVAL_SECS=0.1
+# The keyring is only for tests; the password never protects anything real.
+KEYRING_PASSWORD="supercode-test-keyring"
+# Label/attributes of the probe secret used to check that the Secret Service answers.
+PROBE_ATTRS=(service supercode-test-env account probe)
+
+die() { printf 'test-env: error: %s\n' "$*" >&2; exit 1; }
+
+if [ "${1:-}" = "__inside_dbus" ]; then
+  shift
+  inside=1
+else
+  inside=0
+  [ "$#" -gt 0 ] || die "usage: $0 CMD [ARGS...]"
+fi
+
+require() {
+  command -v "$1" >/dev/null 2>&1 || die "'$1' not found; run scripts/install-deps.sh --test"
+}
+
+# ------------------------------------------------------------------------------------------
+# Stage 2 (runs inside dbus-run-session): keyring, then CMD.
+# ------------------------------------------------------------------------------------------
+if [ "$inside" -eq 1 ]; then
+  [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] || die "internal: no session bus inside dbus-run-session"
+
+  keyring_pid=""
+  stop_keyring() {
+    if [ -n "$keyring_pid" ] && kill -0 "$keyring_pid" 2>/dev/null; then
+      kill "$keyring_pid" 2>/dev/null || true
+      wait "$keyring_pid" 2>/dev/null || true
+    fi
+  }
+  trap stop_keyring EXIT
+
+  # --foreground keeps it our child (so we know its pid and stop it); --unlock reads the
+  # password from stdin and, in a fresh HOME, creates the "login" collection with it and makes
+  # it the default collection.
+  printf '%s' "$KEYRING_PASSWORD" |
+    gnome-keyring-daemon --foreground --unlock --components=secrets \
+      >"$XDG_RUNTIME_DIR/gnome-keyring.log" 2>&1 &
+  keyring_pid=$!
+
+  has_secrets_owner() {
+    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+      org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null |
+      grep -q 'boolean true'
+  }
+  deadline=$((SECONDS + READY_TIMEOUT_SECS))
+  until has_secrets_owner; do
+    kill -0 "$keyring_pid" 2>/dev/null ||
+      die "gnome-keyring-daemon exited early: $(cat "$XDG_RUNTIME_DIR/gnome-keyring.log")"
+    [ "$SECONDS" -lt "$deadline" ] ||
+      die "gnome-keyring-daemon did not own org.freedesktop.secrets within ${READY_TIMEOUT_SECS}s"
+    sleep "$POLL_INTERVAL_SECS"
+  done
+
+  # The default collection must exist and be unlocked, otherwise keychain calls would try to
+  # show an unlock prompt on the Xvfb display and hang.
+  locked="$(timeout "$READY_TIMEOUT_SECS" dbus-send --session --print-reply \
+    --dest=org.freedesktop.secrets /org/freedesktop/secrets/aliases/default \
+    org.freedesktop.DBus.Properties.Get \
+    string:org.freedesktop.Secret.Collection string:Locked 2>&1)" ||
+    die "the Secret Service has no default collection: $locked"
+  case "$locked" in
+    *"boolean false"*) ;;
+    *) die "the default keyring collection is locked: $locked" ;;
+  esac
+  probe="probe-$$-$RANDOM"
+  printf '%s' "$probe" | timeout "$READY_TIMEOUT_SECS" \
+    secret-tool store --label='supercode test-env probe' "${PROBE_ATTRS[@]}" ||
+    die "secret-tool store failed: the Secret Service does not accept secrets"
+  got="$(timeout "$READY_TIMEOUT_SECS" secret-tool lookup "${PROBE_ATTRS[@]}")" ||
+    die "secret-tool lookup failed after a successful store"
+  [ "$got" = "$probe" ] || die "secret-tool lookup returned a different value than was stored"
+  timeout "$READY_TIMEOUT_SECS" secret-tool clear "${PROBE_ATTRS[@]}" ||
+    die "secret-tool clear failed"
+
+  export SUPERCODE_REQUIRE_KEYCHAIN=1 SUPERCODE_REQUIRE_BROWSER=1
+  export SUPERCODE_REQUIRE_NODE=1 SUPERCODE_REQUIRE_E2E=1
+  # Not exec: the keyring must be stopped after CMD, and CMD's status is passed on.
+  set +e
+  "$@"
+  status=$?
+  set -e
+  exit "$status"
+fi
+
+# ------------------------------------------------------------------------------------------
+# Stage 1: directories, Xvfb, then stage 2 inside a private D-Bus session.
+# ------------------------------------------------------------------------------------------
+self="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+for tool in setsid Xvfb xdpyinfo dbus-run-session dbus-send gnome-keyring-daemon secret-tool timeout; do
+  require "$tool"
+done
+
+# Keep toolchains and caches reachable before HOME moves.
+export CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
+export RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}"
+export npm_config_cache="${npm_config_cache:-$HOME/.npm}"
+if [ -z "${PYENV_ROOT:-}" ] && [ -d "$HOME/.pyenv" ]; then export PYENV_ROOT="$HOME/.pyenv"; fi
+
+env_dir="$(mktemp -d "${TMPDIR:-/tmp}/supercode-test-env.XXXXXX")"
+xvfb_pid=""
+session_pid=""
+cleanup() {
+  local status=$?
+  if [ -n "$session_pid" ] && kill -0 "$session_pid" 2>/dev/null; then
+    # The session runs in its own process group: stop CMD, the bus and the keyring together.
+    kill -TERM -- "-$session_pid" 2>/dev/null || true
+    local deadline=$((SECONDS + STOP_TIMEOUT_SECS))
+    while kill -0 "$session_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
+      sleep "$POLL_INTERVAL_SECS"
+    done
+    kill -KILL -- "-$session_pid" 2>/dev/null || true
+  fi
+  if [ -n "$xvfb_pid" ] && kill -0 "$xvfb_pid" 2>/dev/null; then
+    kill "$xvfb_pid" 2>/dev/null || true
+    wait "$xvfb_pid" 2>/dev/null || true
+  fi
+  rm -rf "$env_dir"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+export HOME="$env_dir/home"
+export XDG_CONFIG_HOME="$HOME/.config"
+export XDG_DATA_HOME="$HOME/.local/share"
+export XDG_STATE_HOME="$HOME/.local/state"
+export XDG_CACHE_HOME="$HOME/.cache"
+export XDG_RUNTIME_DIR="$env_dir/run"
+mkdir -p "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_STATE_HOME" "$XDG_CACHE_HOME"
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
+chmod 0700 "$HOME"
+
+# Only our X server: no Wayland, no inherited session bus or keyring sockets.
+unset WAYLAND_DISPLAY DBUS_SESSION_BUS_ADDRESS GNOME_KEYRING_CONTROL SSH_AUTH_SOCK XAUTHORITY
+export GDK_BACKEND=x11
+# GTK otherwise looks for the accessibility bus and logs a warning per process.
+export NO_AT_BRIDGE=1
+
+# -displayfd makes Xvfb pick a free display itself and write its number once it accepts
+# connections, so there is neither a race on display numbers nor a fixed sleep.
+mkfifo "$env_dir/displayfd"
+Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp \
+  3>"$env_dir/displayfd" >"$env_dir/xvfb.log" 2>&1 &
+xvfb_pid=$!
+display_number=""
+read -r -t "$READY_TIMEOUT_SECS" display_number <"$env_dir/displayfd" || true
+[ -n "$display_number" ] ||
+  die "Xvfb did not start within ${READY_TIMEOUT_SECS}s: $(tail -n 20 "$env_dir/xvfb.log")"
+export DISPLAY=":$display_number"
+xdpyinfo >/dev/null 2>&1 || die "Xvfb reported display $DISPLAY but xdpyinfo cannot connect"
+
+# In the background and in its own session (process group), so that a TERM/INT sent to this
+# script is handled at once (bash defers traps while a foreground child runs) and cleanup can
+# stop the whole tree. `<&0` keeps stdin, which bash would otherwise point at /dev/null.
+setsid dbus-run-session -- "$self" __inside_dbus "$@" <&0 &
+session_pid=$!
+set +e
+wait "$session_pid"
+status=$?
+set -e
+exit "$status"
