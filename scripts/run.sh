@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Runs Supercode Tray on a Debian/Ubuntu desktop, installing what is missing:
+#
+#   scripts/run.sh
+#
+# Installs build/run dependencies (scripts/install-deps.sh), builds the UI and the app (a debug
+# build: it compiles in a fraction of a release build's time, which with LTO takes several
+# minutes on a laptop), starts two demo runtimes (demo-alpha, demo-beta) in the background so
+# the tray has something to show, then runs the tray app in the foreground. When the app exits
+# (or on Ctrl-C) the demo runtimes are stopped.
+# Functions run from traps are reachable, whatever shellcheck infers.
+# shellcheck disable=SC2317
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+
+# A demo runtime prints one line when it is up; compiling is done by then, so this only covers
+# a slow start on a busy machine.
+DEMO_READY_TIMEOUT_SECS=30
+# How long a demo runtime gets to remove its receipt and exit after SIGTERM before SIGKILL.
+DEMO_STOP_TIMEOUT_SECS=10
+# How often the demo runtimes' output is re-checked while waiting for them to come up.
+POLL_INTERVAL_SECS=0.2
+
+log() { printf 'run: %s\n' "$*"; }
+die() { printf 'run: error: %s\n' "$*" >&2; exit 1; }
+
+# Check the display first: there is no point installing and compiling for minutes otherwise.
+if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
+  die "no graphical display (neither DISPLAY nor WAYLAND_DISPLAY is set).
+  Supercode Tray is a desktop tray app: run this from a terminal inside your desktop session.
+  (To run the tests headless instead: scripts/test.sh)"
+fi
+
+scripts/install-deps.sh
+
+log "building the UI (ui/dist)"
+if [ ! -f ui/node_modules/.package-lock.json ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
+  npm --prefix ui ci --no-audit --no-fund
+fi
+npm --prefix ui run build
+
+log "building the app (debug build)"
+cargo build --bin supercode-tray
+target_dir="$(cargo metadata --format-version 1 --no-deps | node -e \
+  'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')"
+app="$target_dir/debug/supercode-tray"
+[ -x "$app" ] || die "the build succeeded but $app is missing"
+
+# Demo runtimes' workspaces and output live in a private folder: their output names their
+# endpoint, which is not for the terminal.
+run_dir="$(mktemp -d "${TMPDIR:-/tmp}/supercode-run.XXXXXX")"
+chmod 0700 "$run_dir"
+demo_pids=()
+
+stop_demos() {
+  local pid deadline
+  for pid in "${demo_pids[@]+"${demo_pids[@]}"}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  deadline=$((SECONDS + DEMO_STOP_TIMEOUT_SECS))
+  for pid in "${demo_pids[@]+"${demo_pids[@]}"}"; do
+    while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep "$POLL_INTERVAL_SECS"; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$run_dir"
+}
+trap stop_demos EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start_demo() {
+  local name="$1" workspace="$run_dir/workspaces/$1" out="$run_dir/$1.out" pid deadline
+  mkdir -p "$workspace"
+  "$app" demo-runtime --name "$name" --workspace "$workspace" >"$out" 2>"$run_dir/$name.err" </dev/null &
+  pid=$!
+  demo_pids+=("$pid")
+  deadline=$((SECONDS + DEMO_READY_TIMEOUT_SECS))
+  until [ -s "$out" ]; do
+    kill -0 "$pid" 2>/dev/null ||
+      die "demo runtime $name exited during start-up; its error output:
+$(tail -n 20 "$run_dir/$name.err")"
+    [ "$SECONDS" -lt "$deadline" ] || die "demo runtime $name did not come up within ${DEMO_READY_TIMEOUT_SECS}s"
+    sleep "$POLL_INTERVAL_SECS"
+  done
+  log "demo runtime $name is up (pid $pid)"
+}
+
+start_demo demo-alpha
+start_demo demo-beta
+
+log "starting Supercode Tray (quit it from the tray menu, or Ctrl-C here)"
+set +e
+"$app"
+status=$?
+set -e
+log "Supercode Tray exited ($status); stopping the demo runtimes"
+exit "$status"

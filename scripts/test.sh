@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Runs the whole Supercode Tray test suite, unattended:
+#
+#   scripts/test.sh
+#
+#   1. scripts/install-deps.sh --test          system packages, tauri-driver (fast when warm)
+#   2. npm ci + npm run build in ui/           the app embeds ui/dist at compile time
+#   3. inside scripts/test-env.sh (Xvfb, private D-Bus, unlocked throwaway keyring):
+#        cargo fmt --all --check
+#        cargo clippy --workspace --all-targets -- -D warnings
+#        cargo test --workspace --no-fail-fast
+#        npm --prefix ui run check
+#        npm --prefix ui run test:browser
+#        cargo build --bin supercode-tray + node tests/e2e/run.mjs
+#
+# Steps 1-2 are prerequisites: if one fails the run stops. The checks in step 3 all run even
+# when an earlier one fails, so one run shows every problem. A summary with each phase's result
+# and duration closes the output; the exit status is non-zero if anything failed.
+# Logs and screenshots go to test-artifacts/ (CI collects that folder).
+# Functions run from traps are reachable, whatever shellcheck infers.
+# shellcheck disable=SC2317
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+
+# Nothing here may wait for input (CI has stdin closed; a prompt would hang until the timeout).
+exec </dev/null
+
+ARTIFACTS="$REPO_ROOT/test-artifacts"
+rm -rf "$ARTIFACTS"
+mkdir -p "$ARTIFACTS"
+export SUPERCODE_TEST_ARTIFACTS="$ARTIFACTS"
+if [ "${CI:-}" = "true" ]; then
+  # A CI build is from scratch and thrown away: incremental artifacts only cost time and disk.
+  export CARGO_INCREMENTAL=0
+fi
+TEST_ENV=("$REPO_ROOT/scripts/test-env.sh")
+
+suite_started=$SECONDS
+phase_names=()
+phase_results=()
+phase_secs=()
+
+# run_phase NAME CMD...: runs CMD, records PASS/FAIL and its duration; returns CMD's status.
+run_phase() {
+  local name="$1"
+  shift
+  local started=$SECONDS status
+  printf '\n==> [%s] %s\n' "$(date -u +%H:%M:%S)" "$name"
+  set +e
+  "$@"
+  status=$?
+  set -e
+  local secs=$((SECONDS - started))
+  phase_names+=("$name")
+  phase_secs+=("$secs")
+  if [ "$status" -eq 0 ]; then
+    phase_results+=("PASS")
+    printf '<== %s: PASS (%ss)\n' "$name" "$secs"
+  else
+    phase_results+=("FAIL")
+    printf '<== %s: FAIL, exit %s (%ss)\n' "$name" "$status" "$secs"
+  fi
+  printf '%s\t%s\t%ss\n' "$name" "${phase_results[-1]}" "$secs" >>"$ARTIFACTS/timings.tsv"
+  return "$status"
+}
+
+# cargo test's own closing lines stream as usual; the log is kept to total them up below.
+cargo_test() {
+  "${TEST_ENV[@]}" cargo test --workspace --no-fail-fast 2>&1 | tee "$ARTIFACTS/cargo-test.log"
+  return "${PIPESTATUS[0]}"
+}
+
+e2e() {
+  cargo build --bin supercode-tray || return
+  "${TEST_ENV[@]}" node tests/e2e/run.mjs 2>&1 | tee "$ARTIFACTS/e2e.log"
+  return "${PIPESTATUS[0]}"
+}
+
+summary() {
+  local total=$((SECONDS - suite_started)) i failed=0
+  printf '\n================ Supercode Tray test summary ================\n'
+  for i in "${!phase_names[@]}"; do
+    printf '  %-4s  %6ss  %s\n' "${phase_results[$i]}" "${phase_secs[$i]}" "${phase_names[$i]}"
+    [ "${phase_results[$i]}" = "PASS" ] || failed=$((failed + 1))
+  done
+  if [ -f "$ARTIFACTS/cargo-test.log" ]; then
+    # Sum "test result: ok. 12 passed; 0 failed; 1 ignored; ..." over every test binary.
+    sed 's/\x1b\[[0-9;]*m//g' "$ARTIFACTS/cargo-test.log" | awk '
+      /^test result: / {
+        bins++
+        for (i = 1; i <= NF; i++) {
+          if ($(i+1) ~ /^passed;?$/) p += $i
+          if ($(i+1) ~ /^failed;?$/) f += $i
+          if ($(i+1) ~ /^ignored;?$/) g += $i
+        }
+      }
+      END { printf "  cargo test: %d passed; %d failed; %d ignored (%d test binaries)\n", p, f, g, bins }'
+  fi
+  if [ -f "$ARTIFACTS/e2e.log" ]; then
+    printf '  e2e: %s\n' "$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ARTIFACTS/e2e.log" | tail -n 1 || true)"
+  fi
+  printf '  total: %ss; artifacts: %s\n' "$total" "$ARTIFACTS"
+  if [ "$failed" -eq 0 ]; then
+    printf 'RESULT: PASS (%s phases)\n' "${#phase_names[@]}"
+  else
+    printf 'RESULT: FAIL (%s of %s phases failed)\n' "$failed" "${#phase_names[@]}"
+  fi
+  return "$failed"
+}
+
+finish() {
+  if summary; then exit 0; else exit 1; fi
+}
+
+# --- prerequisites: stop at the first failure --------------------------------------------
+run_phase "install dependencies" scripts/install-deps.sh --test || finish
+run_phase "ui: npm ci" npm --prefix ui ci --no-audit --no-fund || finish
+run_phase "ui: npm run build" npm --prefix ui run build || finish
+
+# --- checks: all run ---------------------------------------------------------------------
+# clippy before test: they cannot share compiled crates (check vs. full build), but build
+# scripts and proc macros are shared, and clippy's errors come sooner.
+run_phase "cargo fmt --check" "${TEST_ENV[@]}" cargo fmt --all --check || true
+run_phase "cargo clippy" "${TEST_ENV[@]}" cargo clippy --workspace --all-targets -- -D warnings || true
+run_phase "cargo test" cargo_test || true
+run_phase "ui: check" "${TEST_ENV[@]}" npm --prefix ui run check || true
+run_phase "ui: browser tests" "${TEST_ENV[@]}" npm --prefix ui run test:browser || true
+run_phase "e2e (tauri-driver)" e2e || true
+
+finish
