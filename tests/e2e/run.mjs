@@ -1,0 +1,333 @@
+#!/usr/bin/env node
+// End-to-end test runner: drives the real app binary through tauri-driver (-> WebKitWebDriver).
+//
+//   node tests/e2e/run.mjs [--app PATH] [FILE.test.mjs ...]
+//
+// Runs tests/e2e/*.test.mjs (or the files given) one after another. Each file gets a fresh
+// state directory (XDG_* and CANON_HOME point into it) and its own tauri-driver, started with
+// SUPERCODE_TRAY_OPEN_WINDOW=1 so the app opens its window at start-up. Each test has a
+// timeout; after each test its sessions are closed (with a screenshot first if it failed) and
+// its processes stopped. The last line printed is exactly `N passed, M failed`; the exit status
+// is non-zero when a test failed or no test ran.
+//
+// Needs a display (run it under scripts/test-env.sh). When prerequisites are missing (no app
+// binary, no tauri-driver, no display) it skips, unless SUPERCODE_REQUIRE_E2E=1, then it fails.
+//
+// Environment: SUPERCODE_APP_BINARY (default <target>/debug/supercode-tray, <target> being
+// $CARGO_TARGET_DIR or ./target), TAURI_DRIVER (default .tools/bin/tauri-driver, then PATH),
+// WEBKIT_WEBDRIVER (default /usr/bin/WebKitWebDriver), SUPERCODE_TEST_ARTIFACTS (default
+// ./test-artifacts; screenshots and logs go to its e2e/ folder).
+
+import { existsSync, accessSync, constants as fsConstants } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, delimiter, dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { DEFAULT_TEST_TIMEOUT_MS, takeRegisteredTests } from './harness.mjs';
+import { runningProcesses, startDemoRuntime, startProcess, stopAllProcesses } from './processes.mjs';
+import { DEFAULT_WAIT_TIMEOUT_MS, Session, WAIT_POLL_INTERVAL_MS, driverStatus } from './webdriver.mjs';
+
+const E2E_DIR = dirname(fileURLToPath(import.meta.url));
+const REPO_ROOT = resolve(E2E_DIR, '..', '..');
+
+/** How long tauri-driver (and the WebKitWebDriver it starts) may take to answer /status. */
+const DRIVER_READY_TIMEOUT_MS = 30_000;
+/** How often /status is re-polled while tauri-driver starts. */
+const DRIVER_POLL_INTERVAL_MS = 100;
+
+function parseArgs(argv) {
+  const options = { app: undefined, files: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--app') options.app = argv[++i];
+    else if (arg === '-h' || arg === '--help') {
+      console.log('usage: node tests/e2e/run.mjs [--app PATH] [FILE.test.mjs ...]');
+      process.exit(0);
+    } else if (arg.startsWith('-')) throw new Error(`unknown option ${arg}`);
+    else options.files.push(resolve(arg));
+  }
+  return options;
+}
+
+function isExecutable(path) {
+  try {
+    accessSync(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function findOnPath(name) {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir && isExecutable(join(dir, name))) return join(dir, name);
+  }
+  return undefined;
+}
+
+function defaultAppBinary() {
+  if (process.env.SUPERCODE_APP_BINARY) return resolve(process.env.SUPERCODE_APP_BINARY);
+  const target = process.env.CARGO_TARGET_DIR ? resolve(REPO_ROOT, process.env.CARGO_TARGET_DIR) : join(REPO_ROOT, 'target');
+  return join(target, 'debug', 'supercode-tray');
+}
+
+function findTauriDriver() {
+  if (process.env.TAURI_DRIVER) return resolve(process.env.TAURI_DRIVER);
+  const local = join(REPO_ROOT, '.tools', 'bin', 'tauri-driver');
+  return isExecutable(local) ? local : findOnPath('tauri-driver');
+}
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function startDriver({ tauriDriver, nativeDriver, env, logPath }) {
+  const port = await freePort();
+  let nativePort = await freePort();
+  while (nativePort === port) nativePort = await freePort();
+  const proc = await startProcess(
+    'tauri-driver',
+    tauriDriver,
+    ['--port', String(port), '--native-port', String(nativePort), '--native-driver', nativeDriver],
+    { env, logPath },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + DRIVER_READY_TIMEOUT_MS;
+  for (;;) {
+    if (proc.exited) throw new Error(`tauri-driver exited during start-up (code ${proc.exited.code}); log: ${logPath}`);
+    try {
+      const status = await driverStatus(url);
+      if (status?.ready !== false) return { proc, url };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await proc.stop();
+      throw new Error(`tauri-driver did not answer ${url}/status within ${DRIVER_READY_TIMEOUT_MS} ms; log: ${logPath}`);
+    }
+    await sleep(DRIVER_POLL_INTERVAL_MS);
+  }
+}
+
+function slug(text) {
+  return text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 80);
+}
+
+/** What a test function receives. */
+class TestContext {
+  constructor({ app, driverUrl, env, stateDir, artifactsDir, fileSlug, testSlug }) {
+    this.app = app;
+    this.driverUrl = driverUrl;
+    this.env = env;
+    this.stateDir = stateDir;
+    this.artifactsDir = artifactsDir;
+    this.fileSlug = fileSlug;
+    this.testSlug = testSlug;
+    this.sessions = [];
+  }
+
+  /** Starts the app (a WebDriver session through tauri-driver); `args` go to the app. */
+  async openApp({ args = [] } = {}) {
+    const session = await Session.start(this.driverUrl, {
+      'tauri:options': { application: this.app, args },
+    });
+    this.sessions.push(session);
+    return session;
+  }
+
+  /** Starts `<app> demo-runtime --name NAME --workspace DIR` with this file's environment. */
+  async startDemoRuntime(name, { workspace } = {}) {
+    const dir = workspace ?? join(this.stateDir, 'workspaces', name);
+    await mkdir(dir, { recursive: true });
+    return startDemoRuntime({
+      app: this.app,
+      name,
+      workspace: dir,
+      env: this.env,
+      logPath: join(this.artifactsDir, `${this.fileSlug}--${this.testSlug}--${slug(name)}.stderr.log`),
+    });
+  }
+
+  /** Polls `probe` until it resolves truthy (returned) or `timeoutMs` passes (then throws). */
+  async waitUntil(description, probe, timeoutMs = DEFAULT_WAIT_TIMEOUT_MS) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const result = await probe();
+      if (result) return result;
+      if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}`);
+      await sleep(WAIT_POLL_INTERVAL_MS);
+    }
+  }
+
+  /** Saves a screenshot of `session`'s window as test-artifacts/e2e/<file>--<label>.png. */
+  screenshot(session, label) {
+    return session.screenshot(join(this.artifactsDir, `${this.fileSlug}--${slug(label)}.png`));
+  }
+
+  /** Closes the sessions this test opened; screenshots them first when the test failed. */
+  async closeSessions({ failed }) {
+    for (const session of this.sessions) {
+      if (session.deleted) continue;
+      if (failed) {
+        try {
+          const path = await this.screenshot(session, `${this.testSlug}-failure`);
+          console.log(`       failure screenshot: ${path}`);
+        } catch (error) {
+          console.log(`       (no failure screenshot: ${error.message})`);
+        }
+      }
+      try {
+        await session.delete();
+      } catch (error) {
+        console.log(`       (closing the session failed: ${error.message})`);
+      }
+    }
+  }
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function listTestFiles() {
+  const names = (await readdir(E2E_DIR)).filter((n) => n.endsWith('.test.mjs')).sort();
+  return names.map((n) => join(E2E_DIR, n));
+}
+
+function skipOrFail(reason) {
+  if (process.env.SUPERCODE_REQUIRE_E2E === '1') {
+    console.error(`e2e: cannot run: ${reason} (SUPERCODE_REQUIRE_E2E=1, so this is a failure)`);
+    console.log('0 passed, 1 failed');
+    process.exit(1);
+  }
+  console.log(`e2e: skipped: ${reason} (set SUPERCODE_REQUIRE_E2E=1 to make this a failure)`);
+  console.log('0 passed, 0 failed');
+  process.exit(0);
+}
+
+async function main() {
+  const options = parseArgs(process.argv.slice(2));
+  const app = options.app ? resolve(options.app) : defaultAppBinary();
+  const tauriDriver = findTauriDriver();
+  const nativeDriver = process.env.WEBKIT_WEBDRIVER ?? '/usr/bin/WebKitWebDriver';
+  const artifactsDir = join(resolve(REPO_ROOT, process.env.SUPERCODE_TEST_ARTIFACTS ?? 'test-artifacts'), 'e2e');
+
+  if (!isExecutable(app)) skipOrFail(`the app binary ${app} does not exist (build it with: cargo build --bin supercode-tray)`);
+  if (!tauriDriver) skipOrFail('tauri-driver not found (scripts/install-deps.sh --test installs it into .tools/)');
+  if (!isExecutable(nativeDriver)) skipOrFail(`${nativeDriver} not found (apt-get install webkit2gtk-driver)`);
+  if (!process.env.DISPLAY && !process.env.WAYLAND_DISPLAY) skipOrFail('no display (run it under scripts/test-env.sh)');
+
+  const files = options.files.length > 0 ? options.files : await listTestFiles();
+  await mkdir(artifactsDir, { recursive: true });
+
+  let passed = 0;
+  let failed = 0;
+  const failures = [];
+  const fail = (label, error) => {
+    failed++;
+    failures.push(label);
+    console.log(`  FAIL ${label}\n       ${String(error?.stack ?? error).split('\n').join('\n       ')}`);
+  };
+
+  for (const file of files) {
+    const fileSlug = slug(basename(file).replace(/\.test\.mjs$|\.mjs$/, ''));
+    console.log(`e2e: ${basename(file)}`);
+    let tests;
+    let fileEnv = {};
+    try {
+      const module = await import(pathToFileURL(file).href);
+      tests = takeRegisteredTests();
+      fileEnv = module.env ?? {};
+      if (tests.length === 0) throw new Error('the file registers no test');
+    } catch (error) {
+      fail(`${basename(file)} (loading)`, error);
+      continue;
+    }
+
+    const stateDir = await mkdtemp(join(tmpdir(), `supercode-e2e-${fileSlug}-`));
+    const env = {
+      ...process.env,
+      XDG_CONFIG_HOME: join(stateDir, 'config'),
+      XDG_DATA_HOME: join(stateDir, 'data'),
+      XDG_STATE_HOME: join(stateDir, 'state'),
+      XDG_CACHE_HOME: join(stateDir, 'cache'),
+      CANON_HOME: join(stateDir, 'canon'),
+      SUPERCODE_TRAY_OPEN_WINDOW: '1',
+      ...fileEnv,
+    };
+    let driver;
+    try {
+      driver = await startDriver({ tauriDriver, nativeDriver, env, logPath: join(artifactsDir, `${fileSlug}--tauri-driver.log`) });
+    } catch (error) {
+      for (const t of tests) fail(`${basename(file)} › ${t.name}`, error);
+      await rm(stateDir, { recursive: true, force: true });
+      continue;
+    }
+
+    for (const t of tests) {
+      const label = `${basename(file)} › ${t.name}`;
+      const ctx = new TestContext({ app, driverUrl: driver.url, env, stateDir, artifactsDir, fileSlug, testSlug: slug(t.name) });
+      const started = Date.now();
+      let error;
+      try {
+        await withTimeout(Promise.resolve().then(() => t.fn(ctx)), t.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS, `test "${t.name}"`);
+      } catch (e) {
+        error = e;
+      }
+      await ctx.closeSessions({ failed: Boolean(error) });
+      // Processes the test started (demo runtimes) go; tauri-driver stays for the file.
+      await stopAllProcessesExcept(driver.proc);
+      const secs = ((Date.now() - started) / 1000).toFixed(1);
+      if (error) fail(`${label} (${secs}s)`, error);
+      else {
+        passed++;
+        console.log(`  ok   ${label} (${secs}s)`);
+      }
+    }
+    await driver.proc.stop();
+    await rm(stateDir, { recursive: true, force: true });
+  }
+
+  if (passed + failed === 0) {
+    console.log('e2e: no test ran (no tests/e2e/*.test.mjs file?)');
+    failed = 1;
+  }
+  if (failures.length > 0) console.log(`e2e: failed:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
+  await stopAllProcesses();
+  console.log(`${passed} passed, ${failed} failed`);
+  // Exit now rather than when fetch's idle keep-alive sockets time out.
+  process.exit(failed > 0 ? 1 : 0);
+}
+
+async function stopAllProcessesExcept(keep) {
+  await Promise.all(runningProcesses().filter((p) => p !== keep).map((p) => p.stop()));
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    console.log(`e2e: ${signal}: stopping processes`);
+    stopAllProcesses().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  });
+}
+
+main().catch(async (error) => {
+  console.error(`e2e: ${error.stack ?? error}`);
+  await stopAllProcesses();
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+});
