@@ -48,6 +48,7 @@ pub use catalog::{
 pub use client::{CanonClient, ClientError, RegistrationPhase, DEFAULT_BASE_URL};
 pub use error::{CanonFileError, FileProblem};
 pub use home::CanonHome;
+pub use live_runtime::{SecretStore, SecretStoreError, Sensitive};
 pub use locks::{
     acquire_lock, describe_profile_lock, is_profile_locked, release_lock, LockError, LockStatus,
     ProfileLockHandle,
@@ -63,4 +64,3 @@ pub use profiles::{
     AgentProfiles,
 };
 pub use records::Records;
-pub use live_runtime::{SecretStore, SecretStoreError, Sensitive};

@@ -1,0 +1,146 @@
+//! Shared test plumbing: a temporary Canon home and the Node reference driver.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use canon_local::CanonHome;
+use serde_json::{json, Value};
+
+/// A Canon home in a fresh temporary directory.
+pub struct TempHome {
+    _dir: tempfile::TempDir,
+    pub home: CanonHome,
+}
+
+pub fn temp_home() -> TempHome {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = CanonHome::at(dir.path().join("canon")).expect("home");
+    TempHome { _dir: dir, home }
+}
+
+fn cli_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/cli.mjs")
+}
+
+/// Whether Node is usable. Panics when it is not but `SUPERCODE_REQUIRE_NODE=1`.
+pub fn node_available() -> bool {
+    let ok = Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok && std::env::var("SUPERCODE_REQUIRE_NODE").as_deref() == Ok("1") {
+        panic!("node is required (SUPERCODE_REQUIRE_NODE=1) but could not be run");
+    }
+    if !ok {
+        eprintln!("node not found: skipping the reference cross-check");
+    }
+    ok
+}
+
+/// Returns early from a test when Node is missing (and not required).
+#[macro_export]
+macro_rules! require_node {
+    () => {
+        if !$crate::support::node_available() {
+            return;
+        }
+    };
+}
+
+fn spawn(home: &CanonHome, cmd: &str, args: Value) -> (Child, ChildStdin, BufReader<ChildStdout>) {
+    let mut child = Command::new("node")
+        .arg(cli_path())
+        .env("CANON_HOME", home.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn node");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    writeln!(stdin, "{}", json!({ "cmd": cmd, "args": args })).expect("write request");
+    (child, stdin, stdout)
+}
+
+fn read_reply(stdout: &mut BufReader<ChildStdout>) -> Result<Value, String> {
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("read node reply");
+    let reply: Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("node reply {line:?}: {e}"));
+    match reply.get("error") {
+        Some(Value::String(e)) => Err(e.clone()),
+        _ => Ok(reply["ok"].clone()),
+    }
+}
+
+/// Calls one function of the reference implementation against `home`.
+pub fn node(home: &CanonHome, cmd: &str, args: Value) -> Result<Value, String> {
+    let (mut child, stdin, mut stdout) = spawn(home, cmd, args);
+    let reply = read_reply(&mut stdout);
+    drop(stdin);
+    let status = child.wait().expect("wait node");
+    assert!(status.success(), "node exited with {status}");
+    reply
+}
+
+/// `node(...)` that must succeed.
+pub fn node_ok(home: &CanonHome, cmd: &str, args: Value) -> Value {
+    node(home, cmd, args).unwrap_or_else(|e| panic!("node {cmd} failed: {e}"))
+}
+
+/// Asserts that the file is exactly what `JSON.stringify(JSON.parse(file), null, 2)` gives.
+pub fn assert_js_pretty(home: &CanonHome, path: &Path) {
+    let bytes = std::fs::read_to_string(path).expect("read written file");
+    let js = node_ok(home, "stringifyFile", json!([path]));
+    assert_eq!(
+        Some(bytes.as_str()),
+        js.as_str(),
+        "{} differs from JSON.stringify",
+        path.display()
+    );
+}
+
+/// A Node process holding a profile lock until [`HeldLock::release`].
+pub struct HeldLock {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    pub pid: i64,
+}
+
+pub fn node_hold_lock(home: &CanonHome, profile: &str) -> HeldLock {
+    let (child, stdin, mut stdout) = spawn(home, "holdLock", json!([profile]));
+    let reply = read_reply(&mut stdout).expect("node acquireLock");
+    HeldLock {
+        child,
+        stdin: Some(stdin),
+        pid: reply["pid"].as_i64().expect("pid"),
+    }
+}
+
+impl HeldLock {
+    /// Closes stdin: the Node process releases through its handle and exits; waits for it.
+    pub fn release(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("wait node");
+        assert!(status.success());
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Mode bits of a file.
+#[cfg(unix)]
+pub fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
