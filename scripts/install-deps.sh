@@ -16,8 +16,9 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # tauri-driver lives in the repository, not in ~/.cargo, so the test suite never depends on
 # (or changes) the user's global cargo installs.
 TOOLS_DIR="$REPO_ROOT/.tools"
-# Node 20 is what ui/ is built and tested with (Vite and the browser tests need >= 20).
+# ui/package.json's engines: Vite 7 needs Node 20.19+ (or 22.12+).
 MIN_NODE_MAJOR=20
+MIN_NODE_MINOR=19
 # An unattended-upgrades run on a fresh desktop holds the dpkg lock for a few minutes;
 # wait for it instead of failing.
 APT_LOCK_TIMEOUT_SECS=600
@@ -58,21 +59,46 @@ build_pkgs=(
   # keyring's Secret Service backend talks D-Bus
   libdbus-1-dev
 )
+# "a|b": either package will do (the first one apt knows is installed). Ubuntu 24.04 and Debian
+# 13 dropped nginx-light; Ubuntu calls chromium chromium-browser.
 test_pkgs=(
   xvfb xauth x11-utils
   dbus dbus-x11 gnome-keyring libsecret-tools
-  chromium chromium-driver webkit2gtk-driver
-  nginx-light wrk imagemagick procps
+  "chromium|chromium-browser" "chromium-driver|chromium-chromedriver" webkit2gtk-driver
+  "nginx-light|nginx" wrk imagemagick procps
 )
 # Packages whose absence is tolerated: on Ubuntu chromium is only a snap wrapper, which does
 # not work in containers/CI; the browser tests then fail loudly on their own (SUPERCODE_REQUIRE_BROWSER).
 optional_pkgs=()
 if [ "$distro_id" = "ubuntu" ]; then
-  optional_pkgs=(chromium chromium-driver)
+  optional_pkgs=("chromium|chromium-browser" "chromium-driver|chromium-chromedriver")
 fi
 
 is_installed() {
   [ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null)" = "ii " ]
+}
+
+# An "a|b" entry is satisfied by any one of its packages.
+any_installed() {
+  local p
+  local IFS='|'
+  for p in $1; do is_installed "$p" && return 0; done
+  return 1
+}
+
+# The package to install for an "a|b" entry: the first one apt has a candidate for.
+pick_candidate() {
+  local p policy
+  local IFS='|'
+  for p in $1; do
+    # Captured first: with pipefail, `apt-cache ... | grep -q` can fail on SIGPIPE after a match.
+    policy="$(apt-cache policy "$p" 2>/dev/null)"
+    case "$policy" in
+      *"Candidate: (none)"* | "") ;;
+      *"Candidate: "*) echo "$p"; return 0 ;;
+    esac
+  done
+  echo "${1%%|*}"
 }
 
 is_optional() {
@@ -97,7 +123,7 @@ apt_update_once() {
 install_missing() {
   local missing=() optional_missing=() p
   for p in "$@"; do
-    is_installed "$p" && continue
+    any_installed "$p" && continue
     if is_optional "$p"; then optional_missing+=("$p"); else missing+=("$p"); fi
   done
   if [ "${#missing[@]}" -eq 0 ] && [ "${#optional_missing[@]}" -eq 0 ]; then
@@ -108,10 +134,13 @@ install_missing() {
   fi
   apt_update_once
   if [ "${#missing[@]}" -gt 0 ]; then
-    log "installing: ${missing[*]}"
-    apt_get install -y --no-install-recommends "${missing[@]}"
+    local names=()
+    for p in "${missing[@]}"; do names+=("$(pick_candidate "$p")"); done
+    log "installing: ${names[*]}"
+    apt_get install -y --no-install-recommends "${names[@]}"
   fi
   for p in "${optional_missing[@]+"${optional_missing[@]}"}"; do
+    p="$(pick_candidate "$p")"
     log "installing optional package $p"
     apt_get install -y --no-install-recommends "$p" ||
       log "warning: could not install $p on $distro_id; tests needing it will fail (install it by hand)"
@@ -126,10 +155,13 @@ log "system packages: ok (${#pkgs[@]} checked)"
 # --- Node.js -------------------------------------------------------------------------------
 # Debian 12's own nodejs is 18, too old for ui/. We do not add third-party apt sources
 # behind the user's back; we say exactly what to do instead.
-node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
-if ! command -v node >/dev/null 2>&1 || [ "$(node_major)" -lt "$MIN_NODE_MAJOR" ] || ! command -v npm >/dev/null 2>&1; then
+node_is_recent() {
+  node -e "const [a, b] = process.versions.node.split('.').map(Number);
+    process.exit(a > $MIN_NODE_MAJOR || (a === $MIN_NODE_MAJOR && b >= $MIN_NODE_MINOR) ? 0 : 1)" 2>/dev/null
+}
+if ! command -v node >/dev/null 2>&1 || ! node_is_recent || ! command -v npm >/dev/null 2>&1; then
   found="$(command -v node >/dev/null 2>&1 && node --version || echo 'none')"
-  die "Node.js >= $MIN_NODE_MAJOR with npm is required (found: $found).
+  die "Node.js >= $MIN_NODE_MAJOR.$MIN_NODE_MINOR with npm is required (found: $found).
   Debian 12's nodejs package is 18. Install Node 20 LTS, for example:
     - NodeSource:  curl -fsSL https://deb.nodesource.com/setup_20.x | sudo -E bash - && sudo apt-get install -y nodejs
     - or nvm:      https://github.com/nvm-sh/nvm  (nvm install 20)

@@ -71,9 +71,10 @@ if [ "$inside" -eq 1 ]; then
   keyring_pid=$!
 
   has_secrets_owner() {
-    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-      org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null |
-      grep -q 'boolean true'
+    local reply
+    reply="$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+      org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null)" || return 1
+    [[ "$reply" == *"boolean true"* ]]
   }
   deadline=$((SECONDS + READY_TIMEOUT_SECS))
   until has_secrets_owner; do

@@ -11,7 +11,7 @@
 #        cargo test --workspace --no-fail-fast
 #        npm --prefix ui run check
 #        npm --prefix ui run test:browser
-#        cargo build --bin supercode-tray + node tests/e2e/run.mjs
+#        cargo build (the app binary) + node tests/e2e/run.mjs
 #
 # Steps 1-2 are prerequisites: if one fails the run stops. The checks in step 3 all run even
 # when an earlier one fails, so one run shows every problem. A summary with each phase's result
@@ -73,7 +73,10 @@ cargo_test() {
 }
 
 e2e() {
-  cargo build --bin supercode-tray || return
+  # --workspace --bins --tests, not --bin supercode-tray: it resolves features exactly as
+  # `cargo test --workspace` did (dev-dependencies such as tauri's "test" feature included), so
+  # the app binary links against the crates that phase compiled instead of rebuilding tauri.
+  cargo build --workspace --bins --tests || return
   "${TEST_ENV[@]}" node tests/e2e/run.mjs 2>&1 | tee "$ARTIFACTS/e2e.log"
   return "${PIPESTATUS[0]}"
 }
