@@ -194,6 +194,12 @@ pub async fn approve(
         .clone()
         .unwrap_or_else(|| resolve_base_url(existing.as_ref().and_then(|p| p.base_url.as_deref())));
     let client = CanonClient::new(base_url)?;
+    // Keep the profile's own spelling when it names this API; record a non-default API.
+    let profile_base_url = match existing.as_ref().and_then(|p| p.base_url.clone()) {
+        Some(b) if b.trim_end_matches('/') == client.base_url() => Some(b),
+        _ if client.base_url() != DEFAULT_BASE_URL => Some(client.base_url().to_owned()),
+        _ => None,
+    };
 
     let (request_id, poll_token) = match entry.request_id.clone() {
         Some(request_id) => {
@@ -310,6 +316,7 @@ pub async fn approve(
                         agent_id: &agent_id,
                         agent_name: &agent_name,
                         client_type: entry.client_type.clone(),
+                        base_url: profile_base_url.clone(),
                     },
                     options,
                 )
@@ -337,6 +344,7 @@ struct Approved<'a> {
     agent_id: &'a str,
     agent_name: &'a str,
     client_type: Option<String>,
+    base_url: Option<String>,
 }
 
 async fn finish(
@@ -355,9 +363,7 @@ async fn finish(
         iso_now(),
     );
     update.client_type = approved.client_type;
-    if client.base_url() != DEFAULT_BASE_URL {
-        update.base_url = Some(client.base_url().to_owned());
-    }
+    update.base_url = approved.base_url;
     merge_agent_profile(home, profile, update)?;
     let mut attempt = 0;
     loop {

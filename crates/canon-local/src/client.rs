@@ -380,3 +380,20 @@ fn describe_reqwest(e: &reqwest::Error) -> String {
         format!("{kind}: {detail}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_excerpts_redact_the_poll_token_and_withhold_key_bodies() {
+        let token = Sensitive::new("poll-canary-123".to_owned());
+        let body = excerpt("bad token poll-canary-123 given", Some(&token));
+        assert_eq!(body, "bad token <redacted> given");
+        let body = excerpt(r#"{"apiKey":"sk-canary"}"#, None);
+        assert!(!body.contains("sk-canary"), "{body}");
+        let long = "x".repeat(1000);
+        assert!(excerpt(&long, None).chars().count() <= ERROR_BODY_LIMIT + 1);
+        assert_eq!(excerpt("  ", None), "(empty body)");
+    }
+}

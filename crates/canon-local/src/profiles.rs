@@ -64,6 +64,8 @@ impl AgentProfile {
 
     /// `{ ...self, ...update }` for the fields `update` sets: the result keeps this profile's
     /// unknown fields and key order, with `update`'s required fields and its `Some` optionals.
+    /// `base_url` is always `update`'s: a key belongs to the Canon API that issued it, so a stale
+    /// `baseUrl` must not survive a re-registration against the default API.
     pub fn merged_with(&self, update: AgentProfile) -> AgentProfile {
         let mut extra = self.extra.clone();
         for (k, v) in update.extra {
@@ -81,7 +83,7 @@ impl AgentProfile {
             agent_name: update.agent_name,
             registered_at: update.registered_at,
             client_type: update.client_type.or_else(|| self.client_type.clone()),
-            base_url: update.base_url.or_else(|| self.base_url.clone()),
+            base_url: update.base_url,
             stream_url: update.stream_url.or_else(|| self.stream_url.clone()),
             rtdb_url: update.rtdb_url.or_else(|| self.rtdb_url.clone()),
             runtime_id: update.runtime_id.or_else(|| self.runtime_id.clone()),

@@ -560,3 +560,31 @@ async fn an_unreachable_canon_is_a_transport_error() {
         "{err:?}"
     );
 }
+
+#[test]
+fn approve_can_run_on_a_multi_threaded_runtime() {
+    // Tauri commands and spawned tasks need a `Send` future; this fails to compile otherwise.
+    fn assert_send<T: Send>(_: &T) {}
+    let t = temp_home();
+    let (_dir, secrets) = secrets_dir();
+    let options = ApprovalOptions::default();
+    let future = approve(&t.home, "alice", &secrets, &options, |_state| {});
+    assert_send(&future);
+}
+
+#[test]
+fn base_url_precedence_prefers_the_profile_and_trims_a_trailing_slash() {
+    assert_eq!(
+        canon_local::client::resolve_base_url(Some("https://self.hosted/")),
+        "https://self.hosted"
+    );
+    // An empty profile value counts as unset (the package uses `||`).
+    let fallback = canon_local::client::resolve_base_url(Some(""));
+    let expected = std::env::var("CANON_BASE_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .map_or(canon_local::DEFAULT_BASE_URL.to_owned(), |u| {
+            u.trim_end_matches('/').to_owned()
+        });
+    assert_eq!(fallback, expected);
+}

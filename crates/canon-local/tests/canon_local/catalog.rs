@@ -53,24 +53,27 @@ fn runtime_ids_match_node_for_tricky_cwds_and_commands() {
         &["node", "server.js", "--name", "my agent"],
         &["a\u{0}b", ""],
     ];
+    let mut inputs = Vec::new();
+    let mut ours = Vec::new();
     for cwd in cwds {
         for command in commands {
             let command: Vec<String> = command.iter().map(|s| (*s).to_owned()).collect();
             for profile in [None, Some("alice")] {
-                let ours = build_local_runtime_id("codex", profile, cwd, &command).unwrap();
-                let theirs = node_ok(
-                    &t.home,
-                    "buildLocalRuntimeId",
-                    json!([{"runtime": "codex", "profile": profile, "cwd": cwd, "launchCommand": command}]),
-                );
-                assert_eq!(
-                    Some(ours.as_str()),
-                    theirs.as_str(),
-                    "cwd {cwd:?} command {command:?}"
-                );
+                ours.push(build_local_runtime_id("codex", profile, cwd, &command).unwrap());
+                inputs.push(json!({"runtime": "codex", "profile": profile, "cwd": cwd, "launchCommand": command}));
             }
         }
     }
+    let theirs = node_ok(&t.home, "buildLocalRuntimeIds", json!([inputs]));
+    assert_eq!(json!(ours), theirs);
+    assert_eq!(ours.len(), 66);
+    // The file name is the package's too: read back through Node by id.
+    let id = &ours[1];
+    upsert_local_runtime_entry(&t.home, &entry(id, Some("alice"))).unwrap();
+    assert_eq!(
+        node_ok(&t.home, "readLocalRuntimeEntry", json!([id]))["id"],
+        json!(id)
+    );
 }
 
 #[test]

@@ -28,6 +28,10 @@ try {
       reply({ ok: JSON.stringify(JSON.parse(text)) });
       break;
     }
+    case 'buildLocalRuntimeIds':
+      // Many ids in one process (spawning Node per id is slow).
+      reply({ ok: args[0].map((input) => catalog.buildLocalRuntimeId(input)) });
+      break;
     case 'paths':
       reply({ ok: { CANON_DIR: profiles.CANON_DIR, RUNTIMES_DIR: catalog.RUNTIMES_DIR } });
       break;
