@@ -163,6 +163,9 @@ pub enum ApprovalError {
         "cannot store the API key in the secret store ({0}); unlock the keychain and approve again"
     )]
     SecretStore(#[from] SecretStoreError),
+    /// The runtime shut down while the key was being stored; nothing was acknowledged.
+    #[error("the approval was interrupted while storing the API key; approve again")]
+    Interrupted,
     /// Everything is stored, but Canon was not told; the pending entry is kept.
     #[error("the agent is registered, but Canon could not be told the key was received ({0}); approve again later to finish")]
     AckFailed(ClientError),
@@ -355,7 +358,14 @@ async fn finish(
     approved: Approved<'_>,
     options: &ApprovalOptions,
 ) -> Result<(), ApprovalError> {
-    secrets.set(&api_key_account(profile), &approved.api_key)?;
+    // Keychain calls block (D-Bus, a possible unlock prompt): keep them off the async workers.
+    let store = secrets.clone();
+    let (account, key) = (api_key_account(profile), approved.api_key.clone());
+    match tokio::task::spawn_blocking(move || store.set(&account, &key)).await {
+        Ok(result) => result?,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => return Err(ApprovalError::Interrupted),
+    }
     let mut update = AgentProfile::new(
         approved.api_key,
         approved.agent_id,

@@ -48,7 +48,7 @@ fn pretty_layout_is_two_space_without_trailing_newline() {
 fn tricky_values_are_byte_identical_to_node_json_stringify() {
     crate::require_node!();
     let t = temp_home();
-    let text = r#"{"2":true,"s":"quote\" back\\ slash/ nl\n tab\t bs\u0008 ff\u000c cr\r nul\u0000 us\u001f del\u007f ls\u2028 ps\u2029 é 目 😀","n":[1.0,1e21,1.5e-7,0.000001,-0.0,12345678901234567890,0.1],"e":{},"a":[],"1":null,"z":{"10":1,"9":2}}"#;
+    let text = r#"{"2":true,"s":"quote\" back\\ slash/ nl\n tab\t bs\u0008 ff\u000c cr\r nul\u0000 us\u001f del\u007f ls\u2028 ps\u2029 é 目 😀","n":[1.0,1e21,1.5e-7,0.000001,-0.0,12345678901234567890,0.1,0.30000000000000004,5e-324,1.7976931348623157e308,2.2250738585072014e-308,9007199254740993,123456789012345680000,0.1e-6,1.0000000000000002,4.35,-1e-7],"e":{},"a":[],"1":null,"z":{"10":1,"9":2}}"#;
     let value: Value = serde_json::from_str(text).unwrap();
     std::fs::create_dir_all(t.home.root()).unwrap();
     let path = t.home.root().join("tricky.json");
