@@ -86,7 +86,8 @@ pub(crate) fn js_trim(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
 }
 
-/// `isProfileLocked(profile)`: a lock whose pid is falsy or dead is stale and is deleted.
+/// `isProfileLocked(profile)`: a lock whose pid is falsy or dead is stale and is deleted —
+/// unless the profile name (with `/` or `..`) points outside `locks/`, where we never delete.
 pub fn is_profile_locked(home: &CanonHome, profile: &str) -> LockStatus {
     let path = home.lock_path(profile);
     let Ok(raw) = fs::read(&path) else {
@@ -99,7 +100,9 @@ pub fn is_profile_locked(home: &CanonHome, profile: &str) -> LockStatus {
             return LockStatus::Locked { pid: pid as i64 };
         }
     }
-    let _ = fs::remove_file(&path);
+    if path.parent() == Some(home.locks_dir().as_path()) {
+        let _ = fs::remove_file(&path);
+    }
     LockStatus::Available
 }
 

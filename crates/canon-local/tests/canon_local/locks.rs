@@ -172,3 +172,16 @@ fn a_lock_left_by_a_dead_node_process_is_taken_over() {
     let handle = acquire_lock(&t.home, "carol").unwrap();
     assert_ne!(json!(handle.token), reply["token"]);
 }
+
+#[test]
+fn a_profile_name_escaping_locks_dir_never_deletes_files_outside_it() {
+    let t = temp_home();
+    std::fs::create_dir_all(t.home.locks_dir()).unwrap();
+    let outside = t.home.root().join("precious.lock");
+    std::fs::write(&outside, "not a lock").unwrap();
+    assert_eq!(
+        is_profile_locked(&t.home, "../precious"),
+        LockStatus::Available
+    );
+    assert!(outside.exists(), "deleted a file outside locks/");
+}
