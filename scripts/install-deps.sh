@@ -16,6 +16,9 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # tauri-driver lives in the repository, not in ~/.cargo, so the test suite never depends on
 # (or changes) the user's global cargo installs.
 TOOLS_DIR="$REPO_ROOT/.tools"
+# Pinned: the e2e harness was verified with this version against Debian 12's WebKitWebDriver;
+# an unpinned install would change under CI without a commit.
+TAURI_DRIVER_VERSION=2.1.0
 # ui/package.json's engines: Vite 7 needs Node 20.19+ (or 22.12+).
 MIN_NODE_MAJOR=20
 MIN_NODE_MINOR=19
@@ -180,11 +183,12 @@ log "$(cargo --version): ok"
 
 # --- tauri-driver (end-to-end tests only) --------------------------------------------------
 if [ "$want_test" -eq 1 ]; then
-  if [ -x "$TOOLS_DIR/bin/tauri-driver" ]; then
-    log "tauri-driver: ok ($TOOLS_DIR/bin/tauri-driver)"
+  if [ -x "$TOOLS_DIR/bin/tauri-driver" ] &&
+    grep -q "^\"tauri-driver $TAURI_DRIVER_VERSION " "$TOOLS_DIR/.crates.toml" 2>/dev/null; then
+    log "tauri-driver $TAURI_DRIVER_VERSION: ok ($TOOLS_DIR/bin/tauri-driver)"
   else
-    log "installing tauri-driver into $TOOLS_DIR (cargo install --locked, about a minute)"
-    cargo install tauri-driver --locked --root "$TOOLS_DIR" </dev/null
+    log "installing tauri-driver $TAURI_DRIVER_VERSION into $TOOLS_DIR (cargo install --locked, about a minute)"
+    cargo install tauri-driver --version "=$TAURI_DRIVER_VERSION" --locked --force --root "$TOOLS_DIR" </dev/null
   fi
 fi
 

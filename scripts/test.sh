@@ -31,6 +31,8 @@ ARTIFACTS="$REPO_ROOT/test-artifacts"
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
 export SUPERCODE_TEST_ARTIFACTS="$ARTIFACTS"
+# npm's update and funding notices are noise in a test log.
+export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 if [ "${CI:-}" = "true" ]; then
   # A CI build is from scratch and thrown away: incremental artifacts only cost time and disk.
   export CARGO_INCREMENTAL=0

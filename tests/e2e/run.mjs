@@ -4,7 +4,8 @@
 //   node tests/e2e/run.mjs [--app PATH] [FILE.test.mjs ...]
 //
 // Runs tests/e2e/*.test.mjs (or the files given) one after another. Each file gets a fresh
-// state directory (XDG_* and CANON_HOME point into it) and its own tauri-driver, started with
+// state directory (XDG_*, SUPERCODE_{RUNTIME,STATE,LOG}_DIR and CANON_HOME point into it; a file
+// may add variables with `export const env = {...}`) and its own tauri-driver, started with
 // SUPERCODE_TRAY_OPEN_WINDOW=1 so the app opens its window at start-up. Each test has a
 // timeout; after each test its sessions are closed (with a screenshot first if it failed) and
 // its processes stopped. The last line printed is exactly `N passed, M failed`; the exit status
@@ -266,6 +267,10 @@ async function main() {
       XDG_DATA_HOME: join(stateDir, 'data'),
       XDG_STATE_HOME: join(stateDir, 'state'),
       XDG_CACHE_HOME: join(stateDir, 'cache'),
+      // The app and the demo runtimes a test starts share these, and nothing else does.
+      SUPERCODE_RUNTIME_DIR: join(stateDir, 'live-runtimes'),
+      SUPERCODE_STATE_DIR: join(stateDir, 'tray-state'),
+      SUPERCODE_LOG_DIR: join(stateDir, 'logs'),
       CANON_HOME: join(stateDir, 'canon'),
       SUPERCODE_TRAY_OPEN_WINDOW: '1',
       ...fileEnv,
