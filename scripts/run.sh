@@ -53,19 +53,30 @@ app="$target_dir/debug/supercode-tray"
 run_dir="$(mktemp -d "${TMPDIR:-/tmp}/supercode-run.XXXXXX")"
 chmod 0700 "$run_dir"
 demo_pids=()
+app_pid=""
 
-stop_demos() {
+# stop_processes PID...: TERM, then KILL whatever is still there after DEMO_STOP_TIMEOUT_SECS.
+stop_processes() {
   local pid deadline
-  for pid in "${demo_pids[@]+"${demo_pids[@]}"}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
   deadline=$((SECONDS + DEMO_STOP_TIMEOUT_SECS))
-  for pid in "${demo_pids[@]+"${demo_pids[@]}"}"; do
+  for pid in "$@"; do
     while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep "$POLL_INTERVAL_SECS"; done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
-  rm -rf "$run_dir"
 }
-trap stop_demos EXIT
+cleanup() {
+  local status=$?
+  if [ -n "$app_pid" ]; then stop_processes "$app_pid"; fi
+  if [ "${#demo_pids[@]}" -gt 0 ]; then
+    log "stopping the demo runtimes"
+    stop_processes "${demo_pids[@]}"
+  fi
+  rm -rf "$run_dir"
+  exit "$status"
+}
+trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -89,10 +100,15 @@ $(tail -n 20 "$run_dir/$name.err")"
 start_demo demo-alpha
 start_demo demo-beta
 
-log "starting Supercode Tray (quit it from the tray menu, or Ctrl-C here)"
+log "starting Supercode Tray (quit it from the tray menu, or press Ctrl-C here)"
+# In the background and waited for, so that Ctrl-C or a TERM to this script is handled at once
+# (bash runs traps only after a foreground child exits); cleanup then stops the app too.
+"$app" <&0 &
+app_pid=$!
 set +e
-"$app"
+wait "$app_pid"
 status=$?
 set -e
-log "Supercode Tray exited ($status); stopping the demo runtimes"
+app_pid=""
+log "Supercode Tray exited ($status)"
 exit "$status"
