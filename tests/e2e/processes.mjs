@@ -7,7 +7,7 @@
 
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, readdir, readlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -17,6 +17,9 @@ export const STOP_TIMEOUT_MS = 10_000;
 
 /** How long a demo runtime may take to announce itself (first stdout line) after spawn. */
 export const DEMO_RUNTIME_READY_TIMEOUT_MS = 30_000;
+
+/** How often /proc is re-read while waiting for a process to exit. */
+const EXIT_POLL_INTERVAL_MS = 50;
 
 const running = new Set();
 
@@ -146,4 +149,70 @@ export function runningProcesses() {
 /** Stops every process started here that is still running (used between tests and on exit). */
 export async function stopAllProcesses() {
   await Promise.all([...running].map((proc) => proc.stop()));
+}
+
+/** The state letter and process group of `pid` from /proc, or undefined once it is gone. */
+async function procStat(pid) {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which may itself contain spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0], pgrp: Number(fields[2]) };
+  } catch (error) {
+    if (error.code === 'ENOENT' || error.code === 'ESRCH') return undefined;
+    throw error;
+  }
+}
+
+/** Whether `pid` is running (an exited process not yet reaped, state Z, is not). */
+export async function isRunning(pid) {
+  const stat = await procStat(pid);
+  return stat !== undefined && stat.state !== 'Z';
+}
+
+/**
+ * Running processes of process group `pgid` whose executable is `exe` (a real path). The app
+ * runs as a grandchild of tauri-driver (via WebKitWebDriver), in tauri-driver's group; this is
+ * how the runner finds it, since WebDriver never says which process it launched.
+ */
+export async function groupProcessesOf(pgid, exe) {
+  const pids = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await procStat(name);
+    if (!stat || stat.state === 'Z' || stat.pgrp !== pgid) continue;
+    let path;
+    try {
+      path = await readlink(`/proc/${name}/exe`);
+    } catch {
+      continue; // exited meanwhile, or not ours to read
+    }
+    if (path === exe || path === `${exe} (deleted)`) pids.push(Number(name));
+  }
+  return pids;
+}
+
+/** SIGTERM to each of `pids`, SIGKILL to those still running after `timeoutMs`; resolves when all are gone. */
+export async function stopPids(pids, timeoutMs = STOP_TIMEOUT_MS) {
+  const signal = (pid, sig) => {
+    try {
+      process.kill(pid, sig);
+    } catch (error) {
+      if (error.code !== 'ESRCH') throw error;
+    }
+  };
+  for (const pid of pids) signal(pid, 'SIGTERM');
+  const deadline = Date.now() + timeoutMs;
+  let killed = false;
+  for (;;) {
+    const alive = [];
+    for (const pid of pids) if (await isRunning(pid)) alive.push(pid);
+    if (alive.length === 0) return;
+    if (Date.now() >= deadline) {
+      if (killed) throw new Error(`processes ${alive.join(', ')} survived SIGKILL`);
+      for (const pid of alive) signal(pid, 'SIGKILL');
+      killed = true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_INTERVAL_MS));
+  }
 }

@@ -19,7 +19,7 @@
 // WEBKIT_WEBDRIVER (default /usr/bin/WebKitWebDriver), SUPERCODE_TEST_ARTIFACTS (default
 // ./test-artifacts; screenshots and logs go to its e2e/ folder).
 
-import { existsSync, accessSync, constants as fsConstants } from 'node:fs';
+import { accessSync, realpathSync, constants as fsConstants } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -27,8 +27,8 @@ import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { DEFAULT_TEST_TIMEOUT_MS, takeRegisteredTests } from './harness.mjs';
-import { runningProcesses, startDemoRuntime, startProcess, stopAllProcesses } from './processes.mjs';
-import { DEFAULT_WAIT_TIMEOUT_MS, Session, WAIT_POLL_INTERVAL_MS, driverStatus } from './webdriver.mjs';
+import { groupProcessesOf, runningProcesses, startDemoRuntime, startProcess, stopAllProcesses, stopPids } from './processes.mjs';
+import { DEFAULT_WAIT_TIMEOUT_MS, Session, WAIT_POLL_INTERVAL_MS, WebDriverError, driverStatus } from './webdriver.mjs';
 
 const E2E_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = resolve(E2E_DIR, '..', '..');
@@ -127,9 +127,10 @@ function slug(text) {
 
 /** What a test function receives. */
 class TestContext {
-  constructor({ app, driverUrl, env, stateDir, artifactsDir, fileSlug, testSlug }) {
+  constructor({ app, driver, env, stateDir, artifactsDir, fileSlug, testSlug }) {
     this.app = app;
-    this.driverUrl = driverUrl;
+    this.driver = driver;
+    this.driverUrl = driver.url;
     this.env = env;
     this.stateDir = stateDir;
     this.artifactsDir = artifactsDir;
@@ -145,6 +146,26 @@ class TestContext {
     });
     this.sessions.push(session);
     return session;
+  }
+
+  /** Pids of the app processes running now (started through this test's sessions or earlier). */
+  appPids() {
+    return groupProcessesOf(this.driver.proc.pid, realpathSync(this.app));
+  }
+
+  /**
+   * Ends `session` and stops the app process. Deleting a WebDriver session only closes the
+   * window, and a tray app keeps running without one; the next openApp would then meet the
+   * single-instance guard instead of starting a fresh app.
+   */
+  async closeApp(session) {
+    try {
+      await session.delete();
+    } catch (error) {
+      // The window may already be gone; the process is what matters.
+      if (!(error instanceof WebDriverError)) throw error;
+    }
+    await stopPids(await this.appPids());
   }
 
   /** Starts `<app> demo-runtime --name NAME --workspace DIR` with this file's environment. */
@@ -176,7 +197,7 @@ class TestContext {
     return session.screenshot(join(this.artifactsDir, `${this.fileSlug}--${slug(label)}.png`));
   }
 
-  /** Closes the sessions this test opened; screenshots them first when the test failed. */
+  /** Closes the sessions this test opened (screenshots first when the test failed) and stops the app. */
   async closeSessions({ failed }) {
     for (const session of this.sessions) {
       if (session.deleted) continue;
@@ -191,9 +212,11 @@ class TestContext {
       try {
         await session.delete();
       } catch (error) {
-        console.log(`       (closing the session failed: ${error.message})`);
+        if (!(error instanceof WebDriverError)) throw error;
+        // Expected when the window is already gone; the app process is stopped below.
       }
     }
+    await stopPids(await this.appPids());
   }
 }
 
@@ -286,7 +309,7 @@ async function main() {
 
     for (const t of tests) {
       const label = `${basename(file)} › ${t.name}`;
-      const ctx = new TestContext({ app, driverUrl: driver.url, env, stateDir, artifactsDir, fileSlug, testSlug: slug(t.name) });
+      const ctx = new TestContext({ app, driver, env, stateDir, artifactsDir, fileSlug, testSlug: slug(t.name) });
       const started = Date.now();
       let error;
       try {

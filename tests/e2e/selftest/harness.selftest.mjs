@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { assert, test } from '../harness.mjs';
-import { startProcess } from '../processes.mjs';
+import { isRunning, startProcess } from '../processes.mjs';
 import { WebDriverError } from '../webdriver.mjs';
 
 const PAGE = `<!doctype html><title>harness self-test</title>
@@ -72,13 +72,21 @@ test('the process helper awaits a stdout line and stops the whole process group'
   await t.waitUntil('the grandchild to exit', async () => !(await isRunning(grandchild)), 10_000);
 });
 
-/** Whether `pid` is a live process (an exited one not yet reaped, state Z, does not count). */
-async function isRunning(pid) {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch (error) {
-    if (error.code === 'ENOENT') return false;
-    throw error;
-  }
-}
+// Proves closeApp ends the application process itself, not just its window, so the next
+// openApp starts a fresh app (a tray app outlives its window; see TestContext.closeApp).
+test('closeApp stops the application process and the next openApp starts a new one', async (t) => {
+  const first = await t.openApp({ args: ['--automation'] });
+  const [firstPid, ...others] = await t.appPids();
+  assert.ok(firstPid, 'the application process is found in tauri-driver\'s process group');
+  assert.deepEqual(others, [], 'exactly one application process');
+
+  await t.closeApp(first);
+  assert.equal(await isRunning(firstPid), false);
+  assert.deepEqual(await t.appPids(), []);
+
+  const second = await t.openApp({ args: ['--automation'] });
+  const [secondPid] = await t.appPids();
+  assert.ok(secondPid && secondPid !== firstPid, 'a new application process');
+  await second.navigate('data:text/html,<p id="again">again</p>');
+  assert.equal(await (await second.find('#again')).text(), 'again');
+});
