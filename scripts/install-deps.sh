@@ -8,7 +8,7 @@
 # Idempotent and fast on a warm machine: packages already installed (checked with dpkg-query)
 # are skipped, and `apt-get update` runs at most once, only when something is missing.
 # Runs unattended (no prompts, stdin not needed); uses sudo when not root.
-# Functions run from traps are reachable, whatever shellcheck infers.
+# Functions called only from traps or through run_phase are reachable, whatever shellcheck infers.
 # shellcheck disable=SC2317
 set -euo pipefail
 

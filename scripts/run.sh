@@ -8,7 +8,7 @@
 # minutes on a laptop), starts two demo runtimes (demo-alpha, demo-beta) in the background so
 # the tray has something to show, then runs the tray app in the foreground. When the app exits
 # (or on Ctrl-C) the demo runtimes are stopped.
-# Functions run from traps are reachable, whatever shellcheck infers.
+# Functions called only from traps or through run_phase are reachable, whatever shellcheck infers.
 # shellcheck disable=SC2317
 set -euo pipefail
 

@@ -17,7 +17,7 @@
 #
 # Needs: Xvfb, xdpyinfo (x11-utils), dbus-run-session, gnome-keyring-daemon, secret-tool
 # (scripts/install-deps.sh --test installs them).
-# Functions run from traps are reachable, whatever shellcheck infers.
+# Functions called only from traps or through run_phase are reachable, whatever shellcheck infers.
 # shellcheck disable=SC2317
 set -euo pipefail
 
@@ -120,7 +120,7 @@ fi
 # Stage 1: directories, Xvfb, then stage 2 inside a private D-Bus session.
 # ------------------------------------------------------------------------------------------
 self="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
-for tool in setsid Xvfb xdpyinfo dbus-run-session dbus-send gnome-keyring-daemon secret-tool timeout; do
+for tool in ps Xvfb xdpyinfo dbus-run-session dbus-send gnome-keyring-daemon secret-tool timeout; do
   require "$tool"
 done
 
@@ -133,16 +133,26 @@ if [ -z "${PYENV_ROOT:-}" ] && [ -d "$HOME/.pyenv" ]; then export PYENV_ROOT="$H
 env_dir="$(mktemp -d "${TMPDIR:-/tmp}/supercode-test-env.XXXXXX")"
 xvfb_pid=""
 session_pid=""
+# descendants PID: every process below PID (children first, then theirs).
+descendants() {
+  local child
+  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    echo "$child"
+    descendants "$child"
+  done
+}
 cleanup() {
   local status=$?
   if [ -n "$session_pid" ] && kill -0 "$session_pid" 2>/dev/null; then
-    # The session runs in its own process group: stop CMD, the bus and the keyring together.
-    kill -TERM -- "-$session_pid" 2>/dev/null || true
+    # Stop CMD, the bus and the keyring together: the whole tree under dbus-run-session.
+    # shellcheck disable=SC2046 # word splitting of the pid list is intended
+    kill -TERM "$session_pid" $(descendants "$session_pid") 2>/dev/null || true
     local deadline=$((SECONDS + STOP_TIMEOUT_SECS))
     while kill -0 "$session_pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do
       sleep "$POLL_INTERVAL_SECS"
     done
-    kill -KILL -- "-$session_pid" 2>/dev/null || true
+    # shellcheck disable=SC2046
+    kill -KILL "$session_pid" $(descendants "$session_pid") 2>/dev/null || true
   fi
   if [ -n "$xvfb_pid" ] && kill -0 "$xvfb_pid" 2>/dev/null; then
     kill "$xvfb_pid" 2>/dev/null || true
@@ -184,10 +194,11 @@ read -r -t "$READY_TIMEOUT_SECS" display_number <"$env_dir/displayfd" || true
 export DISPLAY=":$display_number"
 xdpyinfo >/dev/null 2>&1 || die "Xvfb reported display $DISPLAY but xdpyinfo cannot connect"
 
-# In the background and in its own session (process group), so that a TERM/INT sent to this
-# script is handled at once (bash defers traps while a foreground child runs) and cleanup can
-# stop the whole tree. `<&0` keeps stdin, which bash would otherwise point at /dev/null.
-setsid dbus-run-session -- "$self" __inside_dbus "$@" <&0 &
+# In the background, so that a TERM/INT sent to this script is handled at once (bash defers
+# traps while a foreground child runs) and cleanup stops the whole tree. It stays in our process
+# group, so a signal to the group (a CI timeout) reaches it too. `<&0` keeps stdin, which bash
+# would otherwise point at /dev/null for a background command.
+dbus-run-session -- "$self" __inside_dbus "$@" <&0 &
 session_pid=$!
 set +e
 wait "$session_pid"

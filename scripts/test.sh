@@ -17,7 +17,7 @@
 # when an earlier one fails, so one run shows every problem. A summary with each phase's result
 # and duration closes the output; the exit status is non-zero if anything failed.
 # Logs and screenshots go to test-artifacts/ (CI collects that folder).
-# Functions run from traps are reachable, whatever shellcheck infers.
+# Functions called only from traps or through run_phase are reachable, whatever shellcheck infers.
 # shellcheck disable=SC2317
 set -euo pipefail
 
