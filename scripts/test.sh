@@ -11,6 +11,7 @@
 #        cargo test --workspace --no-fail-fast
 #        npm --prefix ui run check
 #        npm --prefix ui run test:browser
+#        node tests/e2e/run.mjs against MiniBrowser (the harness's self-test)
 #        cargo build (the app binary) + node tests/e2e/run.mjs
 #
 # Steps 1-2 are prerequisites: if one fails the run stops. The checks in step 3 all run even
@@ -74,6 +75,15 @@ cargo_test() {
   return "${PIPESTATUS[0]}"
 }
 
+# The harness against WebKitGTK's MiniBrowser: when e2e fails, this says whether the harness
+# and the WebDriver stack work without the app.
+e2e_selftest() {
+  local mini
+  mini="$(find /usr/lib -path '*/webkit2gtk-4.1/MiniBrowser' -type f 2>/dev/null | head -n 1)"
+  [ -n "$mini" ] || { echo "MiniBrowser (libwebkit2gtk-4.1-0) not found"; return 1; }
+  "${TEST_ENV[@]}" node tests/e2e/run.mjs --app "$mini" tests/e2e/selftest/harness.selftest.mjs
+}
+
 e2e() {
   # --workspace --bins --tests, not --bin supercode-tray: it resolves features exactly as
   # `cargo test --workspace` did (dev-dependencies such as tauri's "test" feature included), so
@@ -132,6 +142,7 @@ run_phase "cargo clippy" "${TEST_ENV[@]}" cargo clippy --workspace --all-targets
 run_phase "cargo test" cargo_test || true
 run_phase "ui: check" "${TEST_ENV[@]}" npm --prefix ui run check || true
 run_phase "ui: browser tests" "${TEST_ENV[@]}" npm --prefix ui run test:browser || true
+run_phase "e2e harness self-test" e2e_selftest || true
 run_phase "e2e (tauri-driver)" e2e || true
 
 finish
