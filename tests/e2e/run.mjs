@@ -299,8 +299,10 @@ async function main() {
       ...fileEnv,
     };
     let driver;
+    // The app's own stdout/stderr end up here too (tauri-driver -> WebKitWebDriver -> app).
+    const driverLog = join(artifactsDir, `${fileSlug}--tauri-driver.log`);
     try {
-      driver = await startDriver({ tauriDriver, nativeDriver, env, logPath: join(artifactsDir, `${fileSlug}--tauri-driver.log`) });
+      driver = await startDriver({ tauriDriver, nativeDriver, env, logPath: driverLog });
     } catch (error) {
       for (const t of tests) fail(`${basename(file)} › ${t.name}`, error);
       await rm(stateDir, { recursive: true, force: true });
@@ -321,8 +323,10 @@ async function main() {
       // Processes the test started (demo runtimes) go; tauri-driver stays for the file.
       await stopAllProcessesExcept(driver.proc);
       const secs = ((Date.now() - started) / 1000).toFixed(1);
-      if (error) fail(`${label} (${secs}s)`, error);
-      else {
+      if (error) {
+        fail(`${label} (${secs}s)`, error);
+        console.log(`       app and driver output: ${driverLog}`);
+      } else {
         passed++;
         console.log(`  ok   ${label} (${secs}s)`);
       }
