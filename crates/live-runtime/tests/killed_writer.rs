@@ -1,0 +1,169 @@
+//! A runtime SIGKILLed at random points while it writes receipts through the library: its temp
+//! files are never read as receipts, its complete receipts are removed once its pid is dead, and
+//! its leftover temp files are deleted by a later list once they are older than
+//! `STALE_TEMP_FILE_AGE` (and kept while younger).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use live_runtime::{
+    list_live_runtimes, register_live_runtime_with_metadata, LiveRuntimeMetadata, ReceiptDir,
+    SecretStore, STALE_TEMP_FILE_AGE,
+};
+use rand::Rng;
+
+use crate::common::{
+    child_test_args, entries, is_child_for, loopback, source, token, ChildGuard, CHILD_ENV,
+};
+
+/// How many writer processes are killed. Each is killed after a random number of completed
+/// writes plus a random delay, so the kill lands anywhere in the write sequence.
+const KILLS: usize = 12;
+/// Upper bound of the random delay between the writer's "ready" line and the SIGKILL. A receipt
+/// write (with two fsyncs) takes about a millisecond here, so this spreads kills over many writes.
+const MAX_KILL_DELAY: Duration = Duration::from_millis(40);
+/// Environment variable telling the writer child where to write.
+const WRITER_DIR_ENV: &str = "LIVE_RUNTIME_TEST_WRITER_DIR";
+/// Padding that makes each receipt ~60 KiB (under the 64 KiB cap), so a write takes long enough
+/// for a kill to land inside it.
+const PADDING_BYTES: usize = 60 * 1024;
+
+/// The writer: registers and drops runtimes in a loop, keeping a few registrations alive, and
+/// prints one line per completed registration. Runs only when re-invoked by the test below.
+#[test]
+#[ignore = "helper: runs only as the child of sigkilled_writers_leave_no_readable_partial_receipt"]
+fn receipt_writer_child() {
+    if !is_child_for("receipt_writer_child") {
+        return;
+    }
+    let root = PathBuf::from(std::env::var_os(WRITER_DIR_ENV).expect("writer dir"));
+    let dir = ReceiptDir::new(
+        root.join("receipts"),
+        SecretStore::file(root.join("secrets")),
+    );
+    let metadata = LiveRuntimeMetadata {
+        runtime_kind: "killed-writer".into(),
+        display_name: Some("x".repeat(PADDING_BYTES)),
+        ..LiveRuntimeMetadata::default()
+    };
+    let mut kept = Vec::new();
+    for n in 0u64.. {
+        let registration = register_live_runtime_with_metadata(
+            &dir,
+            &format!("rt-writer-{n}"),
+            source(&format!("writer-{n}")),
+            loopback(41_000),
+            token(&format!("writer-token-{n}")),
+            metadata.clone(),
+        )
+        .unwrap();
+        // Keep every third registration alive so the dead writer leaves complete receipts too.
+        if n % 3 == 0 {
+            kept.push(registration);
+        }
+        println!("wrote {n}");
+    }
+}
+
+#[test]
+fn sigkilled_writers_leave_no_readable_partial_receipt_and_their_leftovers_are_cleaned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let receipts = tmp.path().join("receipts");
+    let dir = ReceiptDir::new(&receipts, SecretStore::file(tmp.path().join("secrets")));
+    let mut rng = rand::thread_rng();
+    let mut writer_pids = Vec::new();
+
+    for _ in 0..KILLS {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .args(child_test_args("killed_writer::receipt_writer_child"))
+            .env(CHILD_ENV, "receipt_writer_child")
+            .env(WRITER_DIR_ENV, tmp.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = ChildGuard(command.spawn().unwrap());
+        writer_pids.push(child.pid());
+        let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+        // Wait (by reading its output, not by sleeping) until it has completed a random number
+        // of writes, then let it run a random while longer and kill it mid-flight.
+        let writes_before_kill = rng.gen_range(1..=6);
+        let mut seen = 0;
+        while seen < writes_before_kill {
+            let line = lines.next().expect("writer exited before writing").unwrap();
+            if line.starts_with("wrote ") {
+                seen += 1;
+            }
+        }
+        std::thread::sleep(rng.gen_range(Duration::ZERO..MAX_KILL_DELAY));
+        child.kill();
+
+        // The writer is dead: nothing it left may be read as a receipt, and its complete
+        // receipts are removed by this very list.
+        let list = list_live_runtimes(&dir).unwrap();
+        assert!(
+            list.ignored.is_empty(),
+            "a killed writer's leftovers were read as receipts: {:?}",
+            list.ignored
+        );
+        assert!(
+            list.runtimes.is_empty(),
+            "receipts of a dead writer survived a list: {:?}",
+            list.runtimes
+        );
+    }
+
+    let left = entries(&receipts);
+    assert!(
+        left.iter()
+            .all(|name| name.starts_with('.') && name.ends_with(".tmp")),
+        "only temp files may remain, found {left:?}"
+    );
+    // Not asserted: a writer killed between storing its token and renaming its receipt into
+    // place leaves a token no receipt points to, and nothing removes it (see the report).
+    eprintln!(
+        "{} temp file(s) and {} secret(s) left by {KILLS} killed writers",
+        left.len(),
+        entries(&tmp.path().join("secrets"))
+            .iter()
+            .filter(|n| !n.starts_with('.'))
+            .count()
+    );
+
+    // Young leftovers stay (their writer might still be finishing on a slow disk)...
+    list_live_runtimes(&dir).unwrap();
+    assert_eq!(entries(&receipts), left, "a fresh temp file was deleted");
+
+    // ...and once older than STALE_TEMP_FILE_AGE, with their writers dead, the next list deletes
+    // them. A temp file we create ourselves (a live writer) is kept even when old.
+    let older = SystemTime::now() - STALE_TEMP_FILE_AGE - Duration::from_secs(60);
+    let own_temp = format!(
+        ".lre_00000000000000000000000000000000.json.0000abcd.{}.tmp",
+        std::process::id()
+    );
+    crate::common::write_file(&receipts, &own_temp, b"{\"partial", 0o600);
+    for name in entries(&receipts) {
+        File::options()
+            .write(true)
+            .open(receipts.join(&name))
+            .unwrap()
+            .set_modified(older)
+            .unwrap();
+    }
+    for pid in &writer_pids {
+        assert!(!live_runtime::pid_exists(*pid), "writer {pid} still alive");
+    }
+    let list = list_live_runtimes(&dir).unwrap();
+    assert!(
+        list.runtimes.is_empty() && list.ignored.is_empty(),
+        "{list:?}"
+    );
+    assert_eq!(
+        entries(&receipts),
+        vec![own_temp],
+        "old temp files of dead writers must be deleted, a live writer's kept"
+    );
+}
