@@ -1,1 +1,165 @@
-//! supercode-core: placeholder until its first real commit.
+//! Supercode Tray's domain logic, free of any UI toolkit.
+//!
+//! [`Supercode`] is the one API surface the CLI and the Tauri shell call: it merges live-runtime
+//! receipts and `@canonmsg/core` catalog entries into one inventory ([`view::Snapshot`]), and runs
+//! attach, forget, revive and registration approval on it. Background work (the watcher, running
+//! approvals) reports through an injected event sink, so the shell decides how to show it.
+//!
+//! # Layout
+//! - [`view`]: the browser-safe types the UI and `list --json` show (exported to TypeScript).
+//! - [`inventory`]: building the snapshot from receipts, the catalog and pending registrations.
+//! - [`watch`]: the receipt/Canon watcher and process-exit detection.
+//! - [`attach`]: proxies per runtime, one-time URLs, opening the browser.
+//! - [`revive`]: relaunching a stopped runtime from its recorded launch command.
+//! - [`approvals`]: carrying pending registrations through approval.
+//! - [`doctor`]: the set-up checks behind `supercode-tray doctor`.
+#![deny(missing_docs)]
+
+pub mod approvals;
+pub mod attach;
+pub mod doctor;
+mod error;
+pub mod inventory;
+mod locations;
+pub mod revive;
+pub mod view;
+pub mod watch;
+
+use std::sync::Arc;
+
+pub use error::CoreError;
+pub use locations::Locations;
+pub use watch::WatchHandle;
+
+use view::{PendingView, ReviveOutcome, Snapshot};
+
+/// Something the shell may want to show the user.
+#[derive(Clone, Debug)]
+pub enum CoreEvent {
+    /// The inventory changed; here is all of it.
+    Snapshot(Snapshot),
+    /// A live runtime's process exited without unregistering.
+    RuntimeDied {
+        /// Its display name.
+        name: String,
+    },
+    /// A registration started waiting for approval.
+    RegistrationWaiting {
+        /// The profile it will be saved as.
+        profile: String,
+    },
+}
+
+/// Where core events go: a closure the shell provides.
+pub type EventSink = Arc<dyn Fn(CoreEvent) + Send + Sync>;
+
+/// The tray's core: every location, the attach proxies and the approvals in flight.
+pub struct Supercode {
+    locations: Locations,
+    proxies: attach::AttachSessions,
+    approvals: approvals::ApprovalBoard,
+    sink: std::sync::Mutex<Option<EventSink>>,
+}
+
+impl Supercode {
+    /// Builds the core from the environment (see [`Locations::from_env`]).
+    pub fn from_env() -> Result<Self, CoreError> {
+        Ok(Self::new(Locations::from_env()?))
+    }
+
+    /// Builds the core over explicit locations.
+    pub fn new(locations: Locations) -> Self {
+        Self {
+            locations,
+            proxies: attach::AttachSessions::default(),
+            approvals: approvals::ApprovalBoard::default(),
+            sink: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Where the core reads and writes.
+    pub fn locations(&self) -> &Locations {
+        &self.locations
+    }
+
+    /// The whole inventory now. Reading reconciles: receipts of dead processes are removed.
+    pub fn snapshot(&self) -> Snapshot {
+        let snapshot = inventory::snapshot(&self.locations, &self.approvals);
+        self.proxies.retain_live(&snapshot);
+        snapshot
+    }
+
+    /// Pending registrations, without poll tokens.
+    pub fn pending(&self) -> Vec<PendingView> {
+        inventory::pending(&self.locations, &self.approvals).0
+    }
+
+    /// Removes a stale receipt (and its keychain entry); refuses a running one.
+    pub fn forget(&self, id: &str) -> Result<(), CoreError> {
+        inventory::forget(&self.locations, id)?;
+        self.publish();
+        Ok(())
+    }
+
+    /// Resolves a live runtime, checks it answers, and mints a one-time URL on its proxy.
+    pub async fn attach(&self, id: &str) -> Result<attach_proxy::AttachUrl, CoreError> {
+        self.proxies.attach(&self.locations, id).await
+    }
+
+    /// Stops every attach proxy (the CLI's `attach` does this on Ctrl-C).
+    pub async fn shutdown_proxies(&self) {
+        self.proxies.shutdown_all().await;
+    }
+
+    /// Relaunches a stopped runtime from its recorded launch command and waits until it is up.
+    pub async fn revive(&self, id: &str) -> Result<ReviveOutcome, CoreError> {
+        let outcome = revive::revive(&self.locations, id).await;
+        self.publish();
+        outcome
+    }
+
+    /// Submits (or resumes) a pending registration and waits for Canon's answer.
+    pub async fn approve(
+        &self,
+        profile: &str,
+        progress: impl FnMut(&PendingView) + Send,
+    ) -> Result<PendingView, CoreError> {
+        let publish = || self.publish();
+        self.approvals
+            .approve(&self.locations, profile, progress, &publish)
+            .await
+    }
+
+    /// Profiles whose registration was submitted but not finished (for example before the app last
+    /// stopped): the shell resumes each with [`Supercode::approve`], which polls without resubmitting.
+    pub fn submitted_registrations(&self) -> Vec<String> {
+        approvals::submitted_profiles(&self.locations)
+    }
+
+    /// Dismisses a pending registration locally.
+    pub fn reject(&self, profile: &str) -> Result<(), CoreError> {
+        self.approvals.reject(&self.locations, profile)?;
+        self.publish();
+        Ok(())
+    }
+
+    /// Runs the set-up checks.
+    pub async fn doctor(&self) -> doctor::DoctorReport {
+        doctor::run(&self.locations).await
+    }
+
+    /// Starts watching receipts and `$CANON_HOME`; events go to `sink` until the handle drops.
+    pub fn watch(&self, sink: impl Fn(CoreEvent) + Send + Sync + 'static) -> WatchHandle {
+        let sink: EventSink = Arc::new(sink);
+        *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink.clone());
+        watch::start(self.locations.clone(), self.approvals.clone(), sink)
+    }
+
+    /// Sends a fresh snapshot to the sink, if one is installed.
+    fn publish(&self) {
+        let sink = self.sink.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(sink) = sink {
+            sink(CoreEvent::Snapshot(self.snapshot()));
+        }
+    }
+}

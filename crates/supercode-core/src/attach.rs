@@ -1,0 +1,144 @@
+//! Attach: one loopback proxy per live runtime, one-time URLs, and opening the user's browser.
+//!
+//! The proxy holds the runtime's token; the browser only ever gets a one-time code that it trades
+//! for an HttpOnly session cookie (see `attach-proxy`). Proxies stop when their runtime's receipt
+//! goes away.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use attach_proxy::{AttachProxy, AttachUrl};
+use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus};
+
+use crate::view::{RuntimeStatus, Snapshot};
+use crate::{CoreError, Locations};
+
+/// The attach proxies this process runs, by runtime endpoint.
+#[derive(Default)]
+pub struct AttachSessions {
+    proxies: Mutex<HashMap<LiveRuntimeEndpoint, Arc<AttachProxy>>>,
+}
+
+impl AttachSessions {
+    /// Resolves the runtime (source and process identity), health-checks it with its token,
+    /// starts or reuses its proxy, and mints a one-time URL.
+    pub async fn attach(&self, locations: &Locations, id: &str) -> Result<AttachUrl, CoreError> {
+        let receipts = locations.receipts.clone();
+        let id = id.to_owned();
+        // Listing and resolving read the keychain, which may block for seconds: keep it off the
+        // async workers.
+        let resolved = tokio::task::spawn_blocking(move || {
+            let record = find_record(&receipts, &id)?;
+            if let LiveRuntimeStatus::Stale { reason } = &record.status {
+                return Err(CoreError::Refused(format!(
+                    "{} cannot be attached: {reason}. Forget it, or revive it if it is revivable.",
+                    record.runtime_id
+                )));
+            }
+            Ok(live_runtime::resolve_live_runtime(
+                &receipts,
+                &record.endpoint,
+                &record.source,
+            )?)
+        })
+        .await
+        .map_err(|e| CoreError::Refused(format!("attach was interrupted: {e}")))??;
+        attach_proxy::check_health(&resolved.address, &resolved.token).await?;
+
+        let endpoint = resolved.record.endpoint.clone();
+        if let Some(proxy) = self.running_proxy(&endpoint) {
+            return Ok(proxy.mint_code());
+        }
+        let started = Arc::new(AttachProxy::start(resolved.address, resolved.token).await?);
+        let proxy = {
+            let mut proxies = self.lock();
+            // Another attach may have started one meanwhile: keep the first, drop ours.
+            match proxies.get(&endpoint) {
+                Some(existing) if !existing.is_closed() => existing.clone(),
+                _ => {
+                    proxies.insert(endpoint, started.clone());
+                    started
+                }
+            }
+        };
+        Ok(proxy.mint_code())
+    }
+
+    fn running_proxy(&self, endpoint: &LiveRuntimeEndpoint) -> Option<Arc<AttachProxy>> {
+        self.lock()
+            .get(endpoint)
+            .filter(|proxy| !proxy.is_closed())
+            .cloned()
+    }
+
+    /// Stops the proxies of runtimes that are no longer running.
+    pub fn retain_live(&self, snapshot: &Snapshot) {
+        self.lock().retain(|endpoint, _| {
+            snapshot.runtimes.iter().any(|r| {
+                r.status == RuntimeStatus::Running
+                    && r.endpoint.as_deref() == Some(endpoint.as_str())
+            })
+        });
+    }
+
+    /// Stops every proxy.
+    pub async fn shutdown_all(&self) {
+        let proxies: Vec<_> = self.lock().drain().map(|(_, proxy)| proxy).collect();
+        for proxy in proxies {
+            if let Ok(proxy) = Arc::try_unwrap(proxy) {
+                proxy.shutdown().await;
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<LiveRuntimeEndpoint, Arc<AttachProxy>>> {
+        self.proxies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Finds a live record by its endpoint, or by its runtime id when that is unambiguous.
+pub(crate) fn find_record(
+    receipts: &live_runtime::ReceiptDir,
+    id: &str,
+) -> Result<LiveRuntimeRecord, CoreError> {
+    if let Ok(endpoint) = id.parse::<LiveRuntimeEndpoint>() {
+        let list = live_runtime::list_live_runtimes(receipts)?;
+        return list
+            .runtimes
+            .into_iter()
+            .find(|r| r.endpoint == endpoint)
+            .ok_or_else(|| CoreError::UnknownRuntime { id: id.to_owned() });
+    }
+    Ok(live_runtime::find_live_runtime(receipts, id)?)
+}
+
+/// Opens a one-time attach URL in the user's browser, from the backend. `SUPERCODE_BROWSER`, when
+/// set, names the program to use instead of the desktop default (tests use it).
+pub fn open_in_browser(url: &AttachUrl) -> Result<(), CoreError> {
+    match std::env::var_os("SUPERCODE_BROWSER").filter(|v| !v.is_empty()) {
+        Some(program) => std::process::Command::new(program)
+            .arg(url.as_str())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map(drop),
+        None => open::that_detached(url.as_str()),
+    }
+    .map_err(|source| CoreError::Io {
+        what: "could not open the browser (set SUPERCODE_BROWSER to choose one)".into(),
+        source,
+    })
+}
+
+/// Opens a folder in the file manager.
+pub fn open_path(path: &Path) -> Result<(), CoreError> {
+    std::fs::create_dir_all(path)
+        .and_then(|()| open::that_detached(path))
+        .map_err(|source| CoreError::Io {
+            what: format!("could not open {}", path.display()),
+            source,
+        })
+}

@@ -1,0 +1,265 @@
+//! `supercode-tray doctor`: what a user or a bug report needs, each problem with its fix.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::Locations;
+
+/// How long the secret-store probe may take before doctor calls it hung; longer than the store's
+/// own timeout so that its clearer error wins.
+const PROBE_BOUND: Duration = Duration::from_secs(15);
+
+/// How a check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CheckStatus {
+    /// Fine.
+    Ok,
+    /// Works, but worth knowing.
+    Warn,
+    /// Broken; the fix says what to do.
+    Fail,
+}
+
+/// One check.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// How it came out.
+    pub status: CheckStatus,
+    /// What was found.
+    pub detail: String,
+    /// What to do, when something is wrong.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn ok(name: &str, detail: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            status: CheckStatus::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn warn(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            status: CheckStatus::Warn,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    fn fail(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            status: CheckStatus::Fail,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// Every check doctor ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct DoctorReport {
+    /// The checks, in the order they ran.
+    pub checks: Vec<Check>,
+}
+
+impl DoctorReport {
+    /// True when no check failed.
+    pub fn healthy(&self) -> bool {
+        self.checks.iter().all(|c| c.status != CheckStatus::Fail)
+    }
+}
+
+/// Runs every check.
+pub async fn run(locations: &Locations) -> DoctorReport {
+    let mut checks = vec![
+        Check::ok(
+            "version",
+            format!(
+                "supercode-tray {} on {}",
+                env!("CARGO_PKG_VERSION"),
+                sysinfo::System::long_os_version().unwrap_or_else(|| std::env::consts::OS.into())
+            ),
+        ),
+        receipt_dir(locations.receipts.path()),
+        canon_home(locations),
+        log_dir(&locations.log_dir),
+    ];
+    checks.push(secret_store(locations).await);
+    checks.push(tray_host());
+    DoctorReport { checks }
+}
+
+fn receipt_dir(path: &Path) -> Check {
+    const NAME: &str = "receipt directory";
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Check::ok(
+            NAME,
+            format!(
+                "{} (created when the first runtime registers)",
+                path.display()
+            ),
+        ),
+        Ok(meta) if !meta.is_dir() => Check::fail(
+            NAME,
+            format!("{} is not a directory", path.display()),
+            format!(
+                "remove it, or set SUPERCODE_RUNTIME_DIR to another path: rm {}",
+                path.display()
+            ),
+        ),
+        Ok(meta) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::{MetadataExt, PermissionsExt};
+                let mode = meta.permissions().mode() & 0o777;
+                if meta.uid() != rustix::process::geteuid().as_raw() {
+                    return Check::fail(
+                        NAME,
+                        format!(
+                            "{} belongs to another user (uid {})",
+                            path.display(),
+                            meta.uid()
+                        ),
+                        "set SUPERCODE_RUNTIME_DIR to a directory you own",
+                    );
+                }
+                if mode & 0o077 != 0 {
+                    return Check::fail(
+                        NAME,
+                        format!(
+                            "{} has mode {mode:o}; others could read runtime receipts",
+                            path.display()
+                        ),
+                        format!("chmod 700 {}", path.display()),
+                    );
+                }
+                Check::ok(NAME, format!("{} (mode {mode:o})", path.display()))
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = meta;
+                Check::ok(NAME, path.display().to_string())
+            }
+        }
+    }
+}
+
+fn canon_home(locations: &Locations) -> Check {
+    const NAME: &str = "CANON_HOME";
+    let root = locations.canon.root();
+    if !root.exists() {
+        return Check::ok(
+            NAME,
+            format!(
+                "{} (not created yet: no Canon runtime has run)",
+                root.display()
+            ),
+        );
+    }
+    let summary = crate::inventory::canon_summary(locations);
+    if summary.problems.is_empty() {
+        Check::ok(NAME, format!("{}: {}", root.display(), summary.text))
+    } else {
+        Check::warn(
+            NAME,
+            format!(
+                "{}: {}; {} file(s) ignored: {}",
+                root.display(),
+                summary.text,
+                summary.problems.len(),
+                summary.problems.join("; ")
+            ),
+            "fix or remove the files named above; the rest keeps working",
+        )
+    }
+}
+
+fn log_dir(path: &Path) -> Check {
+    const NAME: &str = "log directory";
+    match std::fs::create_dir_all(path).and_then(|()| tempfile_in(path)) {
+        Ok(()) => Check::ok(NAME, path.display().to_string()),
+        Err(e) => Check::fail(
+            NAME,
+            format!("{} is not writable: {e}", path.display()),
+            "set SUPERCODE_LOG_DIR to a writable directory",
+        ),
+    }
+}
+
+fn tempfile_in(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".doctor-{}", std::process::id()));
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(probe)
+}
+
+async fn secret_store(locations: &Locations) -> Check {
+    const NAME: &str = "secret store";
+    let store = locations.receipts.secret_store().clone();
+    let description = store.describe();
+    let probe = tokio::task::spawn_blocking(move || store.probe());
+    match tokio::time::timeout(PROBE_BOUND, probe).await {
+        Ok(Ok(Ok(()))) if locations.receipts.secret_store().kind() == live_runtime::SecretStoreKind::File => Check::warn(
+            NAME,
+            format!("{description}: answers"),
+            "tokens are stored in plaintext files; unset SUPERCODE_SECRET_STORE to use the OS keychain",
+        ),
+        Ok(Ok(Ok(()))) => Check::ok(NAME, format!("{description}: answers")),
+        Ok(Ok(Err(e))) => Check::fail(NAME, format!("{description}: {e}"), secret_fix()),
+        Ok(Err(e)) => Check::fail(NAME, format!("{description}: the probe failed: {e}"), secret_fix()),
+        Err(_) => Check::fail(NAME, format!("{description}: no answer within {PROBE_BOUND:?}"), secret_fix()),
+    }
+}
+
+fn secret_fix() -> String {
+    "unlock your keyring (or start a Secret Service provider such as gnome-keyring); to opt in to plaintext files instead, set SUPERCODE_SECRET_STORE=file".into()
+}
+
+fn tray_host() -> Check {
+    const NAME: &str = "tray host";
+    #[cfg(target_os = "linux")]
+    {
+        let display = std::env::var_os("WAYLAND_DISPLAY").or_else(|| std::env::var_os("DISPLAY"));
+        if display.is_none() {
+            return Check::warn(
+                NAME,
+                "no display (DISPLAY/WAYLAND_DISPLAY unset): the CLI works, the tray app cannot start here",
+                "run the tray app from a desktop session",
+            );
+        }
+        let watcher = std::process::Command::new("dbus-send")
+            .args([
+                "--session",
+                "--print-reply",
+                "--dest=org.freedesktop.DBus",
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.NameHasOwner",
+                "string:org.kde.StatusNotifierWatcher",
+            ])
+            .output();
+        match watcher {
+            Ok(out) if String::from_utf8_lossy(&out.stdout).contains("boolean true") => {
+                Check::ok(NAME, "a StatusNotifier tray host is running")
+            }
+            Ok(_) => Check::warn(
+                NAME,
+                "no StatusNotifier tray host on the session bus: the tray icon will not show",
+                "on GNOME install and enable the AppIndicator extension (gnome-shell-extension-appindicator)",
+            ),
+            Err(_) => Check::warn(NAME, "could not ask D-Bus (dbus-send missing)", "install the dbus package"),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Check::ok(NAME, "the system tray is part of this desktop")
+    }
+}

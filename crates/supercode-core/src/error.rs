@@ -1,0 +1,84 @@
+//! The core's errors, and their mapping to the one wire format (`view::CommandError`).
+
+use crate::view::{CommandError, ErrorCode};
+
+/// Why a core operation failed; every message says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    /// No home directory to put logs and state in.
+    #[error("no home directory found; set HOME (or SUPERCODE_LOG_DIR and SUPERCODE_STATE_DIR)")]
+    NoHome,
+    /// No runtime in the inventory has that id.
+    #[error("no runtime with id {id}; run `supercode-tray list` to see the ids")]
+    UnknownRuntime {
+        /// The id that was asked for.
+        id: String,
+    },
+    /// The action does not apply to this runtime now.
+    #[error("{0}")]
+    Refused(String),
+    /// A receipt operation failed.
+    #[error(transparent)]
+    Receipt(#[from] live_runtime::LiveRuntimeReceiptError),
+    /// A `$CANON_HOME` file operation failed.
+    #[error(transparent)]
+    Canon(#[from] canon_local::CanonFileError),
+    /// The approval workflow failed.
+    #[error(transparent)]
+    Approval(#[from] canon_local::ApprovalError),
+    /// The attach proxy failed.
+    #[error(transparent)]
+    Attach(#[from] attach_proxy::AttachError),
+    /// Starting or waiting for a revived runtime failed.
+    #[error("{message}")]
+    Revive {
+        /// What happened, with the tail of the runtime's log when there is one.
+        message: String,
+    },
+    /// A file or process operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+impl CoreError {
+    /// The code the UI branches on.
+    pub fn code(&self) -> ErrorCode {
+        use live_runtime::LiveRuntimeReceiptError as R;
+        match self {
+            CoreError::UnknownRuntime { .. } => ErrorCode::NotFound,
+            CoreError::Refused(_) => ErrorCode::Refused,
+            CoreError::Receipt(R::NotFound { .. }) => ErrorCode::NotFound,
+            CoreError::Receipt(R::StillRunning { .. })
+            | CoreError::Receipt(R::Ambiguous { .. }) => ErrorCode::Refused,
+            CoreError::Receipt(R::ProcessGone { .. } | R::ProcessMismatch { .. }) => {
+                ErrorCode::RuntimeUnavailable
+            }
+            CoreError::Receipt(R::Secret(_) | R::MissingToken { .. }) => ErrorCode::SecretStore,
+            CoreError::Attach(_) => ErrorCode::RuntimeUnavailable,
+            CoreError::Approval(canon_local::ApprovalError::NoPendingRegistration { .. }) => {
+                ErrorCode::NotFound
+            }
+            CoreError::Approval(canon_local::ApprovalError::SecretStore(_)) => {
+                ErrorCode::SecretStore
+            }
+            CoreError::Approval(canon_local::ApprovalError::File(_)) => ErrorCode::Internal,
+            CoreError::Approval(_) => ErrorCode::Network,
+            CoreError::Revive { .. } => ErrorCode::RuntimeUnavailable,
+            _ => ErrorCode::Internal,
+        }
+    }
+}
+
+impl From<CoreError> for CommandError {
+    fn from(error: CoreError) -> Self {
+        CommandError {
+            code: error.code(),
+            message: error.to_string(),
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! One inventory: live receipts and `@canonmsg/core` catalog entries merged into runtime views,
+//! each saying which actions apply and why not when they don't.
+//!
+//! A live receipt that names its catalog entry (`metadata.canonRuntimeId`) becomes one view with
+//! origin `both`: attachable while live, revivable from the catalog's launch command once stopped.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus};
+
+use crate::approvals::ApprovalBoard;
+use crate::view::{
+    ActionAvailability, IgnoredFile, IgnoredLocation, PendingState, PendingView, RuntimeOrigin,
+    RuntimeStatus, RuntimeView, SecretStoreKindView, SecretStoreView, Snapshot, SourceView,
+};
+use crate::{CoreError, Locations};
+
+/// The marker that says the tray has seen a runtime at least once (ends the first-run state).
+const SEEN_MARKER: &str = "seen-runtime";
+
+/// A catalog entry as the inventory needs it, with the package's derived state applied.
+#[derive(Clone, Debug)]
+pub struct CatalogRuntime {
+    /// The catalog id (`buildLocalRuntimeId`).
+    pub id: String,
+    /// `runtime` (claude-code, codex, sdk...).
+    pub runtime: String,
+    /// `profile`.
+    pub profile: Option<String>,
+    /// `agentName`.
+    pub agent_name: Option<String>,
+    /// `cwd`.
+    pub cwd: String,
+    /// `workspaceRoots`.
+    pub workspace_roots: Vec<String>,
+    /// `launchCommand`.
+    pub launch_command: Vec<String>,
+    /// `pid`.
+    pub pid: Option<u32>,
+    /// Derived status: running, offline, stale, manual, embedded.
+    pub status: String,
+    /// Derived revive capability: revivable, manual, embedded, missing-profile.
+    pub revive_capability: String,
+    /// `lastHeartbeatAt ?? lastStartedAt ?? lastStoppedAt`.
+    pub since: Option<String>,
+    /// `lastError`, if any.
+    pub last_error: Option<String>,
+}
+
+/// Builds the whole snapshot. Never fails: what cannot be read is reported in `ignored`.
+pub fn snapshot(locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
+    let mut ignored = Vec::new();
+    let live = match live_runtime::list_live_runtimes(&locations.receipts) {
+        Ok(list) => {
+            ignored.extend(list.ignored.into_iter().map(|i| IgnoredFile {
+                location: IgnoredLocation::Receipts,
+                file: i.file,
+                reason: i.reason,
+            }));
+            list.runtimes
+        }
+        Err(e) => {
+            ignored.push(IgnoredFile {
+                location: IgnoredLocation::Receipts,
+                file: locations.receipts.path().display().to_string(),
+                reason: e.to_string(),
+            });
+            Vec::new()
+        }
+    };
+    let (catalog, catalog_ignored) = catalog_runtimes(locations);
+    ignored.extend(catalog_ignored);
+    let (pending, pending_ignored) = pending(locations, approvals);
+    ignored.extend(pending_ignored);
+
+    let runtimes = merge(locations, live, catalog);
+    let first_run = runtimes.is_empty() && !seen_before(&locations.state_dir);
+    if !runtimes.is_empty() {
+        remember_seen(&locations.state_dir);
+    }
+    let store = locations.receipts.secret_store();
+    Snapshot {
+        runtimes,
+        ignored,
+        pending,
+        secret_store: SecretStoreView {
+            kind: match store.kind() {
+                live_runtime::SecretStoreKind::Keychain => SecretStoreKindView::Keychain,
+                live_runtime::SecretStoreKind::File => SecretStoreKindView::File,
+            },
+            description: store.describe(),
+        },
+        first_run,
+        receipt_dir: locations.receipts.path().display().to_string(),
+        canon_home: locations.canon.root().display().to_string(),
+    }
+}
+
+fn merge(
+    locations: &Locations,
+    live: Vec<LiveRuntimeRecord>,
+    catalog: Vec<CatalogRuntime>,
+) -> Vec<RuntimeView> {
+    let mut linked: HashSet<String> = HashSet::new();
+    let mut views = Vec::new();
+    for record in live {
+        let entry = record
+            .metadata
+            .canon_runtime_id
+            .as_ref()
+            .and_then(|id| catalog.iter().find(|c| &c.id == id));
+        if let Some(entry) = entry {
+            linked.insert(entry.id.clone());
+        }
+        views.push(live_view(locations, record, entry));
+    }
+    for entry in catalog.into_iter().filter(|c| !linked.contains(&c.id)) {
+        views.push(catalog_view(locations, entry));
+    }
+    // Running first, then newest first.
+    views.sort_by(|a, b| {
+        let rank = |v: &RuntimeView| u8::from(v.status != RuntimeStatus::Running);
+        rank(a).cmp(&rank(b)).then_with(|| b.since.cmp(&a.since))
+    });
+    views
+}
+
+fn live_view(
+    locations: &Locations,
+    record: LiveRuntimeRecord,
+    entry: Option<&CatalogRuntime>,
+) -> RuntimeView {
+    let meta = &record.metadata;
+    let name = meta
+        .agent_name
+        .clone()
+        .or_else(|| meta.display_name.clone())
+        .or_else(|| meta.profile.clone())
+        .unwrap_or_else(|| record.runtime_id.clone());
+    let (status, status_reason, attach, forget) = match &record.status {
+        LiveRuntimeStatus::Running => (
+            RuntimeStatus::Running,
+            None,
+            ActionAvailability::yes(),
+            ActionAvailability::no("It is running; only stale receipts can be forgotten."),
+        ),
+        LiveRuntimeStatus::Stale { reason } => (
+            RuntimeStatus::Stale,
+            Some(reason.clone()),
+            ActionAvailability::no(format!("Its receipt is stale: {reason}.")),
+            ActionAvailability::yes(),
+        ),
+    };
+    let revive = match (&record.status, entry) {
+        (LiveRuntimeStatus::Running, _) => ActionAvailability::no("It is already running."),
+        (LiveRuntimeStatus::Stale { .. }, Some(entry)) => revive_availability(locations, entry),
+        (LiveRuntimeStatus::Stale { .. }, None) => supervisor_revive(&record),
+    };
+    let launch_command =
+        entry
+            .map(|e| e.launch_command.clone())
+            .or_else(|| match &meta.supervisor {
+                live_runtime::LiveRuntimeSupervisor::LaunchCommand { argv, .. } => {
+                    Some(argv.clone())
+                }
+                live_runtime::LiveRuntimeSupervisor::Manual => None,
+            });
+    RuntimeView {
+        id: record.endpoint.to_string(),
+        endpoint: Some(record.endpoint.to_string()),
+        runtime_id: record.runtime_id.clone(),
+        catalog_id: entry.map(|e| e.id.clone()),
+        source: Some(SourceView {
+            session_id: record.source.session_id.clone(),
+            workspace: record.source.workspace.display().to_string(),
+        }),
+        name,
+        kind: meta.runtime_kind.clone(),
+        workspace: Some(record.source.workspace.display().to_string()),
+        workspace_roots: meta
+            .workspace_roots
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        profile: meta
+            .profile
+            .clone()
+            .or_else(|| entry.and_then(|e| e.profile.clone())),
+        agent_name: meta.agent_name.clone(),
+        status,
+        status_reason,
+        since: Some(record.registered_at.clone()),
+        pid: Some(record.pid),
+        attach,
+        forget,
+        revive,
+        launch_command,
+        origin: if entry.is_some() {
+            RuntimeOrigin::Both
+        } else {
+            RuntimeOrigin::Receipt
+        },
+    }
+}
+
+fn supervisor_revive(record: &LiveRuntimeRecord) -> ActionAvailability {
+    match &record.metadata.supervisor {
+        live_runtime::LiveRuntimeSupervisor::LaunchCommand { .. } => ActionAvailability::yes(),
+        live_runtime::LiveRuntimeSupervisor::Manual => {
+            ActionAvailability::no("It was started by hand; start it again the same way.")
+        }
+    }
+}
+
+fn catalog_view(locations: &Locations, entry: CatalogRuntime) -> RuntimeView {
+    let status = match entry.status.as_str() {
+        "running" => RuntimeStatus::Running,
+        "stale" => RuntimeStatus::Stale,
+        "manual" => RuntimeStatus::Manual,
+        "embedded" => RuntimeStatus::Embedded,
+        _ => RuntimeStatus::Offline,
+    };
+    let status_reason = match (status, entry.pid) {
+        (RuntimeStatus::Stale, Some(pid)) => Some(format!(
+            "The catalog says running, but PID {pid} has exited."
+        )),
+        _ => entry.last_error.clone(),
+    };
+    let attach = match status {
+        RuntimeStatus::Running => ActionAvailability::no(
+            "It runs without a live-runtime receipt, so the tray has no endpoint to open.",
+        ),
+        _ => ActionAvailability::no("It is not running."),
+    };
+    let revive = revive_availability(locations, &entry);
+    let name = entry
+        .agent_name
+        .clone()
+        .or_else(|| entry.profile.clone())
+        .unwrap_or_else(|| entry.id.clone());
+    RuntimeView {
+        id: entry.id.clone(),
+        endpoint: None,
+        runtime_id: entry.id.clone(),
+        catalog_id: Some(entry.id.clone()),
+        source: None,
+        name,
+        kind: entry.runtime.clone(),
+        workspace: Some(entry.cwd.clone()),
+        workspace_roots: entry.workspace_roots.clone(),
+        profile: entry.profile.clone(),
+        agent_name: entry.agent_name.clone(),
+        status,
+        status_reason,
+        since: entry.since.clone(),
+        pid: entry.pid,
+        attach,
+        forget: ActionAvailability::no(
+            "Catalog entries belong to @canonmsg/core; forget only removes stale live-runtime receipts.",
+        ),
+        revive,
+        launch_command: Some(entry.launch_command.clone()),
+        origin: RuntimeOrigin::Catalog,
+    }
+}
+
+/// Whether a catalog entry can be revived now, and why not.
+pub fn revive_availability(locations: &Locations, entry: &CatalogRuntime) -> ActionAvailability {
+    if entry.status == "running" {
+        return ActionAvailability::no("It is already running.");
+    }
+    match entry.revive_capability.as_str() {
+        "revivable" => {}
+        "missing-profile" => {
+            return ActionAvailability::no(format!(
+                "Its profile \"{}\" is missing from agents.json; register it again first.",
+                entry.profile.as_deref().unwrap_or_default()
+            ))
+        }
+        "embedded" => {
+            return ActionAvailability::no("It runs embedded in another host; restart that host.")
+        }
+        _ => return ActionAvailability::no("It was started by hand; start it again the same way."),
+    }
+    if entry.launch_command.is_empty() {
+        return ActionAvailability::no("No launch command was recorded for it.");
+    }
+    if let Some(profile) = &entry.profile {
+        if let canon_local::LockStatus::Locked { pid } =
+            canon_local::is_profile_locked(&locations.canon, profile)
+        {
+            return ActionAvailability::no(format!(
+                "Agent \"{profile}\" is in use by another session (PID {pid})."
+            ));
+        }
+    }
+    ActionAvailability::yes()
+}
+
+/// Catalog entries with the package's derived state, and the files that were skipped.
+pub fn catalog_runtimes(locations: &Locations) -> (Vec<CatalogRuntime>, Vec<IgnoredFile>) {
+    let listing = match canon_local::list_local_runtime_entries(&locations.canon, None) {
+        Ok(listing) => listing,
+        Err(e) => {
+            return (
+                Vec::new(),
+                vec![canon_problem(
+                    locations,
+                    &canon_local::FileProblem::from(&e),
+                )],
+            )
+        }
+    };
+    let ignored = listing
+        .problems
+        .iter()
+        .map(|p| canon_problem(locations, p))
+        .collect();
+    let entries = listing
+        .entries
+        .into_iter()
+        .map(|e| CatalogRuntime {
+            since: e
+                .last_heartbeat_at
+                .clone()
+                .or_else(|| e.last_started_at.clone())
+                .or_else(|| e.last_stopped_at.clone()),
+            id: e.id,
+            runtime: e.runtime,
+            profile: e.profile,
+            agent_name: e.agent_name,
+            cwd: e.cwd,
+            workspace_roots: e.workspace_roots.unwrap_or_default(),
+            launch_command: e.launch_command,
+            pid: e.pid.and_then(|p| u32::try_from(p).ok()),
+            status: e.status.as_str().to_owned(),
+            revive_capability: e.revive_capability.as_str().to_owned(),
+            last_error: e.last_error,
+        })
+        .collect();
+    (entries, ignored)
+}
+
+fn canon_problem(locations: &Locations, problem: &canon_local::FileProblem) -> IgnoredFile {
+    let file = problem
+        .path
+        .strip_prefix(locations.canon.root())
+        .unwrap_or(&problem.path)
+        .display()
+        .to_string();
+    IgnoredFile {
+        location: IgnoredLocation::Canon,
+        file,
+        reason: problem.reason.clone(),
+    }
+}
+
+/// Pending registrations as views, and the problems reading them.
+pub fn pending(
+    locations: &Locations,
+    approvals: &ApprovalBoard,
+) -> (Vec<PendingView>, Vec<IgnoredFile>) {
+    let records = match canon_local::load_pending_registrations(&locations.canon) {
+        Ok(records) => records,
+        Err(e) => {
+            return (
+                Vec::new(),
+                vec![canon_problem(
+                    locations,
+                    &canon_local::FileProblem::from(&e),
+                )],
+            )
+        }
+    };
+    let ignored = records
+        .unrecognized()
+        .map(|(name, reason)| IgnoredFile {
+            location: IgnoredLocation::Canon,
+            file: format!("pending-registrations.json ({name})"),
+            reason: reason.to_owned(),
+        })
+        .collect();
+    let views = records
+        .iter()
+        .map(|(name, p)| {
+            let (state, message) = approvals
+                .state_of(name)
+                .unwrap_or(if p.request_id.is_some() {
+                    (PendingState::Waiting, None)
+                } else {
+                    (PendingState::Unsubmitted, None)
+                });
+            PendingView {
+                profile: name.to_owned(),
+                client_type: p.client_type.clone(),
+                state,
+                created_at: p.created_at.clone(),
+                updated_at: p.updated_at.clone(),
+                message,
+            }
+        })
+        .collect();
+    (views, ignored)
+}
+
+/// Removes a stale receipt (by endpoint or runtime id) and its keychain entry; nothing else.
+pub fn forget(locations: &Locations, id: &str) -> Result<(), CoreError> {
+    let record = crate::attach::find_record(&locations.receipts, id)?;
+    live_runtime::forget_live_runtime(&locations.receipts, &record.endpoint)?;
+    Ok(())
+}
+
+/// A one-line summary of `$CANON_HOME` for doctor, with the problems found.
+pub struct CanonSummary {
+    /// "2 profiles, 3 catalog entries, 1 pending registration".
+    pub text: String,
+    /// One line per unreadable file.
+    pub problems: Vec<String>,
+}
+
+/// Summarises `$CANON_HOME` for doctor.
+pub fn canon_summary(locations: &Locations) -> CanonSummary {
+    let (catalog, mut problems) = catalog_runtimes(locations);
+    let profiles = match canon_local::load_profiles(&locations.canon) {
+        Ok(p) => p.len(),
+        Err(e) => {
+            problems.push(IgnoredFile {
+                location: IgnoredLocation::Canon,
+                file: "agents.json".into(),
+                reason: e.to_string(),
+            });
+            0
+        }
+    };
+    let (pending, pending_problems) = pending(locations, &ApprovalBoard::default());
+    problems.extend(pending_problems);
+    CanonSummary {
+        text: format!(
+            "{profiles} profile(s), {} catalog entr{}, {} pending registration(s)",
+            catalog.len(),
+            if catalog.len() == 1 { "y" } else { "ies" },
+            pending.len()
+        ),
+        problems: problems
+            .into_iter()
+            .map(|p| format!("{}: {}", p.file, p.reason))
+            .collect(),
+    }
+}
+
+fn seen_before(state_dir: &Path) -> bool {
+    state_dir.join(SEEN_MARKER).exists()
+}
+
+fn remember_seen(state_dir: &Path) {
+    let marker = state_dir.join(SEEN_MARKER);
+    if !marker.exists() {
+        let _ = std::fs::create_dir_all(state_dir).and_then(|()| std::fs::write(marker, b""));
+    }
+}

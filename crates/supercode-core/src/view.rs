@@ -1,0 +1,256 @@
+//! The browser-safe views the UI and `list --json` show.
+//!
+//! These types cross to the webview, so none of them holds a `Sensitive` value: a token, poll token,
+//! API key or loopback address cannot be put in one without a compile error. They are exported to
+//! TypeScript with `ts-rs` into `ui/src/bindings/`; `tests/bindings.rs` fails when the committed
+//! files drift from these definitions.
+
+use serde::Serialize;
+use ts_rs::TS;
+
+/// What state a runtime is in, as the user sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum RuntimeStatus {
+    /// Its process is alive and its receipt verified (or the catalog saw a live pid).
+    Running,
+    /// Its record claims a process that is gone or now another process.
+    Stale,
+    /// Stopped cleanly; may be revivable.
+    Offline,
+    /// Started by hand; the tray cannot relaunch it.
+    Manual,
+    /// Runs inside another host process.
+    Embedded,
+}
+
+/// Whether an action applies to a runtime, and why not when it does not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+pub struct ActionAvailability {
+    /// True when the action can be run now.
+    pub available: bool,
+    /// Why the action is not available; `None` when it is.
+    pub reason: Option<String>,
+}
+
+impl ActionAvailability {
+    /// The action can be run.
+    pub fn yes() -> Self {
+        Self {
+            available: true,
+            reason: None,
+        }
+    }
+
+    /// The action cannot be run, for the given reason.
+    pub fn no(reason: impl Into<String>) -> Self {
+        Self {
+            available: false,
+            reason: Some(reason.into()),
+        }
+    }
+}
+
+/// The source session a live runtime continues.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceView {
+    /// The source session id.
+    pub session_id: String,
+    /// The source workspace.
+    pub workspace: String,
+}
+
+/// Which record a runtime view was built from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum RuntimeOrigin {
+    /// A live-runtime receipt only.
+    Receipt,
+    /// A `@canonmsg/core` catalog entry only.
+    Catalog,
+    /// A live receipt linked to its catalog entry.
+    Both,
+}
+
+/// One runtime in the inventory.
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeView {
+    /// Inventory id: the receipt's opaque endpoint for live runtimes, the catalog id otherwise.
+    pub id: String,
+    /// The opaque live-runtime endpoint, when a receipt backs this runtime.
+    pub endpoint: Option<String>,
+    /// The runtime's stable id (live-runtime `runtime_id`, or the catalog id).
+    pub runtime_id: String,
+    /// The `@canonmsg/core` catalog id, when a catalog entry backs this runtime.
+    pub catalog_id: Option<String>,
+    /// The source session and workspace the receipt belongs to.
+    pub source: Option<SourceView>,
+    /// Display name: agent name, display name, profile or runtime id.
+    pub name: String,
+    /// Runtime kind (`claude-code`, `codex`, `sdk`, `demo`, ...).
+    pub kind: String,
+    /// The workspace it serves.
+    pub workspace: Option<String>,
+    /// Every workspace root it serves.
+    pub workspace_roots: Vec<String>,
+    /// The Canon profile it runs as, if any.
+    pub profile: Option<String>,
+    /// The agent's name, if it has one.
+    pub agent_name: Option<String>,
+    /// Current status.
+    pub status: RuntimeStatus,
+    /// Why the status is what it is, when that is not obvious (stale, missing profile...).
+    pub status_reason: Option<String>,
+    /// When it registered, last started or stopped (RFC 3339).
+    pub since: Option<String>,
+    /// Its process id, when known.
+    pub pid: Option<u32>,
+    /// Open it in the browser.
+    pub attach: ActionAvailability,
+    /// Remove its stale receipt.
+    pub forget: ActionAvailability,
+    /// Relaunch it from its recorded launch command.
+    pub revive: ActionAvailability,
+    /// The command revive would run, shown to the user before it runs.
+    pub launch_command: Option<Vec<String>>,
+    /// Which record(s) this view was built from.
+    pub origin: RuntimeOrigin,
+}
+
+/// Where an ignored file was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum IgnoredLocation {
+    /// The live-runtime receipt directory.
+    Receipts,
+    /// `$CANON_HOME`.
+    Canon,
+}
+
+/// A file the inventory ignored, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+pub struct IgnoredFile {
+    /// Where it was found.
+    pub location: IgnoredLocation,
+    /// Its file name (or path relative to the location).
+    pub file: String,
+    /// Why it was ignored, for people.
+    pub reason: String,
+}
+
+/// Where a pending registration stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum PendingState {
+    /// Recorded locally, not yet sent to Canon.
+    Unsubmitted,
+    /// Sent; waiting for the owner to approve it in Canon.
+    Waiting,
+    /// Canon is finishing the approval.
+    Approving,
+    /// Approved; the profile was saved.
+    Approved,
+    /// The owner rejected it; dismiss it to clear it.
+    Rejected,
+    /// Polling stopped at its deadline; approve again to resume.
+    Expired,
+    /// The last attempt failed; see the message.
+    Error,
+}
+
+/// A pending agent registration, without its poll token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingView {
+    /// The profile it will be saved as.
+    pub profile: String,
+    /// The runtime kind it is for.
+    pub client_type: Option<String>,
+    /// Where it stands.
+    pub state: PendingState,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+    /// When it last changed (RFC 3339).
+    pub updated_at: String,
+    /// A human explanation of the state, when there is one.
+    pub message: Option<String>,
+}
+
+/// Which kind of secret store holds the tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum SecretStoreKindView {
+    /// The OS keychain.
+    Keychain,
+    /// The opt-in plaintext file store.
+    File,
+}
+
+/// Which secret store is in use, always visible to the user.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+pub struct SecretStoreView {
+    /// Keychain or file.
+    pub kind: SecretStoreKindView,
+    /// A sentence for people.
+    pub description: String,
+}
+
+/// Everything the window shows, in one value.
+#[derive(Clone, Debug, PartialEq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// Every runtime, live ones first, newest first.
+    pub runtimes: Vec<RuntimeView>,
+    /// Files that were ignored, with reasons.
+    pub ignored: Vec<IgnoredFile>,
+    /// Pending agent registrations.
+    pub pending: Vec<PendingView>,
+    /// The secret store in use.
+    pub secret_store: SecretStoreView,
+    /// True until the tray has seen its first runtime.
+    pub first_run: bool,
+    /// The receipt directory being watched.
+    pub receipt_dir: String,
+    /// The Canon home being watched.
+    pub canon_home: String,
+}
+
+/// What a revive did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+pub struct ReviveOutcome {
+    /// The inventory id that was revived.
+    pub id: String,
+    /// A human summary ("demo-alpha is running again (PID 1234)").
+    pub message: String,
+}
+
+/// What kind of failure a command met; the UI branches on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum ErrorCode {
+    /// No runtime or registration with that id.
+    NotFound,
+    /// The action does not apply right now (e.g. forget on a running runtime).
+    Refused,
+    /// The runtime is gone or not answering.
+    RuntimeUnavailable,
+    /// The keychain (or file store) failed.
+    SecretStore,
+    /// Canon could not be reached or answered with an error.
+    Network,
+    /// The request itself was malformed.
+    InvalidInput,
+    /// Anything else; the message says what.
+    Internal,
+}
+
+/// The one error format at the IPC boundary: a code to branch on and a message for people.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+pub struct CommandError {
+    /// What kind of failure.
+    pub code: ErrorCode,
+    /// What happened and what to do next.
+    pub message: String,
+}

@@ -1,0 +1,364 @@
+//! Watching: the receipt directory and `$CANON_HOME` (via `notify`), and process exits.
+//!
+//! File events are only a cue to rescan, never the truth: watches are lost when a directory is
+//! deleted, overflow happens, and a process that dies changes no file. So the watcher pairs them
+//! with process-exit detection (a pidfd per running runtime on Linux, no polling) and a slow
+//! reconcile tick as a backstop, and it re-establishes its watches after every rescan.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio_util::sync::CancellationToken;
+
+use crate::approvals::ApprovalBoard;
+use crate::view::{PendingState, RuntimeOrigin, RuntimeStatus, RuntimeView, Snapshot};
+use crate::{inventory, CoreEvent, EventSink, Locations};
+
+/// How long a burst of file events is coalesced into one rescan. Writers do temp-file + rename,
+/// which is two or three events within a millisecond; 15 ms absorbs that and keeps the UI well
+/// inside its 100 ms budget.
+pub const DEBOUNCE: Duration = Duration::from_millis(15);
+
+/// The backstop rescan interval. On Linux every running pid has a pidfd and every directory a
+/// watch, so this only catches the rare lost event; elsewhere there is no pidfd, so process
+/// exits rely on it and it is shorter.
+#[cfg(target_os = "linux")]
+pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(10);
+/// The backstop rescan interval (no pidfds on this platform, so exits are noticed by it).
+#[cfg(not(target_os = "linux"))]
+pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Stops the watcher when dropped (and waits for its thread).
+pub struct WatchHandle {
+    cancel: CancellationToken,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl WatchHandle {
+    /// Stops the watcher and waits for it to finish.
+    pub fn stop(mut self) {
+        self.stop_inner();
+    }
+
+    fn stop_inner(&mut self) {
+        self.cancel.cancel();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+/// Why the watcher wakes up.
+#[derive(Debug)]
+enum Cue {
+    /// Something changed under a watched directory.
+    Files,
+    /// A watched process exited.
+    Exited(u32),
+}
+
+/// Starts the watcher on its own thread; it publishes a snapshot at once and on every change.
+pub fn start(locations: Locations, approvals: ApprovalBoard, sink: EventSink) -> WatchHandle {
+    let cancel = CancellationToken::new();
+    let token = cancel.clone();
+    let thread = std::thread::Builder::new()
+        .name("supercode-watch".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    tracing::error!("the watcher could not start its runtime: {e}");
+                    return;
+                }
+            };
+            runtime.block_on(run(locations, approvals, sink, token));
+        })
+        .map_err(|e| tracing::error!("the watcher thread could not start: {e}"))
+        .ok();
+    WatchHandle { cancel, thread }
+}
+
+async fn run(
+    locations: Locations,
+    approvals: ApprovalBoard,
+    sink: EventSink,
+    cancel: CancellationToken,
+) {
+    let (tx, mut rx) = unbounded_channel();
+    let mut dirs = DirWatch::new(&locations, tx.clone());
+    let mut exits = ExitWatch::default();
+    let mut last: Option<Snapshot> = None;
+    let mut exited: HashSet<u32> = HashSet::new();
+    let mut tick = tokio::time::interval(RECONCILE_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let died = died_before_rescan(&locations, last.as_ref(), &exited);
+        exited.clear();
+        let snapshot = inventory::snapshot(&locations, &approvals);
+        for name in died {
+            sink(CoreEvent::RuntimeDied { name });
+        }
+        for profile in newly_waiting(last.as_ref(), &snapshot) {
+            sink(CoreEvent::RegistrationWaiting { profile });
+        }
+        if last.as_ref() != Some(&snapshot) {
+            sink(CoreEvent::Snapshot(snapshot.clone()));
+        }
+        exits.track(&snapshot, &tx);
+        if let Some(dirs) = dirs.as_mut() {
+            dirs.sync();
+        }
+        last = Some(snapshot);
+
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            _ = tick.tick() => {}
+            cue = rx.recv() => {
+                note(cue, &mut exited);
+                tokio::time::sleep(DEBOUNCE).await;
+                drain(&mut rx, &mut exited);
+            }
+        }
+    }
+}
+
+fn note(cue: Option<Cue>, exited: &mut HashSet<u32>) {
+    if let Some(Cue::Exited(pid)) = cue {
+        exited.insert(pid);
+    }
+}
+
+fn drain(rx: &mut UnboundedReceiver<Cue>, exited: &mut HashSet<u32>) {
+    while let Ok(cue) = rx.try_recv() {
+        note(Some(cue), exited);
+    }
+}
+
+/// Runtimes whose process exited while their record still said running: they died rather than
+/// unregistering. Checked before the rescan, which removes dead receipts.
+fn died_before_rescan(
+    locations: &Locations,
+    last: Option<&Snapshot>,
+    exited: &HashSet<u32>,
+) -> Vec<String> {
+    let Some(last) = last else {
+        return Vec::new();
+    };
+    last.runtimes
+        .iter()
+        .filter(|r| r.status == RuntimeStatus::Running)
+        .filter(|r| r.pid.is_some_and(|pid| exited.contains(&pid)))
+        .filter(|r| still_recorded(locations, r))
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+fn still_recorded(locations: &Locations, runtime: &RuntimeView) -> bool {
+    match (&runtime.endpoint, runtime.origin) {
+        (Some(endpoint), RuntimeOrigin::Receipt | RuntimeOrigin::Both) => endpoint
+            .parse()
+            .map(|e| locations.receipts.receipt_path(&e).exists())
+            .unwrap_or(false),
+        // A catalog entry that still says running for a dead pid is one that did not stop cleanly.
+        _ => true,
+    }
+}
+
+fn newly_waiting(last: Option<&Snapshot>, now: &Snapshot) -> Vec<String> {
+    let was_waiting = |profile: &str| {
+        last.is_some_and(|l| {
+            l.pending
+                .iter()
+                .any(|p| p.profile == profile && p.state == PendingState::Waiting)
+        })
+    };
+    now.pending
+        .iter()
+        .filter(|p| p.state == PendingState::Waiting && !was_waiting(&p.profile))
+        .map(|p| p.profile.clone())
+        .collect()
+}
+
+/// The directory watches, kept in step with which directories exist.
+struct DirWatch {
+    watcher: notify::RecommendedWatcher,
+    wanted: Vec<PathBuf>,
+    /// What is watched now, with the inode it had, so a deleted-and-recreated directory is
+    /// noticed and watched again.
+    watched: HashMap<PathBuf, u64>,
+}
+
+impl DirWatch {
+    fn new(locations: &Locations, tx: UnboundedSender<Cue>) -> Option<Self> {
+        let receipts = locations.receipts.path().to_path_buf();
+        let canon = locations.canon.root().to_path_buf();
+        let interesting: Arc<[PathBuf]> = Arc::from(vec![receipts.clone(), canon.clone()]);
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let relevant = match &event {
+                // An error (e.g. overflow) may mean lost events: rescan.
+                Err(_) => true,
+                Ok(event) => {
+                    event.need_rescan()
+                        || event
+                            .paths
+                            .iter()
+                            .any(|p| interesting.iter().any(|root| p.starts_with(root)))
+                }
+            };
+            if relevant {
+                let _ = tx.send(Cue::Files);
+            }
+        })
+        .map_err(|e| {
+            tracing::warn!("file watching is unavailable, relying on the reconcile tick: {e}")
+        })
+        .ok()?;
+        let mut wanted = vec![
+            receipts.clone(),
+            canon.join("runtimes"),
+            canon.join("locks"),
+            canon.clone(),
+        ];
+        // Parents, so that a directory created (or recreated) later is noticed at once.
+        for dir in [&receipts, &canon] {
+            if let Some(parent) = dir.parent() {
+                wanted.push(parent.to_path_buf());
+            }
+        }
+        Some(Self {
+            watcher,
+            wanted,
+            watched: HashMap::new(),
+        })
+    }
+
+    fn sync(&mut self) {
+        for dir in &self.wanted {
+            let inode = dir_inode(dir);
+            match (self.watched.get(dir).copied(), inode) {
+                (Some(old), Some(new)) if old == new => {}
+                (Some(_), None) => {
+                    let _ = self.watcher.unwatch(dir);
+                    self.watched.remove(dir);
+                }
+                (previous, Some(new)) => {
+                    if previous.is_some() {
+                        let _ = self.watcher.unwatch(dir);
+                    }
+                    match self.watcher.watch(dir, RecursiveMode::NonRecursive) {
+                        Ok(()) => {
+                            self.watched.insert(dir.clone(), new);
+                        }
+                        Err(e) => tracing::debug!("cannot watch {}: {e}", dir.display()),
+                    }
+                }
+                (None, None) => {}
+            }
+        }
+    }
+}
+
+fn dir_inode(path: &Path) -> Option<u64> {
+    let meta = std::fs::metadata(path).ok().filter(|m| m.is_dir())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(meta.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Some(0)
+    }
+}
+
+/// One exit waiter per running pid.
+#[derive(Default)]
+struct ExitWatch {
+    waiting: HashMap<u32, tokio::task::JoinHandle<()>>,
+}
+
+impl ExitWatch {
+    fn track(&mut self, snapshot: &Snapshot, tx: &UnboundedSender<Cue>) {
+        let running: HashSet<u32> = snapshot
+            .runtimes
+            .iter()
+            .filter(|r| r.status == RuntimeStatus::Running)
+            .filter_map(|r| r.pid)
+            .collect();
+        self.waiting.retain(|pid, task| {
+            let keep = running.contains(pid) && !task.is_finished();
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for pid in running {
+            if !self.waiting.contains_key(&pid) {
+                if let Some(task) = wait_for_exit(pid, tx.clone()) {
+                    self.waiting.insert(pid, task);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ExitWatch {
+    fn drop(&mut self) {
+        for task in self.waiting.values() {
+            task.abort();
+        }
+    }
+}
+
+/// Waits for `pid` to exit without polling: a pidfd becomes readable when its process exits.
+#[cfg(target_os = "linux")]
+fn wait_for_exit(pid: u32, tx: UnboundedSender<Cue>) -> Option<tokio::task::JoinHandle<()>> {
+    use rustix::process::{pidfd_open, Pid, PidfdFlags};
+    use tokio::io::unix::AsyncFd;
+    let raw = i32::try_from(pid).ok()?;
+    let pid_handle = Pid::from_raw(raw)?;
+    match pidfd_open(pid_handle, PidfdFlags::NONBLOCK) {
+        Ok(fd) => {
+            // `AsyncFd::new` is deprecated because a borrowed fd could be closed while registered;
+            // here the AsyncFd owns the OwnedFd, so it stays open exactly as long as it is watched.
+            #[allow(deprecated)]
+            let fd = AsyncFd::new(fd).ok()?;
+            Some(tokio::spawn(async move {
+                if fd.readable().await.is_ok() {
+                    let _ = tx.send(Cue::Exited(pid));
+                }
+            }))
+        }
+        // Already gone: rescan now.
+        Err(rustix::io::Errno::SRCH) => {
+            let _ = tx.send(Cue::Exited(pid));
+            None
+        }
+        // No pidfd support (old kernel, sandbox): the reconcile tick notices the exit instead.
+        Err(e) => {
+            tracing::debug!("no pidfd for PID {pid}: {e}");
+            None
+        }
+    }
+}
+
+/// No pidfd here: exits are noticed by the reconcile tick.
+#[cfg(not(target_os = "linux"))]
+fn wait_for_exit(_pid: u32, _tx: UnboundedSender<Cue>) -> Option<tokio::task::JoinHandle<()>> {
+    None
+}

@@ -1,0 +1,91 @@
+//! The UI's TypeScript types are generated from the Rust view types and committed in
+//! `ui/src/bindings/`. This test fails when they drift; run it with `UPDATE_BINDINGS=1` to
+//! regenerate them after changing a view type.
+
+use std::path::{Path, PathBuf};
+
+use supercode_core::view::*;
+use ts_rs::TS;
+
+const HEADER: &str = "// Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.\n";
+
+fn bindings_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/bindings")
+}
+
+/// Every exported type's TypeScript, by file name.
+fn generated() -> Vec<(String, String)> {
+    fn one<T: TS + 'static>() -> (String, String) {
+        let mut deps: Vec<String> = T::dependencies().into_iter().map(|d| d.ts_name).collect();
+        deps.sort();
+        deps.dedup();
+        let imports: String = deps
+            .iter()
+            .filter(|d| **d != T::name())
+            .map(|d| format!("import type {{ {d} }} from \"./{d}\";\n"))
+            .collect();
+        let body = format!("export {}\n", T::decl());
+        let sep = if imports.is_empty() { "" } else { "\n" };
+        (
+            format!("{}.ts", T::name()),
+            format!("{HEADER}{imports}{sep}{body}"),
+        )
+    }
+    vec![
+        one::<ActionAvailability>(),
+        one::<CommandError>(),
+        one::<ErrorCode>(),
+        one::<IgnoredFile>(),
+        one::<IgnoredLocation>(),
+        one::<PendingState>(),
+        one::<PendingView>(),
+        one::<ReviveOutcome>(),
+        one::<RuntimeOrigin>(),
+        one::<RuntimeStatus>(),
+        one::<RuntimeView>(),
+        one::<SecretStoreKindView>(),
+        one::<SecretStoreView>(),
+        one::<Snapshot>(),
+        one::<SourceView>(),
+    ]
+}
+
+fn index(files: &[(String, String)]) -> String {
+    let mut out = String::from(HEADER);
+    for (name, _) in files {
+        let stem = name.trim_end_matches(".ts");
+        out.push_str(&format!("export type {{ {stem} }} from \"./{stem}\";\n"));
+    }
+    out
+}
+
+#[test]
+fn committed_typescript_bindings_match_the_rust_view_types() {
+    let dir = bindings_dir();
+    let mut files = generated();
+    files.push(("index.ts".into(), index(&files)));
+    if std::env::var_os("UPDATE_BINDINGS").is_some() {
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "ts") {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        for (name, text) in &files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        return;
+    }
+    let mut drifted = Vec::new();
+    for (name, text) in &files {
+        let committed = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        if &committed != text {
+            drifted.push(name.clone());
+        }
+    }
+    assert!(
+        drifted.is_empty(),
+        "ui/src/bindings drifted from crates/supercode-core/src/view.rs: {drifted:?}; regenerate with UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings"
+    );
+}
