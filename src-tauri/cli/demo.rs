@@ -1,0 +1,281 @@
+//! `demo-runtime`: a real runtime for demos and tests.
+//!
+//! It serves the demo page, API and live stream on an ephemeral loopback port, registers itself
+//! through the live-runtime library exactly as a real runtime does, prints its opaque endpoint
+//! as the first line on stdout, and removes its receipt on SIGINT/SIGTERM. With
+//! `--canon-profile` it also behaves like a `@canonmsg/core` runtime: it holds the profile's lock
+//! and keeps a catalog entry with its launch command, which is what makes it revivable.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use live_runtime::{
+    BearerToken, LiveRuntimeMetadata, LiveRuntimeSource, LiveRuntimeSupervisor, ReceiptDir,
+    Sensitive,
+};
+
+/// How often a canon-backed demo runtime refreshes its catalog heartbeat; the package's runtimes
+/// heartbeat on activity, and half a minute keeps `lastHeartbeatAt` meaningfully fresh.
+const CANON_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Arguments of `demo-runtime`.
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// The runtime's name, shown on its page and in the tray.
+    #[arg(long)]
+    pub name: String,
+    /// Read the bearer token from this file instead of generating one (it never goes on a command line).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// The workspace it serves (default: the current directory).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Also act as a `@canonmsg/core` runtime of this profile: hold its lock and keep a catalog
+    /// entry, so the tray can revive it after it stops.
+    #[arg(long)]
+    pub canon_profile: Option<String>,
+}
+
+/// Why the demo runtime could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoRunError {
+    /// The token file could not be read or was empty.
+    #[error("could not read the token file {path}: {reason}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The workspace directory does not exist.
+    #[error("the workspace {path} does not exist: {source}")]
+    Workspace {
+        /// The path given.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The server could not start.
+    #[error(transparent)]
+    Serve(#[from] demo_runtime::DemoError),
+    /// Registering the receipt failed.
+    #[error(transparent)]
+    Receipt(#[from] live_runtime::LiveRuntimeReceiptError),
+    /// Working with `$CANON_HOME` failed.
+    #[error(transparent)]
+    Canon(#[from] canon_local::CanonFileError),
+    /// Anything else about the process.
+    #[error("{0}")]
+    Process(String),
+}
+
+/// Runs the demo runtime until SIGINT or SIGTERM.
+pub async fn run(args: DemoArgs) -> Result<(), DemoRunError> {
+    let token = match &args.token_file {
+        Some(path) => read_token(path)?,
+        None => generate_token(),
+    };
+    let workspace = args
+        .workspace
+        .clone()
+        .map_or_else(std::env::current_dir, Ok)
+        .and_then(std::fs::canonicalize)
+        .map_err(|source| DemoRunError::Workspace {
+            path: args.workspace.clone().unwrap_or_default(),
+            source,
+        })?;
+    let server = demo_runtime::serve(demo_runtime::DemoConfig::new(
+        args.name.clone(),
+        token.clone(),
+    ))
+    .await?;
+    let receipts = ReceiptDir::from_env()?;
+    let launch = launch_command();
+    let canon = match &args.canon_profile {
+        Some(profile) => Some(canon::CanonRuntime::start(profile, &workspace, &launch)?),
+        None => None,
+    };
+
+    let metadata = LiveRuntimeMetadata {
+        runtime_kind: "demo".into(),
+        display_name: Some(args.name.clone()),
+        profile: args.canon_profile.clone(),
+        agent_name: None,
+        cwd: Some(workspace.clone()),
+        workspace_roots: vec![workspace.clone()],
+        canon_runtime_id: canon.as_ref().map(|c| c.id().to_owned()),
+        supervisor: LiveRuntimeSupervisor::LaunchCommand {
+            argv: launch.clone(),
+            cwd: workspace.clone(),
+            env: Default::default(),
+        },
+    };
+    let source = LiveRuntimeSource {
+        session_id: format!("demo:{}", args.name),
+        workspace: workspace.clone(),
+    };
+    let address: Sensitive<SocketAddr> = server.local_addr();
+    let registration = live_runtime::register_live_runtime_with_metadata(
+        &receipts,
+        &format!("demo:{}", args.name),
+        source,
+        *address.expose(),
+        token,
+        metadata,
+    )?;
+    println!("{}", registration.endpoint());
+    eprintln!(
+        "demo runtime {} is live; attach with: supercode-tray attach {}",
+        args.name,
+        registration.endpoint()
+    );
+
+    wait_for_stop_signal(canon.as_ref()).await?;
+    drop(registration);
+    if let Some(canon) = canon {
+        canon.stop();
+    }
+    server.shutdown().await;
+    Ok(())
+}
+
+fn read_token(path: &Path) -> Result<BearerToken, DemoRunError> {
+    let text = std::fs::read_to_string(path).map_err(|e| DemoRunError::TokenFile {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(DemoRunError::TokenFile {
+            path: path.to_path_buf(),
+            reason: "it is empty".into(),
+        });
+    }
+    Ok(Sensitive::new(token.to_owned()))
+}
+
+/// 256 random bits, hex-encoded.
+fn generate_token() -> BearerToken {
+    use rand::RngCore;
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    Sensitive::new(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The command that starts this runtime again: this executable with the same arguments. It holds
+/// no secret: the token, if given, is only named by its file.
+fn launch_command() -> Vec<String> {
+    let exe = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "supercode-tray".into());
+    std::iter::once(exe)
+        .chain(std::env::args().skip(1))
+        .collect()
+}
+
+#[cfg(unix)]
+async fn wait_for_stop_signal(canon: Option<&canon::CanonRuntime>) -> Result<(), DemoRunError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| DemoRunError::Process(e.to_string()))?;
+    let mut heartbeat = tokio::time::interval(CANON_HEARTBEAT_INTERVAL);
+    heartbeat.tick().await;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+            _ = term.recv() => return Ok(()),
+            _ = heartbeat.tick() => {
+                if let Some(canon) = canon {
+                    canon.heartbeat();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_stop_signal(_canon: Option<&canon::CanonRuntime>) -> Result<(), DemoRunError> {
+    tokio::signal::ctrl_c()
+        .await
+        .map_err(|e| DemoRunError::Process(e.to_string()))
+}
+
+mod canon {
+    //! The demo runtime's `@canonmsg/core` side: lock, catalog entry, heartbeat, stop, done the
+    //! way the package's runtimes do it.
+    use std::path::Path;
+
+    use canon_local::{
+        CanonHome, LocalRuntimeCatalogEntry, LocalRuntimeStatus, ProfileLockHandle,
+        ReviveCapability,
+    };
+    use serde_json::{Map, Value};
+
+    use super::DemoRunError;
+
+    /// The catalog's runtime kind for SDK-built runtimes such as this one.
+    const RUNTIME_KIND: &str = "sdk";
+
+    /// A held profile lock and the catalog entry this runtime keeps.
+    pub struct CanonRuntime {
+        home: CanonHome,
+        id: String,
+        lock: ProfileLockHandle,
+    }
+
+    impl CanonRuntime {
+        /// Takes the profile's lock and records a running catalog entry, as a canon runtime does.
+        pub fn start(profile: &str, cwd: &Path, launch: &[String]) -> Result<Self, DemoRunError> {
+            let home = CanonHome::from_env()?;
+            let lock = canon_local::acquire_lock(&home, profile)
+                .map_err(|e| DemoRunError::Process(e.to_string()))?;
+            let cwd = cwd.to_string_lossy().into_owned();
+            let id =
+                canon_local::build_local_runtime_id(RUNTIME_KIND, Some(profile), &cwd, launch)?;
+            let mut entry = LocalRuntimeCatalogEntry::new(
+                id.clone(),
+                RUNTIME_KIND,
+                Some(profile.to_owned()),
+                cwd.clone(),
+                launch.to_vec(),
+                LocalRuntimeStatus::Running,
+                ReviveCapability::Revivable,
+            );
+            let now = canon_local::json::iso_now();
+            entry.pid = Some(i64::from(std::process::id()));
+            entry.workspace_roots = Some(vec![cwd]);
+            entry.surface_mode = Some("host".into());
+            entry.last_started_at = Some(now.clone());
+            entry.last_heartbeat_at = Some(now);
+            canon_local::upsert_local_runtime_entry(&home, &entry)?;
+            Ok(Self { home, id, lock })
+        }
+
+        /// The catalog id.
+        pub fn id(&self) -> &str {
+            &self.id
+        }
+
+        /// Refreshes `lastHeartbeatAt`.
+        pub fn heartbeat(&self) {
+            if let Err(e) =
+                canon_local::heartbeat_local_runtime_entry(&self.home, &self.id, Map::new())
+            {
+                eprintln!("warning: catalog heartbeat failed: {e}");
+            }
+        }
+
+        /// Marks the entry stopped and releases the lock.
+        pub fn stop(self) {
+            if let Err(e) = canon_local::mark_local_runtime_stopped(
+                &self.home,
+                &self.id,
+                Map::<String, Value>::new(),
+            ) {
+                eprintln!("warning: could not mark the catalog entry stopped: {e}");
+            }
+            self.lock.release();
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! How subcommands print: human tables, or the documented JSON (`docs/cli.md`).
+//!
+//! Everything printed here comes from browser-safe view types, which hold no secret.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use serde::Serialize;
+use supercode_core::doctor::{CheckStatus, DoctorReport};
+use supercode_core::view::{PendingState, PendingView, RuntimeView, Snapshot};
+
+/// The version of the `list --json` document; bumped only on incompatible changes.
+pub const LIST_JSON_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListJson<'a> {
+    version: u32,
+    receipt_dir: &'a str,
+    canon_home: &'a str,
+    secret_store: &'a supercode_core::view::SecretStoreView,
+    runtimes: &'a [RuntimeView],
+    ignored: &'a [supercode_core::view::IgnoredFile],
+}
+
+/// `list`: a table, or `{version, receiptDir, canonHome, secretStore, runtimes: [...], ignored: [...]}`.
+pub fn print_list(snapshot: &Snapshot, json: bool) {
+    let mut out = String::new();
+    if json {
+        let doc = ListJson {
+            version: LIST_JSON_VERSION,
+            receipt_dir: &snapshot.receipt_dir,
+            canon_home: &snapshot.canon_home,
+            secret_store: &snapshot.secret_store,
+            runtimes: &snapshot.runtimes,
+            ignored: &snapshot.ignored,
+        };
+        print_json(&mut out, &doc);
+        emit(&out);
+        return;
+    }
+    if snapshot.runtimes.is_empty() {
+        let _ = writeln!(
+            out,
+            "No runtimes. Start one with: supercode-tray demo-runtime --name demo"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<38} {:<9} {:<12} {:<20} WORKSPACE",
+            "ID", "STATUS", "KIND", "NAME"
+        );
+        for r in &snapshot.runtimes {
+            let _ = writeln!(
+                out,
+                "{:<38} {:<9} {:<12} {:<20} {}",
+                r.id,
+                status_text(r),
+                r.kind,
+                r.name,
+                r.workspace.as_deref().unwrap_or("-")
+            );
+            if let Some(reason) = &r.status_reason {
+                let _ = writeln!(out, "{:<38} {reason}", "");
+            }
+        }
+    }
+    for ignored in &snapshot.ignored {
+        let _ = writeln!(out, "ignored {}: {}", ignored.file, ignored.reason);
+    }
+    let _ = writeln!(out, "Secret store: {}", snapshot.secret_store.description);
+    emit(&out);
+}
+
+fn status_text(r: &RuntimeView) -> String {
+    serde_json::to_value(r.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// `pending`: a table, or a JSON array of pending registrations.
+pub fn print_pending(pending: &[PendingView], json: bool) {
+    let mut out = String::new();
+    if json {
+        print_json(&mut out, &pending);
+        emit(&out);
+        return;
+    }
+    if pending.is_empty() {
+        emit("No pending registrations.\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{:<24} {:<14} {:<12} CREATED",
+        "PROFILE", "CLIENT", "STATE"
+    );
+    for p in pending {
+        let _ = writeln!(
+            out,
+            "{:<24} {:<14} {:<12} {}",
+            p.profile,
+            p.client_type.as_deref().unwrap_or("-"),
+            pending_state_text(p),
+            p.created_at
+        );
+    }
+    emit(&out);
+}
+
+/// A pending registration's state in words.
+pub fn pending_state_text(view: &PendingView) -> String {
+    let state = match view.state {
+        PendingState::Unsubmitted => "not submitted",
+        PendingState::Waiting => "waiting for approval",
+        PendingState::Approving => "approving",
+        PendingState::Approved => "approved",
+        PendingState::Rejected => "rejected",
+        PendingState::Expired => "expired",
+        PendingState::Error => "error",
+    };
+    match &view.message {
+        Some(message) => format!("{state} ({message})"),
+        None => state.to_owned(),
+    }
+}
+
+/// `doctor`: one line per check with its fix, or JSON.
+pub fn print_doctor(report: &DoctorReport, json: bool) {
+    let mut out = String::new();
+    if json {
+        print_json(&mut out, report);
+        emit(&out);
+        return;
+    }
+    for check in &report.checks {
+        let mark = match check.status {
+            CheckStatus::Ok => "ok  ",
+            CheckStatus::Warn => "warn",
+            CheckStatus::Fail => "FAIL",
+        };
+        let _ = writeln!(out, "[{mark}] {}: {}", check.name, check.detail);
+        if let Some(fix) = &check.fix {
+            let _ = writeln!(out, "       fix: {fix}");
+        }
+    }
+    emit(&out);
+}
+
+fn print_json<T: Serialize + ?Sized>(out: &mut String, value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => {
+            out.push_str(&text);
+            out.push('\n');
+        }
+        Err(e) => eprintln!("error: could not encode JSON: {e}"),
+    }
+}
+
+/// Writes to stdout; a closed pipe (`list --json | head`) ends the output quietly, not in a panic.
+fn emit(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: could not write the output: {e}");
+        }
+    }
+}

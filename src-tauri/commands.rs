@@ -1,0 +1,22 @@
+//! IPC commands: one-to-five-line adapters that take the core from Tauri's state, call it, and map
+//! its errors to the one wire format, `CommandError { code, message }`. Grouped by domain and
+//! registered in one place, [`handler`]. Each is allowed for the main window in
+//! `capabilities/main-window.json`.
+
+pub mod app;
+pub mod registrations;
+pub mod runtimes;
+
+/// The one place every command is registered.
+pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static
+{
+    tauri::generate_handler![
+        runtimes::snapshot,
+        runtimes::attach,
+        runtimes::forget,
+        runtimes::revive,
+        registrations::approve,
+        registrations::reject,
+        app::open_logs,
+    ]
+}

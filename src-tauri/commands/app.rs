@@ -1,0 +1,16 @@
+//! Commands about the app itself.
+
+use supercode_core::view::CommandError;
+use supercode_core::Supercode;
+use tauri::State;
+
+/// Opens the log folder in the file manager (from the backend, not from JS).
+#[tauri::command]
+pub fn open_logs(core: State<'_, Supercode>) -> Result<(), CommandError> {
+    open_logs_folder(&core)
+}
+
+/// Shared by the command and the tray menu.
+pub fn open_logs_folder(core: &Supercode) -> Result<(), CommandError> {
+    supercode_core::attach::open_path(&core.locations().log_dir).map_err(Into::into)
+}

@@ -1,0 +1,35 @@
+//! Commands on runtimes: the inventory snapshot, attach, forget, revive.
+
+use supercode_core::view::{CommandError, ReviveOutcome, Snapshot};
+use supercode_core::Supercode;
+use tauri::State;
+
+/// The whole inventory as the window shows it.
+#[tauri::command]
+pub fn snapshot(core: State<'_, Supercode>) -> Snapshot {
+    core.snapshot()
+}
+
+/// Opens a live runtime in the user's browser; the URL never passes through the webview.
+#[tauri::command]
+pub async fn attach(core: State<'_, Supercode>, id: String) -> Result<(), CommandError> {
+    attach_and_open(&core, &id).await
+}
+
+/// Shared by the command and the tray menu: mint a one-time URL and open it from the backend.
+pub async fn attach_and_open(core: &Supercode, id: &str) -> Result<(), CommandError> {
+    let url = core.attach(id).await?;
+    supercode_core::attach::open_in_browser(&url).map_err(Into::into)
+}
+
+/// Removes a stale receipt, nothing else.
+#[tauri::command]
+pub fn forget(core: State<'_, Supercode>, id: String) -> Result<(), CommandError> {
+    core.forget(&id).map_err(Into::into)
+}
+
+/// Relaunches a stopped runtime from its recorded launch command and waits until it is up.
+#[tauri::command]
+pub async fn revive(core: State<'_, Supercode>, id: String) -> Result<ReviveOutcome, CommandError> {
+    core.revive(&id).await.map_err(Into::into)
+}
