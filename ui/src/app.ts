@@ -3,7 +3,7 @@
 // footer. It renders every snapshot by patching keyed views, so a live update
 // never steals focus, scroll position or an open confirmation.
 import type { Backend } from "./backend";
-import { toCommandError } from "./backend";
+import { CONFIRM_REVIVE_PARAM, toCommandError } from "./backend";
 import type { IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
 import { h, icon, KeyedList, setAttr, setText, show, Slot } from "./dom";
 import { PendingRow } from "./views/pending-row";
@@ -295,7 +295,22 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   };
   document.addEventListener("visibilitychange", onVisible);
 
-  const ready = subscribed.then(load);
+  // The tray menu's "Revive …" opens the window on that runtime's confirmation: by query parameter
+  // when it creates the window, by event when the window is already open.
+  function confirmRevive(id: string): void {
+    const row = runtimeRows.get(id);
+    if (!row?.requestRevive()) setBanner("That runtime cannot be revived now; see its row for why.");
+  }
+  let stopReviveRequests: (() => void) | null = null;
+  void backend.onConfirmRevive(confirmRevive).then((stop) => {
+    if (destroyed) stop();
+    else stopReviveRequests = stop;
+  });
+  const requested = new URLSearchParams(window.location.search).get(CONFIRM_REVIVE_PARAM);
+
+  const ready = subscribed.then(load).then(() => {
+    if (requested) confirmRevive(requested);
+  });
 
   return {
     ready,
@@ -307,6 +322,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
       document.removeEventListener("visibilitychange", onVisible);
       document.removeEventListener("keydown", onKeydown);
       unlisten?.();
+      stopReviveRequests?.();
     },
   };
 }

@@ -17,10 +17,21 @@ export interface Backend {
   openLogs(): Promise<void>;
   /** Calls `cb` with every fresh snapshot; resolves to a function that stops the subscription. */
   onSnapshot(cb: (s: Snapshot) => void): Promise<() => void>;
+  /**
+   * Calls `cb` with a runtime id when the tray menu's "Revive …" asks the window to show that
+   * runtime's revive confirmation (revive always shows its command before it runs).
+   */
+  onConfirmRevive(cb: (id: string) => void): Promise<() => void>;
 }
 
 /** The Tauri event carrying a fresh `Snapshot` whenever the inventory changes. */
 export const SNAPSHOT_EVENT = "supercode://snapshot";
+
+/** The Tauri event asking the window to show one runtime's revive confirmation (payload: its id). */
+export const CONFIRM_REVIVE_EVENT = "supercode://confirm-revive";
+
+/** The query parameter that does the same when the tray menu opens a new window. */
+export const CONFIRM_REVIVE_PARAM = "confirmRevive";
 
 const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "notFound",
@@ -71,6 +82,7 @@ export const tauriBackend: Backend = {
   reject: (profile) => call<void>("reject", { profile }),
   openLogs: () => call<void>("open_logs"),
   onSnapshot: (cb) => listen<Snapshot>(SNAPSHOT_EVENT, (event) => cb(event.payload)),
+  onConfirmRevive: (cb) => listen<string>(CONFIRM_REVIVE_EVENT, (event) => cb(event.payload)),
 };
 
 /** True when the page runs inside the Tauri webview (its IPC bridge is injected before any script). */

@@ -18,10 +18,16 @@ const no = (reason: string) => ({ available: false, reason });
 /** A runtime with sensible defaults; override what a test cares about. */
 export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeView {
   return {
+    endpoint: null,
+    runtimeId: over.id,
+    catalogId: null,
+    source: null,
     name: over.id,
     kind: "claude-code",
     workspace: null,
+    workspaceRoots: [],
     profile: null,
+    agentName: null,
     status: "running",
     statusReason: null,
     since: null,

@@ -196,6 +196,20 @@ export class MockBackend implements Backend {
       this.listeners.delete(cb);
     };
   }
+
+  private readonly reviveRequests = new Set<(id: string) => void>();
+
+  async onConfirmRevive(cb: (id: string) => void): Promise<() => void> {
+    this.reviveRequests.add(cb);
+    return () => {
+      this.reviveRequests.delete(cb);
+    };
+  }
+
+  /** What the tray menu's "Revive …" does: ask the window to confirm reviving `id`. */
+  requestRevive(id: string): void {
+    for (const cb of this.reviveRequests) cb(id);
+  }
 }
 
 /** Creates a mock backend starting from `initial`. */

@@ -344,3 +344,24 @@ describe("footer", () => {
     app.destroy();
   });
 });
+
+describe("revive requested from the tray menu", () => {
+  it("opens that runtime's revive confirmation, showing its command, without running it", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const revivable = demoSnapshot(NOW).runtimes.find((r) => r.revive.available);
+    if (!revivable) throw new Error("the demo snapshot needs a revivable runtime");
+    m.mock.requestRevive(revivable.id);
+    const panel = await vi.waitFor(() => byTestId(row(m!.root, revivable.id), "confirm-revive"));
+    expect(visible(panel)).toBe(true);
+    for (const arg of revivable.launchCommand ?? []) expect(panel.textContent).toContain(arg);
+    expect(m.mock.calls.filter((c) => c.action === "revive")).toHaveLength(0);
+  });
+
+  it("explains instead of opening anything when the runtime cannot be revived", async () => {
+    m = await mount(demoSnapshot(NOW));
+    m.mock.requestRevive("rt-demo-a");
+    const banner = await vi.waitFor(() => byTestId(m!.root, "app-error"));
+    expect(banner.textContent).toContain("cannot be revived");
+    expect(m.root.querySelector('[data-testid="confirm-revive"]')).toBeNull();
+  });
+});

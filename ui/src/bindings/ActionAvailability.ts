@@ -1,5 +1,10 @@
-// Mirrors the Rust IPC type of the same name; the lead regenerates this file with ts-rs.
+// Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
+export type ActionAvailability = { 
 /**
- * Whether an action can run now; `reason` says why not when it cannot.
+ * True when the action can be run now.
  */
-export type ActionAvailability = { available: boolean, reason: string | null, };
+available: boolean, 
+/**
+ * Why the action is not available; `None` when it is.
+ */
+reason: string | null, };

@@ -1,2 +1,16 @@
-// Mirrors the Rust IPC type of the same name; the lead regenerates this file with ts-rs.
-export type IgnoredFile = { location: "receipts" | "canon", file: string, reason: string, };
+// Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
+import type { IgnoredLocation } from "./IgnoredLocation";
+
+export type IgnoredFile = { 
+/**
+ * Where it was found.
+ */
+location: IgnoredLocation, 
+/**
+ * Its file name (or path relative to the location).
+ */
+file: string, 
+/**
+ * Why it was ignored, for people.
+ */
+reason: string, };

@@ -1,2 +1,2 @@
-// Mirrors the Rust IPC type of the same name; the lead regenerates this file with ts-rs.
+// Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
 export type PendingState = "unsubmitted" | "waiting" | "approving" | "approved" | "rejected" | "expired" | "error";

@@ -1,14 +1,87 @@
-// Mirrors the Rust IPC type of the same name; the lead regenerates this file with ts-rs.
+// Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
 import type { ActionAvailability } from "./ActionAvailability";
 import type { RuntimeOrigin } from "./RuntimeOrigin";
 import type { RuntimeStatus } from "./RuntimeStatus";
+import type { SourceView } from "./SourceView";
 
-export type RuntimeView = { id: string, name: string, kind: string, workspace: string | null, profile: string | null, status: RuntimeStatus, statusReason: string | null, 
+export type RuntimeView = { 
 /**
- * ISO 8601
+ * Inventory id: the receipt's opaque endpoint for live runtimes, the catalog id otherwise.
  */
-since: string | null, pid: number | null, attach: ActionAvailability, forget: ActionAvailability, revive: ActionAvailability, 
+id: string, 
 /**
- * Shown to the user before revive.
+ * The opaque live-runtime endpoint, when a receipt backs this runtime.
  */
-launchCommand: Array<string> | null, origin: RuntimeOrigin, };
+endpoint: string | null, 
+/**
+ * The runtime's stable id (live-runtime `runtime_id`, or the catalog id).
+ */
+runtimeId: string, 
+/**
+ * The `@canonmsg/core` catalog id, when a catalog entry backs this runtime.
+ */
+catalogId: string | null, 
+/**
+ * The source session and workspace the receipt belongs to.
+ */
+source: SourceView | null, 
+/**
+ * Display name: agent name, display name, profile or runtime id.
+ */
+name: string, 
+/**
+ * Runtime kind (`claude-code`, `codex`, `sdk`, `demo`, ...).
+ */
+kind: string, 
+/**
+ * The workspace it serves.
+ */
+workspace: string | null, 
+/**
+ * Every workspace root it serves.
+ */
+workspaceRoots: Array<string>, 
+/**
+ * The Canon profile it runs as, if any.
+ */
+profile: string | null, 
+/**
+ * The agent's name, if it has one.
+ */
+agentName: string | null, 
+/**
+ * Current status.
+ */
+status: RuntimeStatus, 
+/**
+ * Why the status is what it is, when that is not obvious (stale, missing profile...).
+ */
+statusReason: string | null, 
+/**
+ * When it registered, last started or stopped (RFC 3339).
+ */
+since: string | null, 
+/**
+ * Its process id, when known.
+ */
+pid: number | null, 
+/**
+ * Open it in the browser.
+ */
+attach: ActionAvailability, 
+/**
+ * Remove its stale receipt.
+ */
+forget: ActionAvailability, 
+/**
+ * Relaunch it from its recorded launch command.
+ */
+revive: ActionAvailability, 
+/**
+ * The command revive would run, shown to the user before it runs.
+ */
+launchCommand: Array<string> | null, 
+/**
+ * Which record(s) this view was built from.
+ */
+origin: RuntimeOrigin, };

@@ -1,7 +1,35 @@
-// Mirrors the Rust IPC type of the same name; the lead regenerates this file with ts-rs.
+// Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
 import type { IgnoredFile } from "./IgnoredFile";
 import type { PendingView } from "./PendingView";
 import type { RuntimeView } from "./RuntimeView";
 import type { SecretStoreView } from "./SecretStoreView";
 
-export type Snapshot = { runtimes: Array<RuntimeView>, ignored: Array<IgnoredFile>, pending: Array<PendingView>, secretStore: SecretStoreView, firstRun: boolean, receiptDir: string, canonHome: string, };
+export type Snapshot = { 
+/**
+ * Every runtime, live ones first, newest first.
+ */
+runtimes: Array<RuntimeView>, 
+/**
+ * Files that were ignored, with reasons.
+ */
+ignored: Array<IgnoredFile>, 
+/**
+ * Pending agent registrations.
+ */
+pending: Array<PendingView>, 
+/**
+ * The secret store in use.
+ */
+secretStore: SecretStoreView, 
+/**
+ * True until the tray has seen its first runtime.
+ */
+firstRun: boolean, 
+/**
+ * The receipt directory being watched.
+ */
+receiptDir: string, 
+/**
+ * The Canon home being watched.
+ */
+canonHome: string, };

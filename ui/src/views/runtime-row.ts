@@ -246,6 +246,16 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     return { attach: this.attachBtn, revive: this.reviveBtn, forget: this.forgetBtn }[action].button;
   }
 
+  /**
+   * Shows this runtime's revive confirmation (asked for by the tray menu). False when revive
+   * does not apply to it now; the row then stays as it is.
+   */
+  requestRevive(): boolean {
+    if (!this.rt.revive.available) return false;
+    this.openConfirm("revive");
+    return true;
+  }
+
   private openConfirm(which: "revive" | "forget"): void {
     if (this.busy !== null) return;
     this.confirming = which;
