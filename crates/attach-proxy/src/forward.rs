@@ -5,21 +5,24 @@
 //! WebSocket upgrades must come from the proxy's own `Origin` (CSRF, cross-site WebSocket
 //! hijacking). Only then is the request forwarded with the bearer token added.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::http::uri::{Authority, PathAndQuery, Scheme};
+use hyper::http::uri::PathAndQuery;
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
 use crate::body::ProxyBody;
-use crate::{pages, UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_POOL_IDLE_TIMEOUT};
+use crate::{pages, UPSTREAM_CONNECT_TIMEOUT};
 
 /// Path prefix of the attach route: `/__attach/<code>`.
 pub(crate) const ATTACH_PATH_PREFIX: &str = "/__attach/";
@@ -46,12 +49,10 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 pub(crate) struct Shared {
     /// `127.0.0.1:PORT` of the runtime. Secret: never logged or sent to the browser.
     upstream_addr: SocketAddr,
-    upstream_authority: Authority,
     upstream_host: HeaderValue,
     upstream_origin: HeaderValue,
     /// `Bearer <token>`, marked sensitive.
     authorization: HeaderValue,
-    client: Client<HttpConnector, ProxyBody>,
     own_hosts: [String; 2],
     cookie_name: String,
     pub(crate) codes: AttachCodes,
@@ -68,24 +69,14 @@ impl Shared {
         code_ttl: Duration,
         stop: CancellationToken,
     ) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(UPSTREAM_CONNECT_TIMEOUT));
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(UPSTREAM_POOL_IDLE_TIMEOUT)
-            .build(connector);
         let upstream = upstream_addr.to_string();
         Self {
             upstream_addr,
-            upstream_authority: Authority::try_from(upstream.as_str())
-                .expect("a socket address is a valid authority"),
             upstream_host: HeaderValue::try_from(upstream.as_str())
                 .expect("a socket address is a valid header value"),
             upstream_origin: HeaderValue::try_from(format!("http://{upstream}"))
                 .expect("an http origin is a valid header value"),
             authorization,
-            client,
             own_hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
             cookie_name: format!("{SESSION_COOKIE_PREFIX}{}", random_hex(8)),
             codes: AttachCodes::default(),
@@ -105,8 +96,103 @@ impl Shared {
     }
 }
 
+/// The keep-alive connection to the runtime that serves one browser connection.
+///
+/// HTTP/1.1 requests on a browser connection are strictly sequential, so pairing each browser
+/// connection with its own runtime connection gives keep-alive reuse without a shared pool: no
+/// pool lock, no per-request task to return a connection, and the runtime sees the same
+/// request order as the browser sent. The runtime connection closes with the browser one.
+#[derive(Default)]
+pub(crate) struct UpstreamLink {
+    // std Mutexes: each is held only to move a value in or out, never across an await.
+    idle: Mutex<Option<SendRequest<ProxyBody>>>,
+    /// A freshly opened runtime connection waiting to be driven by the browser connection's task.
+    opened: Mutex<Option<UpstreamConnection>>,
+    opened_signal: Notify,
+}
+
+/// The driver of one runtime connection. It is polled by the same task as the browser
+/// connection it serves, so a forwarded request never hops between tasks or threads.
+pub(crate) type UpstreamConnection = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl UpstreamLink {
+    fn take(&self) -> Option<SendRequest<ProxyBody>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn put_back(&self, sender: SendRequest<ProxyBody>) {
+        *self.idle.lock().unwrap_or_else(|e| e.into_inner()) = Some(sender);
+    }
+
+    fn adopt(&self, connection: UpstreamConnection) {
+        *self.opened.lock().unwrap_or_else(|e| e.into_inner()) = Some(connection);
+        self.opened_signal.notify_one();
+    }
+
+    /// Waits until a new runtime connection was opened and hands it to the caller to drive.
+    pub(crate) async fn next_opened(&self) -> UpstreamConnection {
+        loop {
+            if let Some(connection) = self.opened.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                return connection;
+            }
+            self.opened_signal.notified().await;
+        }
+    }
+}
+
+/// Opens a new HTTP/1.1 connection to the runtime. Without `link` (WebSocket handshakes) its
+/// driver gets its own task; with one, the browser connection's task drives it.
+async fn connect_upstream(
+    shared: &Shared,
+    link: Option<&UpstreamLink>,
+) -> Result<SendRequest<ProxyBody>, ()> {
+    let connect = tokio::time::timeout(
+        UPSTREAM_CONNECT_TIMEOUT,
+        tokio::net::TcpStream::connect(shared.upstream_addr),
+    );
+    let stream = connect.await.map_err(drop)?.map_err(drop)?;
+    let _ = stream.set_nodelay(true);
+    let (sender, connection) =
+        hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream))
+            .await
+            .map_err(drop)?;
+    match link {
+        Some(link) => link.adopt(Box::pin(async move {
+            let _ = connection.await;
+        })),
+        None => {
+            let stop = shared.stop.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    _ = connection.with_upgrades() => {}
+                }
+            });
+        }
+    }
+    Ok(sender)
+}
+
+/// A ready sender: the link's idle one if it is still usable, else a fresh connection.
+async fn ready_sender(shared: &Shared, link: &UpstreamLink) -> Option<SendRequest<ProxyBody>> {
+    if let Some(mut sender) = link.take() {
+        // Waits until the previous response body has been fully read off the connection;
+        // fails if the runtime closed the idle connection meanwhile.
+        if sender.ready().await.is_ok() {
+            return Some(sender);
+        }
+    }
+    let mut sender = connect_upstream(shared, Some(link)).await.ok()?;
+    sender.ready().await.ok()?;
+    Some(sender)
+}
+
 /// Handles one browser request end to end.
-pub(crate) async fn handle(shared: &Shared, request: Request<Incoming>) -> Response<ProxyBody> {
+pub(crate) async fn handle(
+    shared: &Shared,
+    link: &UpstreamLink,
+    request: Request<Incoming>,
+) -> Response<ProxyBody> {
     let Some(host) = own_host(shared, &request) else {
         return pages::wrong_host();
     };
@@ -124,7 +210,7 @@ pub(crate) async fn handle(shared: &Shared, request: Request<Incoming>) -> Respo
     if upgrade {
         forward_upgrade(shared, request).await
     } else {
-        forward(shared, request).await
+        forward(shared, link, request).await
     }
 }
 
@@ -227,7 +313,7 @@ fn rewrite_request_headers(shared: &Shared, headers: &mut HeaderMap) {
     headers.remove(header::PROXY_AUTHENTICATE);
     // hyper's client does not implement 100-continue; the body is sent right away anyway.
     headers.remove(header::EXPECT);
-    headers.remove(header::HOST);
+    headers.insert(header::HOST, shared.upstream_host.clone());
     // The browser's own Authorization (if any) is dropped, ours is the only one.
     headers.insert(header::AUTHORIZATION, shared.authorization.clone());
     strip_session_cookies(headers);
@@ -262,33 +348,42 @@ fn strip_session_cookies(headers: &mut HeaderMap) {
     }
 }
 
-fn upstream_uri(shared: &Shared, path_and_query: Option<&PathAndQuery>) -> Uri {
-    let mut parts = hyper::http::uri::Parts::default();
-    parts.scheme = Some(Scheme::HTTP);
-    parts.authority = Some(shared.upstream_authority.clone());
-    parts.path_and_query = Some(
-        path_and_query
-            .cloned()
-            .unwrap_or_else(|| PathAndQuery::from_static("/")),
-    );
-    Uri::from_parts(parts).expect("scheme, authority and path make a valid URI")
+/// The origin-form target (`/path?query`) for the runtime; browsers already send that form.
+fn origin_form(uri: Uri) -> Uri {
+    if uri.scheme().is_none() && uri.authority().is_none() {
+        return uri;
+    }
+    uri.path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"))
+        .into()
 }
 
-async fn forward(shared: &Shared, request: Request<Incoming>) -> Response<ProxyBody> {
+async fn forward(
+    shared: &Shared,
+    link: &UpstreamLink,
+    request: Request<Incoming>,
+) -> Response<ProxyBody> {
+    let Some(mut sender) = ready_sender(shared, link).await else {
+        tracing::warn!("runtime did not accept a connection");
+        return pages::upstream_down();
+    };
     let (mut parts, body) = request.into_parts();
     rewrite_request_headers(shared, &mut parts.headers);
-    parts.uri = upstream_uri(shared, parts.uri.path_and_query());
+    parts.uri = origin_form(parts.uri);
     parts.version = Version::HTTP_11;
     let upstream_request = Request::from_parts(parts, ProxyBody::Streamed(body));
-    match shared.client.request(upstream_request).await {
+    match sender.send_request(upstream_request).await {
         Ok(response) => {
+            link.put_back(sender);
             let (mut parts, body) = response.into_parts();
             strip_hop_by_hop(&mut parts.headers);
             Response::from_parts(parts, ProxyBody::Streamed(body))
         }
         Err(error) => {
-            // The error's text is not logged: connector errors can name the address.
-            tracing::warn!(connect = error.is_connect(), "runtime request failed");
+            // The error's text is not logged: it is not needed, and connection errors can carry
+            // details of the runtime's socket.
+            tracing::warn!(canceled = error.is_canceled(), "runtime request failed");
             pages::upstream_down()
         }
     }
@@ -306,38 +401,14 @@ async fn forward_upgrade(shared: &Shared, mut request: Request<Incoming>) -> Res
     parts
         .headers
         .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    parts
-        .headers
-        .insert(header::HOST, shared.upstream_host.clone());
-    parts.uri = parts
-        .uri
-        .path_and_query()
-        .cloned()
-        .unwrap_or_else(|| PathAndQuery::from_static("/"))
-        .into();
+    parts.uri = origin_form(parts.uri);
     parts.version = Version::HTTP_11;
 
-    let connect = tokio::time::timeout(
-        UPSTREAM_CONNECT_TIMEOUT,
-        tokio::net::TcpStream::connect(shared.upstream_addr),
-    );
-    let Ok(Ok(stream)) = connect.await else {
+    // A dedicated connection: once upgraded it belongs to this WebSocket alone.
+    let Ok(mut sender) = connect_upstream(shared, None).await else {
         tracing::warn!("runtime did not accept a WebSocket connection");
         return pages::upstream_down();
     };
-    let _ = stream.set_nodelay(true);
-    let Ok((mut sender, connection)) =
-        hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream)).await
-    else {
-        return pages::upstream_down();
-    };
-    let stop = shared.stop.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = stop.cancelled() => {}
-            _ = connection.with_upgrades() => {}
-        }
-    });
     let Ok(mut response) = sender
         .send_request(Request::from_parts(parts, ProxyBody::Empty))
         .await

@@ -9,8 +9,9 @@
 //!
 //! # Layout
 //! - `access`: one-time attach codes and browser sessions (only SHA-256 digests are stored).
-//! - `forward`: the per-request path: the checks, header rewriting, streaming forwarding and
-//!   WebSocket pass-through.
+//! - `forward`: the per-request path: the checks, header rewriting, streaming forwarding over a
+//!   keep-alive runtime connection paired with each browser connection, and WebSocket
+//!   pass-through on a dedicated runtime connection.
 //! - `pages`: the short HTML pages the proxy itself answers with when it refuses a request.
 //! - `body`: the one body type the proxy sends either way (streamed, static page or empty).
 //! - `health`: [`check_health`], a one-off authenticated probe of a runtime.
@@ -62,12 +63,6 @@ pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Browsers send headers in one go; 30 s only stops a stuck or malicious local client from
 /// holding a connection (and its task) open forever.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long idle pooled connections to the runtime are kept.
-///
-/// Reusing connections is what keeps the added latency low; 60 s spans the pauses of someone
-/// reading a page, and after that the runtime gets its sockets back.
-pub const UPSTREAM_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a stopping proxy lets in-flight responses finish before dropping their connections.
 ///
@@ -299,9 +294,13 @@ async fn serve_connection(
     shared: Arc<forward::Shared>,
     stop: CancellationToken,
 ) {
+    // This browser connection's own keep-alive connection to the runtime (see `UpstreamLink`).
+    let link = Arc::new(forward::UpstreamLink::default());
+    let service_link = link.clone();
     let service = hyper::service::service_fn(move |request| {
         let shared = shared.clone();
-        async move { Ok::<_, std::convert::Infallible>(forward::handle(&shared, request).await) }
+        let link = service_link.clone();
+        async move { Ok::<_, std::convert::Infallible>(forward::handle(&shared, &link, request).await) }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -309,11 +308,26 @@ async fn serve_connection(
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     tokio::pin!(conn);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        _ = stop.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
+    let browser = async {
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = stop.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn.as_mut()).await;
+            }
+        }
+    };
+    tokio::pin!(browser);
+    // This one task drives the browser connection and the runtime connection paired with it;
+    // the runtime side ends when the browser side does.
+    let mut upstream: Option<forward::UpstreamConnection> = None;
+    loop {
+        tokio::select! {
+            _ = &mut browser => break,
+            opened = link.next_opened() => upstream = Some(opened),
+            _ = async { upstream.as_mut().expect("guarded").await }, if upstream.is_some() => {
+                upstream = None;
+            }
         }
     }
 }

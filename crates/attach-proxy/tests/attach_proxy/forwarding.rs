@@ -73,3 +73,30 @@ async fn keep_alive_connections_serve_many_requests() {
         assert_eq!(text(response).await, r#"{"ok":true}"#);
     }
 }
+
+#[tokio::test]
+async fn a_browser_connection_reconnects_after_the_runtime_restarts() {
+    let mut rig = Rig::start().await;
+    let client = rig.attached_client().await;
+    assert_eq!(send(client.get(rig.url("/api/health"))).await.status(), 200);
+
+    // The runtime goes away (closing the proxy's keep-alive connection to it) and comes back on
+    // the same address, as a restarted runtime would.
+    rig.runtime.take().unwrap().shutdown().await;
+    let mut config = demo_runtime::DemoConfig::new(
+        "restarted",
+        live_runtime::Sensitive::new(CANARY_TOKEN.to_owned()),
+    );
+    config.bind = rig.runtime_addr;
+    rig.runtime = Some(
+        demo_runtime::serve(config)
+            .await
+            .expect("rebinds the same port"),
+    );
+
+    // Same client, same pooled browser connection: the proxy notices the closed runtime
+    // connection and opens a new one instead of failing.
+    let info: serde_json::Value =
+        serde_json::from_str(&text(send(client.get(rig.url("/api/info"))).await).await).unwrap();
+    assert_eq!(info["name"], "restarted");
+}
