@@ -14,6 +14,9 @@ use crate::{CoreError, Locations};
 #[derive(Clone, Default)]
 pub struct ApprovalBoard {
     states: Arc<Mutex<HashMap<String, Tracked>>>,
+    /// Polling cadence, deadline and Canon base URL; the production values unless a caller
+    /// (tests, benchmarks) sets others with [`ApprovalBoard::set_options`].
+    options: Arc<Mutex<canon_local::ApprovalOptions>>,
 }
 
 #[derive(Clone, Debug)]
@@ -29,6 +32,11 @@ impl ApprovalBoard {
         self.lock()
             .get(profile)
             .map(|t| (t.state, t.message.clone()))
+    }
+
+    /// Replaces the options every later [`ApprovalBoard::approve`] uses.
+    pub fn set_options(&self, options: canon_local::ApprovalOptions) {
+        *self.options.lock().unwrap_or_else(|e| e.into_inner()) = options;
     }
 
     fn set(&self, profile: &str, state: PendingState, message: Option<String>, running: bool) {
@@ -57,9 +65,10 @@ impl ApprovalBoard {
     ) -> Result<PendingView, CoreError> {
         let pending = canon_local::load_pending_registrations(&locations.canon)?;
         let Some(entry) = pending.get(profile).cloned() else {
-            return Err(CoreError::Refused(format!(
-                "There is no pending registration for \"{profile}\"; run the runtime's register command first."
-            )));
+            return Err(canon_local::ApprovalError::NoPendingRegistration {
+                profile: profile.to_owned(),
+            }
+            .into());
         };
         {
             let mut states = self.lock();
@@ -89,7 +98,11 @@ impl ApprovalBoard {
             updated_at: canon_local::json::iso_now(),
             message,
         };
-        let options = canon_local::ApprovalOptions::default();
+        let options = self
+            .options
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let outcome = canon_local::approve(
             &locations.canon,
             profile,

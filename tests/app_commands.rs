@@ -1,0 +1,332 @@
+//! Command-level tests on Tauri's mock runtime: every IPC command and the snapshot event are
+//! exercised against real receipts, a real demo runtime, real Canon files and the contract-following
+//! test Canon server, and every payload that would reach the webview is checked for canaries: the
+//! bearer token, the API key, the poll token and the runtime's loopback address.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use live_runtime::{LiveRuntimeMetadata, LiveRuntimeSource, ReceiptDir, SecretStore, Sensitive};
+use serde_json::{json, Value};
+use supercode_core::{Locations, Supercode};
+use supercode_tray::app;
+use tauri::test::{
+    get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
+};
+use tauri::webview::InvokeRequest;
+use tauri::{Listener, Manager, WebviewWindow, WebviewWindowBuilder};
+
+const TOKEN_CANARY: &str = "canary-bearer-7c1f0e9a52";
+const API_KEY_CANARY: &str = "canary-apikey-51d2b8e04c";
+const POLL_TOKEN_CANARY: &str = "canary-polltoken-a93e71f2";
+
+/// Everything one test needs; dropping it stops the runtime and removes the files.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    runtime: tokio::runtime::Runtime,
+    demo: Option<demo_runtime::DemoServer>,
+    registration: Option<live_runtime::LiveRuntimeRegistration>,
+    loopback: String,
+    locations: Locations,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let secrets = SecretStore::file(dir.path().join("secrets"));
+        let receipts = ReceiptDir::new(dir.path().join("receipts"), secrets);
+        let canon_root = dir.path().join("canon");
+        std::fs::create_dir_all(&canon_root).unwrap();
+        let locations = Locations {
+            receipts,
+            canon: canon_local::CanonHome::at(&canon_root).unwrap(),
+            log_dir: dir.path().join("logs"),
+            state_dir: dir.path().join("state"),
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let token = Sensitive::new(TOKEN_CANARY.to_owned());
+        let demo = runtime
+            .block_on(demo_runtime::serve(demo_runtime::DemoConfig::new(
+                "canary-demo",
+                token.clone(),
+            )))
+            .unwrap();
+        let address = *demo.local_addr().expose();
+        let registration = live_runtime::register_live_runtime_with_metadata(
+            &locations.receipts,
+            "demo:canary",
+            LiveRuntimeSource {
+                session_id: "session-1".into(),
+                workspace: dir.path().to_path_buf(),
+            },
+            address,
+            token,
+            LiveRuntimeMetadata {
+                runtime_kind: "demo".into(),
+                display_name: Some("canary-demo".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        Fixture {
+            loopback: address.to_string(),
+            _dir: dir,
+            runtime,
+            demo: Some(demo),
+            registration: Some(registration),
+            locations,
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        self.registration.as_ref().unwrap().endpoint().to_string()
+    }
+
+    /// Writes `agents.json` with an API key and a pending registration with a poll token, in the
+    /// package's layout.
+    fn write_canon_secrets(&self) {
+        let root = self.locations.canon.root();
+        std::fs::write(
+            root.join("agents.json"),
+            serde_json::to_string_pretty(&json!({
+                "existing": {
+                    "apiKey": API_KEY_CANARY,
+                    "agentId": "agent-1",
+                    "agentName": "Existing",
+                    "registeredAt": "2026-12-01T10:00:00.000Z"
+                }
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("pending-registrations.json"),
+            serde_json::to_string_pretty(&json!({
+                "stuck": {
+                    "profile": "stuck",
+                    "clientType": "claude-code",
+                    "localRegistrationId": "0f0e0d0c-0b0a-4908-8706-050403020100",
+                    "requestId": "req-the-server-does-not-know",
+                    "pollToken": POLL_TOKEN_CANARY,
+                    "createdAt": "2026-12-02T10:00:00.000Z",
+                    "updatedAt": "2026-12-02T10:00:00.000Z"
+                },
+                "fresh": {
+                    "profile": "fresh",
+                    "clientType": "codex",
+                    "localRegistrationId": "1f1e1d1c-1b1a-4918-9716-151413121110",
+                    "createdAt": "2026-12-02T10:00:00.000Z",
+                    "updatedAt": "2026-12-02T10:00:00.000Z"
+                }
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+    }
+
+    fn app(&self) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
+        let app = app::build(mock_builder(), Supercode::new(self.locations.clone()))
+            .build(mock_context(noop_assets()))
+            .unwrap();
+        let webview = WebviewWindowBuilder::new(&app, app::MAIN_WINDOW, Default::default())
+            .build()
+            .unwrap();
+        (app, webview)
+    }
+
+    /// Every string the webview must never see.
+    fn assert_clean(&self, what: &str, payload: &str) {
+        for canary in [
+            TOKEN_CANARY,
+            API_KEY_CANARY,
+            POLL_TOKEN_CANARY,
+            self.loopback.as_str(),
+        ] {
+            assert!(
+                !payload.contains(canary),
+                "{what} leaked a secret ({canary}): {payload}"
+            );
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        drop(self.registration.take());
+        if let Some(demo) = self.demo.take() {
+            self.runtime.block_on(demo.shutdown());
+        }
+    }
+}
+
+/// Invokes a command the way the webview does and returns its JSON answer, `Ok` or `Err`.
+fn invoke(webview: &WebviewWindow<MockRuntime>, cmd: &str, args: Value) -> Result<Value, Value> {
+    get_ipc_response(
+        webview,
+        InvokeRequest {
+            cmd: cmd.into(),
+            callback: tauri::ipc::CallbackFn(0),
+            error: tauri::ipc::CallbackFn(1),
+            url: "tauri://localhost".parse().unwrap(),
+            body: tauri::ipc::InvokeBody::Json(args),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_string(),
+        },
+    )
+    .map(|body| body.deserialize::<Value>().unwrap())
+}
+
+#[test]
+fn snapshot_lists_the_runtime_without_its_token_or_address() {
+    let fx = Fixture::new();
+    fx.write_canon_secrets();
+    let (_app, webview) = fx.app();
+    let snapshot = invoke(&webview, "snapshot", json!({})).expect("snapshot answers");
+    let text = snapshot.to_string();
+    fx.assert_clean("snapshot", &text);
+    let runtime = &snapshot["runtimes"][0];
+    assert_eq!(runtime["id"], fx.endpoint());
+    assert_eq!(runtime["status"], "running");
+    assert_eq!(runtime["attach"]["available"], true);
+    let pending: Vec<&str> = snapshot["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["profile"].as_str().unwrap())
+        .collect();
+    assert_eq!(pending, ["stuck", "fresh"]);
+}
+
+#[test]
+fn refused_and_unknown_actions_answer_a_code_and_a_clean_message() {
+    let fx = Fixture::new();
+    fx.write_canon_secrets();
+    let (_app, webview) = fx.app();
+
+    let forget = invoke(&webview, "forget", json!({ "id": fx.endpoint() }))
+        .expect_err("a running runtime is not forgotten");
+    fx.assert_clean("forget error", &forget.to_string());
+    assert_eq!(forget["code"], "refused", "{forget}");
+    assert!(
+        forget["message"]
+            .as_str()
+            .unwrap()
+            .contains("still running"),
+        "{forget}"
+    );
+
+    let revive = invoke(
+        &webview,
+        "revive",
+        json!({ "id": "sdk:nobody:0000000000000000" }),
+    )
+    .expect_err("unknown id");
+    fx.assert_clean("revive error", &revive.to_string());
+    assert_eq!(revive["code"], "notFound", "{revive}");
+
+    let attach = invoke(
+        &webview,
+        "attach",
+        json!({ "id": "lre_00000000000000000000000000000000" }),
+    )
+    .expect_err("unknown endpoint");
+    fx.assert_clean("attach error", &attach.to_string());
+    assert_eq!(attach["code"], "notFound", "{attach}");
+
+    let logs = invoke(&webview, "open_logs", json!({}));
+    fx.assert_clean("open_logs", &format!("{logs:?}"));
+
+    let reject = invoke(&webview, "reject", json!({ "profile": "fresh" }));
+    assert!(reject.is_ok(), "{reject:?}");
+    let pending =
+        std::fs::read_to_string(fx.locations.canon.root().join("pending-registrations.json"))
+            .unwrap();
+    assert!(
+        !pending.contains("\"fresh\""),
+        "reject clears the entry locally"
+    );
+    assert!(
+        pending.contains(POLL_TOKEN_CANARY),
+        "reject leaves the other entries as they were"
+    );
+}
+
+#[test]
+fn attach_opens_the_browser_from_the_backend_and_answers_nothing_secret() {
+    let fx = Fixture::new();
+    // The program attach runs instead of the desktop browser: `true` accepts the URL and exits.
+    std::env::set_var("SUPERCODE_BROWSER", "true");
+    let (_app, webview) = fx.app();
+    let answer =
+        invoke(&webview, "attach", json!({ "id": fx.endpoint() })).expect("attach succeeds");
+    assert_eq!(
+        answer,
+        Value::Null,
+        "attach returns nothing: the URL never reaches the webview"
+    );
+}
+
+#[test]
+fn approve_and_its_errors_answers_and_events_carry_no_api_key_or_poll_token() {
+    let fx = Fixture::new();
+    fx.write_canon_secrets();
+    let config = canon_local::test_server::TestServerConfig {
+        pending_polls: 1,
+        api_key: API_KEY_CANARY.into(),
+        poll_interval_ms: Some(300),
+        ..Default::default()
+    };
+    let server = fx
+        .runtime
+        .block_on(canon_local::test_server::TestServer::start(config))
+        .unwrap();
+    // Process-global, so this is the only test in this binary that talks to Canon.
+    std::env::set_var("CANON_BASE_URL", server.base_url());
+    let (app, webview) = fx.app();
+
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = seen.clone();
+    app.listen_any(app::SNAPSHOT_EVENT, move |event| {
+        sink.lock().unwrap().push(event.payload().to_owned())
+    });
+    let handle = app.handle().clone();
+    let _watch = app
+        .state::<Supercode>()
+        .watch(move |event| app::forward(&handle, event));
+
+    // The server does not know this request id: Canon answers 404 to a poll carrying the token.
+    let error =
+        invoke(&webview, "approve", json!({ "profile": "stuck" })).expect_err("unknown request");
+    fx.assert_clean("approve error", &error.to_string());
+    assert_eq!(error["code"], "network", "{error}");
+    let missing = invoke(&webview, "approve", json!({ "profile": "nobody" }))
+        .expect_err("no such pending registration");
+    assert_eq!(missing["code"], "notFound", "{missing}");
+
+    let view = invoke(&webview, "approve", json!({ "profile": "fresh" })).expect("approved");
+    fx.assert_clean("approve answer", &view.to_string());
+    assert_eq!(view["state"], "approved", "{view}");
+    let agents = std::fs::read_to_string(fx.locations.canon.root().join("agents.json")).unwrap();
+    assert!(
+        agents.contains("\"fresh\""),
+        "the approved profile is saved for canon runtimes"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seen.lock().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let events = seen.lock().unwrap().clone();
+    assert!(
+        !events.is_empty(),
+        "the watcher published at least one snapshot event"
+    );
+    for payload in &events {
+        fx.assert_clean("snapshot event", payload);
+    }
+    fx.runtime.block_on(server.shutdown());
+}
