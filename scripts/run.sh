@@ -6,8 +6,9 @@
 # Installs build/run dependencies (scripts/install-deps.sh), builds the UI and the app (a debug
 # build: it compiles in a fraction of a release build's time, which with LTO takes several
 # minutes on a laptop), starts two demo runtimes (demo-alpha, demo-beta) in the background so
-# the tray has something to show, then runs the tray app in the foreground. When the app exits
-# (or on Ctrl-C) the demo runtimes are stopped.
+# the tray has something to show (stop one, e.g. with kill -9, and revive it from the tray), then
+# runs the tray app in the foreground. When the app exits (or on Ctrl-C) the demo runtimes are
+# stopped.
 # Functions called only from traps or through run_phase are reachable, whatever shellcheck infers.
 # shellcheck disable=SC2317
 set -euo pipefail
@@ -55,6 +56,32 @@ chmod 0700 "$run_dir"
 demo_pids=()
 app_pid=""
 
+# The demo runtimes behave like @canonmsg/core runtimes (a profile lock and a catalog entry, which
+# is what makes a stopped one revivable). They and the tray use a private CANON_HOME seeded with two
+# demo profiles, so the demo never touches the user's ~/.canon; the demo keys are not real keys.
+export CANON_HOME="$run_dir/canon"
+mkdir -p "$CANON_HOME"
+chmod 0700 "$CANON_HOME"
+cat >"$CANON_HOME/agents.json" <<'JSON'
+{
+  "demo-alpha": {
+    "apiKey": "demo-key-not-a-secret-alpha",
+    "agentId": "demo-alpha",
+    "agentName": "demo-alpha",
+    "registeredAt": "2026-01-01T00:00:00.000Z",
+    "clientType": "claude-code"
+  },
+  "demo-beta": {
+    "apiKey": "demo-key-not-a-secret-beta",
+    "agentId": "demo-beta",
+    "agentName": "demo-beta",
+    "registeredAt": "2026-01-01T00:00:00.000Z",
+    "clientType": "codex"
+  }
+}
+JSON
+chmod 0600 "$CANON_HOME/agents.json"
+
 # stop_processes PID...: TERM, then KILL whatever is still there after DEMO_STOP_TIMEOUT_SECS.
 stop_processes() {
   local pid deadline
@@ -83,7 +110,7 @@ trap 'exit 143' TERM
 start_demo() {
   local name="$1" workspace="$run_dir/workspaces/$1" out="$run_dir/$1.out" pid deadline
   mkdir -p "$workspace"
-  "$app" demo-runtime --name "$name" --workspace "$workspace" >"$out" 2>"$run_dir/$name.err" </dev/null &
+  "$app" demo-runtime --name "$name" --workspace "$workspace" --canon-profile "$name" >"$out" 2>"$run_dir/$name.err" </dev/null &
   pid=$!
   demo_pids+=("$pid")
   deadline=$((SECONDS + DEMO_READY_TIMEOUT_SECS))
