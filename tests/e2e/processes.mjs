@@ -122,12 +122,12 @@ export async function startProcess(name, command, args, { env = process.env, cwd
 }
 
 /**
- * Starts a demo runtime through the app binary (`<app> demo-runtime --name NAME --workspace DIR`)
- * and waits until it announces itself on stdout. Resolves with the process; the announcement
- * line is `proc.lines[0]` (keep it out of logs: it names the runtime's endpoint).
+ * Starts a demo runtime through the app binary (`<app> demo-runtime --name NAME --workspace DIR
+ * [ARGS...]`) and waits until it announces itself on stdout. Resolves with the process; the
+ * announcement line is `proc.lines[0]` (keep it out of logs: it names the runtime's endpoint).
  */
-export async function startDemoRuntime({ app, name, workspace, env, logPath }) {
-  const proc = await startProcess(`demo runtime ${name}`, app, ['demo-runtime', '--name', name, '--workspace', workspace], {
+export async function startDemoRuntime({ app, name, workspace, args = [], env, logPath }) {
+  const proc = await startProcess(`demo runtime ${name}`, app, ['demo-runtime', '--name', name, '--workspace', workspace, ...args], {
     env,
     cwd: workspace,
     logPath,

@@ -5,7 +5,9 @@
 //
 // Runs tests/e2e/*.test.mjs (or the files given) one after another. Each file gets a fresh
 // state directory (XDG_*, SUPERCODE_{RUNTIME,STATE,LOG}_DIR and CANON_HOME point into it; a file
-// may add variables with `export const env = {...}`) and its own tauri-driver, started with
+// may add variables with `export const env = {...}`, or with `export async function env(ctx)`
+// when they depend on the state directory or on a process the file's tests share, see
+// `fileEnvironment`) and its own tauri-driver, started with
 // SUPERCODE_TRAY_OPEN_WINDOW=1 so the app opens its window at start-up. Each test has a
 // timeout; after each test its sessions are closed (with a screenshot first if it failed) and
 // its processes stopped. The last line printed is exactly `N passed, M failed`; the exit status
@@ -168,14 +170,18 @@ class TestContext {
     await stopPids(await this.appPids());
   }
 
-  /** Starts `<app> demo-runtime --name NAME --workspace DIR` with this file's environment. */
-  async startDemoRuntime(name, { workspace } = {}) {
+  /**
+   * Starts `<app> demo-runtime --name NAME --workspace DIR [ARGS...]` with this file's
+   * environment (`args`: more options, e.g. `['--token-file', path]`).
+   */
+  async startDemoRuntime(name, { workspace, args = [] } = {}) {
     const dir = workspace ?? join(this.stateDir, 'workspaces', name);
     await mkdir(dir, { recursive: true });
     return startDemoRuntime({
       app: this.app,
       name,
       workspace: dir,
+      args,
       env: this.env,
       logPath: join(this.artifactsDir, `${this.fileSlug}--${this.testSlug}--${slug(name)}.stderr.log`),
     });
@@ -272,11 +278,11 @@ async function main() {
     const fileSlug = slug(basename(file).replace(/\.test\.mjs$|\.mjs$/, ''));
     console.log(`e2e: ${basename(file)}`);
     let tests;
-    let fileEnv = {};
+    let envSpec = {};
     try {
       const module = await import(pathToFileURL(file).href);
       tests = takeRegisteredTests();
-      fileEnv = module.env ?? {};
+      envSpec = module.env ?? {};
       if (tests.length === 0) throw new Error('the file registers no test');
     } catch (error) {
       fail(`${basename(file)} (loading)`, error);
@@ -284,6 +290,16 @@ async function main() {
     }
 
     const stateDir = await mkdtemp(join(tmpdir(), `supercode-e2e-${fileSlug}-`));
+    let fileEnv;
+    let fileProcesses;
+    try {
+      ({ fileEnv, fileProcesses } = await fileEnvironment(envSpec, { app, stateDir, artifactsDir, fileSlug }));
+    } catch (error) {
+      for (const t of tests) fail(`${basename(file)} › ${t.name}`, error);
+      await stopAllProcesses();
+      await rm(stateDir, { recursive: true, force: true });
+      continue;
+    }
     const env = {
       ...process.env,
       XDG_CONFIG_HOME: join(stateDir, 'config'),
@@ -305,6 +321,7 @@ async function main() {
       driver = await startDriver({ tauriDriver, nativeDriver, env, logPath: driverLog });
     } catch (error) {
       for (const t of tests) fail(`${basename(file)} › ${t.name}`, error);
+      await stopAllProcesses();
       await rm(stateDir, { recursive: true, force: true });
       continue;
     }
@@ -320,8 +337,8 @@ async function main() {
         error = e;
       }
       await ctx.closeSessions({ failed: Boolean(error) });
-      // Processes the test started (demo runtimes) go; tauri-driver stays for the file.
-      await stopAllProcessesExcept(driver.proc);
+      // Processes the test started (demo runtimes) go; tauri-driver and the file's own stay.
+      await stopAllProcessesExcept([driver.proc, ...fileProcesses]);
       const secs = ((Date.now() - started) / 1000).toFixed(1);
       if (error) {
         fail(`${label} (${secs}s)`, error);
@@ -332,6 +349,7 @@ async function main() {
       }
     }
     await driver.proc.stop();
+    await Promise.all(fileProcesses.map((p) => p.stop()));
     await rm(stateDir, { recursive: true, force: true });
   }
 
@@ -347,7 +365,24 @@ async function main() {
 }
 
 async function stopAllProcessesExcept(keep) {
-  await Promise.all(runningProcesses().filter((p) => p !== keep).map((p) => p.stop()));
+  await Promise.all(runningProcesses().filter((p) => !keep.includes(p)).map((p) => p.stop()));
+}
+
+/**
+ * A file's extra environment. `export const env = {...}` is used as it is; `export async function
+ * env(ctx)` is called once the file's state directory exists, with `ctx = { app, stateDir,
+ * artifactsDir, fileSlug }`, before tauri-driver (and so the app) starts: the place to start a
+ * process whose address the app must be given (a fake Canon server) or to write a file the
+ * environment names. Processes it starts (through processes.mjs) run until the file's last test
+ * is done.
+ */
+async function fileEnvironment(spec, ctx) {
+  if (typeof spec !== 'function') return { fileEnv: spec, fileProcesses: [] };
+  const before = new Set(runningProcesses());
+  const fileEnv = await spec(ctx);
+  const fileProcesses = runningProcesses().filter((p) => !before.has(p));
+  if (fileEnv === null || typeof fileEnv !== 'object') throw new TypeError('export function env(ctx) must return an object of variables');
+  return { fileEnv, fileProcesses };
 }
 
 for (const signal of ['SIGINT', 'SIGTERM']) {
