@@ -2,6 +2,9 @@
 //! its errors to the one wire format, `CommandError { code, message }`. Grouped by domain and
 //! registered in one place, [`handler`]. Each is allowed for the main window in
 //! `capabilities/main-window.json`.
+//!
+//! None runs on the main thread: the synchronous ones read files and may wait on the keychain,
+//! so they are `#[tauri::command(async)]`, which keeps the event loop (and the tray) responsive.
 
 pub mod app;
 pub mod registrations;

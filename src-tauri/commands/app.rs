@@ -5,7 +5,7 @@ use supercode_core::Supercode;
 use tauri::State;
 
 /// Opens the log folder in the file manager (from the backend, not from JS).
-#[tauri::command]
+#[tauri::command(async)]
 pub fn open_logs(core: State<'_, Supercode>) -> Result<(), CommandError> {
     open_logs_folder(&core)
 }

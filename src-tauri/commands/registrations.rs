@@ -14,7 +14,7 @@ pub async fn approve(
 }
 
 /// Dismisses a pending registration locally.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn reject(core: State<'_, Supercode>, profile: String) -> Result<(), CommandError> {
     core.reject(&profile).map_err(Into::into)
 }

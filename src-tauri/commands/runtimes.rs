@@ -5,7 +5,7 @@ use supercode_core::Supercode;
 use tauri::State;
 
 /// The whole inventory as the window shows it.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn snapshot(core: State<'_, Supercode>) -> Snapshot {
     core.snapshot()
 }
@@ -23,7 +23,7 @@ pub async fn attach_and_open(core: &Supercode, id: &str) -> Result<(), CommandEr
 }
 
 /// Removes a stale receipt, nothing else.
-#[tauri::command]
+#[tauri::command(async)]
 pub fn forget(core: State<'_, Supercode>, id: String) -> Result<(), CommandError> {
     core.forget(&id).map_err(Into::into)
 }
