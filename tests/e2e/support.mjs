@@ -170,6 +170,23 @@ export function waitForRow(app, description, name, predicate = () => true, timeo
   return app.waitFor(description, async () => (await runtimeRows(app)).find((row) => row.name === name && predicate(row)), timeoutMs);
 }
 
+/**
+ * Waits until the element matching `css` shows text matching `pattern`, and returns the text.
+ * (Confirmations fade in, and WebDriver reports no text for an element not yet visible.)
+ */
+export async function waitForText(app, css, pattern, timeoutMs = UI_UPDATE_TIMEOUT_MS) {
+  let last = '';
+  return app.waitFor(
+    `${css} to show ${pattern}`,
+    async () => {
+      const [element] = await app.findAll(css);
+      last = element ? await element.text() : '';
+      return pattern.test(last) ? last : undefined;
+    },
+    timeoutMs,
+  );
+}
+
 /** Clicks the element matching `css` inside the row of runtime `id`. */
 export async function clickInRow(app, id, css) {
   const button = await app.waitForElement(`${rowSelector(id)} ${css}`);

@@ -1,0 +1,114 @@
+// Approving a pending Canon agent registration from the window, against the fake Canon server
+// (`canon-test-server`), through to the saved profile and the acknowledgement.
+
+import { execFile } from 'node:child_process';
+import { access, constants as fsConstants } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+import { assert, test } from './harness.mjs';
+import { startProcess } from './processes.mjs';
+import {
+  canary,
+  findLeaks,
+  paintedScreenshot,
+  pendingRows,
+  readJsonIfExists,
+  recorded,
+  startRecording,
+  writePendingRegistrations,
+} from './support.mjs';
+
+const PROFILE = 'nova';
+/** The API key the fake Canon issues; it must end up in agents.json and the keychain only. */
+const API_KEY = canary('api-key');
+/** Status polls answered `pending` before `approved` (the app polls every 2 s). */
+const PENDING_POLLS = 2;
+/** How long the fake Canon may take to announce its address. */
+const SERVER_READY_TIMEOUT_MS = 30_000;
+/** Submit + 3 polls 2 s apart takes about 6 s; a loaded CI machine gets ten times that. */
+const APPROVAL_TIMEOUT_MS = 60_000;
+
+let canonBaseUrl;
+
+/** Starts the fake Canon before the app, whose CANON_BASE_URL must name it. */
+export async function env({ app, artifactsDir, fileSlug }) {
+  const server = process.env.CANON_TEST_SERVER ?? join(dirname(app), 'canon-test-server');
+  try {
+    await access(server, fsConstants.X_OK);
+  } catch {
+    throw new Error(`${server} not found; build it with: cargo build -p canon-local --features test-server --bin canon-test-server`);
+  }
+  const proc = await startProcess('canon-test-server', server, ['--pending-polls', String(PENDING_POLLS)], {
+    // The key goes to the server through its environment, never on a command line.
+    env: { ...process.env, CANON_TEST_API_KEY: API_KEY },
+    logPath: join(artifactsDir, `${fileSlug}--canon-test-server.stderr.log`),
+  });
+  const line = await proc.waitForLine(/^listening http:\/\/127\.0\.0\.1:\d+$/, SERVER_READY_TIMEOUT_MS, 'its "listening" line');
+  canonBaseUrl = line.slice('listening '.length);
+  return { CANON_BASE_URL: canonBaseUrl };
+}
+
+async function serverState() {
+  const response = await fetch(`${canonBaseUrl}/__test/state`, { signal: AbortSignal.timeout(10_000) });
+  assert.equal(response.status, 200);
+  return response.json();
+}
+
+/** The API key the app stored in the keychain for `profile`, or null. */
+async function keychainApiKey(profile) {
+  try {
+    const { stdout } = await promisify(execFile)('secret-tool', ['lookup', 'service', 'supercode-tray', 'username', `canon-api-key:${profile}`]);
+    return stdout.trim();
+  } catch {
+    return null;
+  }
+}
+
+// Proves: a registration written to pending-registrations.json (seed format) is listed; Approve
+// submits it to Canon and polls until Canon approves; then the row goes away (the entry is
+// cleared), agents.json holds the profile with the key Canon issued, the key is in the keychain,
+// Canon received an acknowledgement, and the key never reached the webview.
+test('approving a pending registration saves the issued key and acknowledges it', async (t) => {
+  const canonHome = t.env.CANON_HOME;
+  await writePendingRegistrations(canonHome, [PROFILE]);
+  const written = await readJsonIfExists(join(canonHome, 'pending-registrations.json'));
+
+  const app = await t.openApp();
+  await startRecording(app);
+  await app.waitFor(`the pending registration ${PROFILE} to be listed`, async () => (await pendingRows(app)).some((p) => p.profile === PROFILE));
+  const pendingCss = `[data-testid="pending-row"][data-profile="${PROFILE}"]`;
+  await paintedScreenshot(t, app, 'pending');
+  await (await app.find(`${pendingCss} [data-testid="action-approve"]`)).click();
+
+  await app.waitFor('the Approve button to show it is waiting for Canon', async () => {
+    const button = await app.find(`${pendingCss} [data-testid="action-approve"]`);
+    return (await button.attribute('aria-busy')) === 'true';
+  });
+  await paintedScreenshot(t, app, 'waiting-for-canon');
+  await app.waitFor('the approved registration to leave the window', async () => !(await pendingRows(app)).some((p) => p.profile === PROFILE), APPROVAL_TIMEOUT_MS);
+  assert.deepEqual(await app.findAll('[data-testid="row-error"]'), [], 'no row reports an error');
+
+  const agents = await readJsonIfExists(join(canonHome, 'agents.json'));
+  assert.ok(agents?.[PROFILE], `agents.json has the profile ${PROFILE}`);
+  assert.ok(agents[PROFILE].apiKey === API_KEY, 'agents.json holds the API key Canon issued (value withheld)');
+  assert.equal(typeof agents[PROFILE].agentId, 'string');
+  const pending = (await readJsonIfExists(join(canonHome, 'pending-registrations.json'))) ?? {};
+  assert.ok(!(PROFILE in pending), 'the pending entry was cleared');
+  assert.ok((await keychainApiKey(PROFILE)) === API_KEY, 'the keychain holds the API key (value withheld)');
+
+  const state = await serverState();
+  assert.equal(state.registrations.length, 1, 'Canon saw one registration');
+  const [registration] = state.registrations;
+  assert.equal(registration.localRegistrationId, written[PROFILE].localRegistrationId, 'submitted under the idempotency key from the file');
+  assert.ok(registration.polls >= PENDING_POLLS + 1, `polled until approved (${registration.polls} polls)`);
+  assert.equal(registration.acked, true, 'Canon recorded the acknowledgement');
+  assert.deepEqual(state.acks, [registration.requestId]);
+  assert.equal(state.unauthorized, 0, 'every poll carried the poll token');
+
+  const { ipc, dom } = await recorded(app);
+  assert.ok(ipc.some((payload) => payload.includes(`"profile":"${PROFILE}"`)), 'the recorder saw the registration cross IPC (it records)');
+  const leaks = findLeaks([...ipc.map((text, i) => ({ where: `IPC payload ${i}`, text })), ...dom.map((text, i) => ({ where: `DOM record ${i}`, text }))], [API_KEY]);
+  assert.deepEqual(leaks, [], 'the API key never reached the webview');
+  await paintedScreenshot(t, app, 'approved');
+});

@@ -1,0 +1,82 @@
+// Revive brings a stopped runtime back from its recorded launch command, after showing that
+// command for confirmation.
+
+import { join } from 'node:path';
+
+import { assert, test } from './harness.mjs';
+import { isRunning, stopPids } from './processes.mjs';
+import { clickInRow, paintedScreenshot, receiptOf, rowSelector, runtimeRows, waitForRow, waitForText, writeAgents } from './support.mjs';
+
+const NAME = 'revive-me';
+const PROFILE = 'nova';
+
+/** How long the revive itself may take: the app waits up to 30 s for the runtime to show up. */
+const REVIVE_TIMEOUT_MS = 60_000;
+
+// Proves: a demo runtime backed by a canon profile (its lock and catalog entry), once SIGKILLed,
+// is listed as not running and revivable; Revive shows the recorded launch command and, once
+// confirmed, relaunches it: a new process (new pid) registers and the window lists it as running.
+test('revive shows the launch command and brings a killed runtime back as a new process', async (t) => {
+  const revivedPids = [];
+  try {
+    await writeAgents(t.env.CANON_HOME, [PROFILE]);
+    const first = await t.startDemoRuntime(NAME, { args: ['--canon-profile', PROFILE] });
+    const app = await t.openApp();
+    await waitForRow(app, `${NAME} listed as running`, NAME, (row) => row.status === 'running');
+    const receipt = await receiptOf(t.env.SUPERCODE_RUNTIME_DIR, `demo:${NAME}`);
+    assert.ok(receipt, 'the demo runtime wrote a receipt');
+    assert.equal(receipt.process.pid, first.pid);
+    const catalogId = receipt.metadata.canonRuntimeId;
+    assert.match(catalogId ?? '', /^sdk:/, 'the receipt links its canon catalog entry');
+
+    process.kill(first.pid, 'SIGKILL');
+    await first.exit;
+    // Without its receipt, the runtime is the catalog entry: shown by its profile, revivable.
+    await app.waitFor(
+      `the catalog entry ${PROFILE} to be listed as revivable`,
+      async () =>
+        (await runtimeRows(app)).find((row) => row.id === catalogId && row.status !== 'running') &&
+        (await (await app.find(`${rowSelector(catalogId)} [data-testid="action-revive"]`)).attribute('aria-disabled')) === null,
+    );
+    assert.ok(!(await runtimeRows(app)).some((row) => row.status === 'running'), 'nothing is listed as running after the kill');
+    await paintedScreenshot(t, app, 'revivable');
+
+    await clickInRow(app, catalogId, '[data-testid="action-revive"]');
+    const confirmCss = `${rowSelector(catalogId)} [data-testid="confirm-revive"]`;
+    await waitForText(app, confirmCss, /Revive .*\?/);
+    const argv = await app.execute(
+      'return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);',
+      [`${confirmCss} ol.argv li`],
+    );
+    // The command the first process was started with, exactly.
+    const expected = [t.app, 'demo-runtime', '--name', NAME, '--workspace', join(t.stateDir, 'workspaces', NAME), '--canon-profile', PROFILE];
+    assert.deepEqual(argv, expected, 'the confirmation shows the recorded launch command, one argument per item');
+    await paintedScreenshot(t, app, 'revive-confirmation');
+    await (await app.find(`${confirmCss} [data-testid="confirm-accept"]`)).click();
+
+    const revived = await app.waitFor(
+      `${NAME} to be running again`,
+      async () => {
+        const again = await receiptOf(t.env.SUPERCODE_RUNTIME_DIR, `demo:${NAME}`);
+        if (again) revivedPids.push(again.process.pid);
+        const row = (await runtimeRows(app)).find((r) => r.name === NAME && r.status === 'running');
+        return again && row ? { receipt: again, row } : undefined;
+      },
+      REVIVE_TIMEOUT_MS,
+    );
+    assert.notEqual(revived.receipt.process.pid, first.pid, 'a new process');
+    assert.equal(await isRunning(revived.receipt.process.pid), true, 'the revived process is alive');
+    assert.equal(revived.row.id, revived.receipt.endpoint, 'the running row is the new receipt');
+    assert.notEqual(revived.receipt.endpoint, receipt.endpoint, 'with a fresh endpoint');
+    assert.equal(revived.row.badge, 'Running');
+    assert.deepEqual(await app.findAll('[data-testid="row-error"]'), [], 'no row reports an error');
+    await paintedScreenshot(t, app, 'revived');
+  } finally {
+    // The revived runtime runs detached from the test (its own session): stop it here.
+    const last = await receiptOf(t.env.SUPERCODE_RUNTIME_DIR, `demo:${NAME}`).catch(() => undefined);
+    if (last) revivedPids.push(last.process.pid);
+    const alive = [];
+    for (const pid of new Set(revivedPids)) if (await isRunning(pid)) alive.push(pid);
+    await stopPids(alive);
+  }
+});
