@@ -4,8 +4,8 @@
 import { join } from 'node:path';
 
 import { assert, test } from './harness.mjs';
-import { isRunning, stopPids } from './processes.mjs';
-import { clickInRow, paintedScreenshot, receiptOf, rowSelector, runtimeRows, waitForRow, waitForText, writeAgents } from './support.mjs';
+import { isRunning } from './processes.mjs';
+import { clickInRow, paintedScreenshot, receiptOf, rowSelector, runtimeRows, stopDetachedRuntimes, waitForRow, waitForText, writeAgents } from './support.mjs';
 
 const NAME = 'revive-me';
 const PROFILE = 'nova';
@@ -73,10 +73,6 @@ test('revive shows the launch command and brings a killed runtime back as a new 
     await paintedScreenshot(t, app, 'revived');
   } finally {
     // The revived runtime runs detached from the test (its own session): stop it here.
-    const last = await receiptOf(t.env.SUPERCODE_RUNTIME_DIR, `demo:${NAME}`).catch(() => undefined);
-    if (last) revivedPids.push(last.process.pid);
-    const alive = [];
-    for (const pid of new Set(revivedPids)) if (await isRunning(pid)) alive.push(pid);
-    await stopPids(alive);
+    await stopDetachedRuntimes(t.env.SUPERCODE_RUNTIME_DIR, [`demo:${NAME}`], revivedPids);
   }
 });

@@ -9,6 +9,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { chmod, mkdir, open, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
+import { isRunning, stopPids } from './processes.mjs';
+
 /** How long the window may take to show a change the backend noticed (an event, a re-render). */
 export const UI_UPDATE_TIMEOUT_MS = 30_000;
 
@@ -85,6 +87,20 @@ export async function readReceipts(dir) {
 /** The receipt whose `runtimeId` is `runtimeId` (e.g. `demo:alpha`), or undefined. */
 export async function receiptOf(dir, runtimeId) {
   return (await readReceipts(dir)).find((r) => r.runtimeId === runtimeId);
+}
+
+/**
+ * Stops processes the harness did not start (a revived runtime runs detached, in its own
+ * session): each of `pids`, plus whatever process the receipts of `runtimeIds` in `dir` name now.
+ */
+export async function stopDetachedRuntimes(dir, runtimeIds, pids = []) {
+  const candidates = new Set(pids);
+  for (const receipt of await readReceipts(dir).catch(() => [])) {
+    if (runtimeIds.includes(receipt.runtimeId)) candidates.add(receipt.process.pid);
+  }
+  const alive = [];
+  for (const pid of candidates) if (await isRunning(pid)) alive.push(pid);
+  await stopPids(alive);
 }
 
 /** A fresh receipt endpoint: `lre_` + 32 lowercase hex digits. */
