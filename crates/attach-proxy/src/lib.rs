@@ -33,8 +33,10 @@ use std::time::Duration;
 use hyper::header::HeaderValue;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use live_runtime::{BearerToken, Sensitive};
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::sync::oneshot;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use health::check_health;
@@ -81,6 +83,12 @@ pub enum AttachError {
     /// No loopback port could be bound for the proxy.
     #[error("could not open a loopback port for the attach proxy ({source}); close unused applications and attach again")]
     Bind {
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The proxy's thread or its async runtime could not be created.
+    #[error("could not start the attach proxy's thread ({source}); the system may be out of resources, close unused applications and attach again")]
+    Thread {
         /// The OS error.
         source: std::io::Error,
     },
@@ -160,7 +168,9 @@ pub struct AttachProxy {
     origin: String,
     shared: Arc<forward::Shared>,
     stop: CancellationToken,
-    task: Option<JoinHandle<()>>,
+    /// Resolves when the proxy's thread has stopped serving and torn its runtime down.
+    stopped: Option<oneshot::Receiver<()>>,
+    finished: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for AttachProxy {
@@ -174,7 +184,10 @@ impl fmt::Debug for AttachProxy {
 
 impl AttachProxy {
     /// Starts a proxy for the runtime at `upstream` on an ephemeral `127.0.0.1` port, with
-    /// [`AttachOptions::default`]. Must be called inside a tokio runtime.
+    /// [`AttachOptions::default`].
+    ///
+    /// The proxy runs on its own thread with a single-threaded tokio runtime: a request and its
+    /// forwarded twin never hop between threads, and nothing else the app runs can stall it.
     pub async fn start(
         upstream: Sensitive<SocketAddr>,
         token: BearerToken,
@@ -189,13 +202,10 @@ impl AttachProxy {
         options: AttachOptions,
     ) -> Result<AttachProxy, AttachError> {
         let authorization = bearer_header(&token)?;
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .map_err(|source| AttachError::Bind { source })?;
-        let port = listener
-            .local_addr()
-            .map_err(|source| AttachError::Bind { source })?
-            .port();
+        let bind = |source| AttachError::Bind { source };
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(bind)?;
+        listener.set_nonblocking(true).map_err(bind)?;
+        let port = listener.local_addr().map_err(bind)?.port();
         let stop = CancellationToken::new();
         let shared = Arc::new(forward::Shared::new(
             *upstream.expose(),
@@ -204,12 +214,35 @@ impl AttachProxy {
             options.code_ttl,
             stop.clone(),
         ));
-        let task = tokio::spawn(accept_loop(listener, shared.clone(), stop.clone()));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|source| AttachError::Thread { source })?;
+        let (stopped_tx, stopped) = oneshot::channel();
+        let finished = Arc::new(AtomicBool::new(false));
+        let (thread_shared, thread_stop, thread_finished) =
+            (shared.clone(), stop.clone(), finished.clone());
+        std::thread::Builder::new()
+            .name(format!("attach-proxy-{port}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => accept_loop(listener, thread_shared, thread_stop).await,
+                        Err(error) => tracing::warn!(%error, "attach proxy listener failed"),
+                    }
+                });
+                // Dropping the runtime cancels whatever is left (WebSocket tunnels included).
+                drop(runtime);
+                thread_finished.store(true, Ordering::Release);
+                let _ = stopped_tx.send(());
+            })
+            .map_err(|source| AttachError::Thread { source })?;
         Ok(AttachProxy {
             origin: format!("http://127.0.0.1:{port}"),
             shared,
             stop,
-            task: Some(task),
+            stopped: Some(stopped),
+            finished,
         })
     }
 
@@ -232,14 +265,14 @@ impl AttachProxy {
     /// other in-flight responses after at most [`SHUTDOWN_GRACE`]) and waits for all of it.
     pub async fn shutdown(mut self) {
         self.stop.cancel();
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
+        if let Some(stopped) = self.stopped.take() {
+            let _ = stopped.await;
         }
     }
 
-    /// True once the proxy has been told to stop (or its accept loop has ended).
+    /// True once the proxy has been told to stop (or its thread has ended).
     pub fn is_closed(&self) -> bool {
-        self.stop.is_cancelled() || self.task.as_ref().is_none_or(JoinHandle::is_finished)
+        self.stop.is_cancelled() || self.finished.load(Ordering::Acquire)
     }
 }
 
