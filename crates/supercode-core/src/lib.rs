@@ -77,6 +77,13 @@ impl Supercode {
         }
     }
 
+    /// Uses `options` (poll cadence, deadline, Canon base URL) for every later [`Supercode::approve`]
+    /// instead of the production defaults, e.g. to run approvals against a local test Canon.
+    pub fn with_approval_options(self, options: canon_local::ApprovalOptions) -> Self {
+        self.approvals.set_options(options);
+        self
+    }
+
     /// Where the core reads and writes.
     pub fn locations(&self) -> &Locations {
         &self.locations
