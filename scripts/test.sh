@@ -12,7 +12,7 @@
 #        npm --prefix ui run check
 #        npm --prefix ui run test:browser
 #        node tests/e2e/run.mjs against MiniBrowser (the harness's self-test)
-#        cargo build (the app binary) + node tests/e2e/run.mjs
+#        cargo build (the app binary, canon-test-server) + node tests/e2e/run.mjs
 #
 # Steps 1-2 are prerequisites: if one fails the run stops. The checks in step 3 all run even
 # when an earlier one fails, so one run shows every problem. A summary with each phase's result
@@ -88,7 +88,9 @@ e2e() {
   # --workspace --bins --tests, not --bin supercode-tray: it resolves features exactly as
   # `cargo test --workspace` did (dev-dependencies such as tauri's "test" feature included), so
   # the app binary links against the crates that phase compiled instead of rebuilding tauri.
-  cargo build --workspace --bins --tests || return
+  # canon-local/test-server builds canon-test-server, the fake Canon the approval e2e test runs
+  # (the dev-dependencies already enable that feature, so this adds the binary, not a rebuild).
+  cargo build --workspace --bins --tests --features canon-local/test-server || return
   "${TEST_ENV[@]}" node tests/e2e/run.mjs 2>&1 | tee "$ARTIFACTS/e2e.log"
   return "${PIPESTATUS[0]}"
 }
