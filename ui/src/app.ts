@@ -42,6 +42,8 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   const storeText = h("span", { class: "store-text" });
   const storeIcon = h("span", { class: "store-icon" });
   const storeTag = h("span", { class: "store-tag", text: "Plaintext · opt-in" });
+  // Hidden until a snapshot says the store is the plaintext file: never flash it while loading.
+  storeTag.hidden = true;
   const store = h("p", { class: "secret-store", attrs: { "data-testid": "secret-store" } }, storeIcon, storeText, storeTag);
   const summary = h("p", { class: "summary", attrs: { "aria-live": "polite" } });
   const header = h(
