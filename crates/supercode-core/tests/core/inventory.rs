@@ -1,0 +1,191 @@
+//! The inventory: receipts and catalog entries merged into one list, with each action's
+//! availability and the files that were ignored.
+
+use canon_local::LocalRuntimeStatus;
+use supercode_core::view::{IgnoredLocation, RuntimeOrigin, RuntimeStatus};
+
+use crate::support::{find, register, Fixture, Sleeper};
+
+#[test]
+fn a_live_receipt_linked_to_its_catalog_entry_is_one_view_with_origin_both() {
+    let fx = Fixture::new();
+    fx.add_profile("ada", "key-ada");
+    let me = std::process::id();
+    let catalog_id = fx.add_catalog_entry(
+        Some("ada"),
+        &["claude", "--resume"],
+        LocalRuntimeStatus::Running,
+        Some(me),
+    );
+    let (registration, _listener) = register(fx.receipts(), "ada-live", "tok", Some(&catalog_id));
+
+    let snapshot = fx.core().snapshot();
+
+    assert_eq!(snapshot.runtimes.len(), 1, "{:#?}", snapshot.runtimes);
+    let view = &snapshot.runtimes[0];
+    assert_eq!(view.origin, RuntimeOrigin::Both);
+    assert_eq!(view.id, registration.endpoint().to_string());
+    assert_eq!(view.catalog_id.as_deref(), Some(catalog_id.as_str()));
+    assert_eq!(view.status, RuntimeStatus::Running);
+    assert_eq!(view.profile.as_deref(), Some("ada"));
+    assert!(view.attach.available);
+    assert!(!view.revive.available);
+    assert_eq!(
+        view.launch_command.as_deref(),
+        Some(&["claude".to_owned(), "--resume".to_owned()][..])
+    );
+}
+
+#[test]
+fn catalog_only_entries_are_listed_with_their_derived_status_and_revive_availability() {
+    let fx = Fixture::new();
+    fx.add_profile("bob", "key-bob");
+    let offline =
+        fx.add_catalog_entry(Some("bob"), &["run-bob"], LocalRuntimeStatus::Offline, None);
+    let mut dead = Sleeper::spawn();
+    let dead_pid = dead.pid();
+    dead.kill();
+    let stale = fx.add_catalog_entry(
+        Some("bob"),
+        &["run-bob", "--other"],
+        LocalRuntimeStatus::Running,
+        Some(dead_pid),
+    );
+
+    let snapshot = fx.core().snapshot();
+
+    assert_eq!(snapshot.runtimes.len(), 2, "{:#?}", snapshot.runtimes);
+    let offline = find(&snapshot, &offline).unwrap();
+    assert_eq!(offline.origin, RuntimeOrigin::Catalog);
+    assert_eq!(offline.status, RuntimeStatus::Offline);
+    assert!(offline.revive.available, "{:?}", offline.revive);
+    assert!(!offline.attach.available);
+    assert!(!offline.forget.available);
+    let stale = find(&snapshot, &stale).unwrap();
+    assert_eq!(stale.status, RuntimeStatus::Stale);
+    assert!(
+        stale
+            .status_reason
+            .as_deref()
+            .is_some_and(|r| r.contains(&format!("PID {dead_pid}"))),
+        "{:?}",
+        stale.status_reason
+    );
+    assert!(stale.revive.available, "{:?}", stale.revive);
+}
+
+#[test]
+fn a_catalog_entry_whose_profile_is_missing_from_agents_json_cannot_be_revived() {
+    let fx = Fixture::new();
+    fx.add_profile("someone-else", "k");
+    let id = fx.add_catalog_entry(Some("ghost"), &["run"], LocalRuntimeStatus::Offline, None);
+
+    let snapshot = fx.core().snapshot();
+
+    let view = find(&snapshot, &id).unwrap();
+    assert!(!view.revive.available);
+    let reason = view.revive.reason.clone().unwrap();
+    assert!(
+        reason.contains("\"ghost\"") && reason.contains("agents.json"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_profile_lock_held_by_a_live_process_makes_revive_unavailable_naming_the_pid() {
+    let fx = Fixture::new();
+    fx.add_profile("carol", "k");
+    let id = fx.add_catalog_entry(Some("carol"), &["run"], LocalRuntimeStatus::Offline, None);
+    let holder = Sleeper::spawn();
+    fx.hold_lock_as("carol", holder.pid());
+
+    let view = find(&fx.core().snapshot(), &id).unwrap().clone();
+    assert!(!view.revive.available);
+    let reason = view.revive.reason.unwrap();
+    assert!(
+        reason.contains(&format!("PID {}", holder.pid())),
+        "{reason}"
+    );
+
+    // Once the holder is gone its lock is stale, and revive is available again.
+    drop(holder);
+    let view = find(&fx.core().snapshot(), &id).unwrap().clone();
+    assert!(view.revive.available, "{:?}", view.revive);
+}
+
+#[test]
+fn ignored_receipts_and_corrupt_canon_files_are_listed_with_reasons_without_hiding_the_rest() {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let fx = Fixture::new();
+    fx.add_profile("dan", "k");
+    let good = fx.add_catalog_entry(Some("dan"), &["run"], LocalRuntimeStatus::Offline, None);
+    let (_live, _listener) = register(fx.receipts(), "alive", "tok", None);
+    // A receipt-named file that is not JSON.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(fx.receipts().path())
+        .unwrap();
+    let bad_receipt = "lre_00000000000000000000000000000000.json";
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(fx.receipts().path().join(bad_receipt))
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"{ not json").unwrap();
+    // A corrupt catalog entry and a corrupt pending-registrations.json.
+    std::fs::write(fx.canon().runtimes_dir().join("broken.json"), "[1,").unwrap();
+    std::fs::write(fx.canon().pending_registrations_path(), "nope").unwrap();
+
+    let snapshot = fx.core().snapshot();
+
+    let ignored = |location: IgnoredLocation, file: &str| {
+        snapshot
+            .ignored
+            .iter()
+            .find(|i| i.location == location && i.file.contains(file))
+    };
+    let receipt = ignored(IgnoredLocation::Receipts, bad_receipt)
+        .unwrap_or_else(|| panic!("{:#?}", snapshot.ignored));
+    assert!(!receipt.reason.is_empty());
+    assert!(
+        ignored(IgnoredLocation::Canon, "broken.json").is_some(),
+        "{:#?}",
+        snapshot.ignored
+    );
+    assert!(
+        ignored(IgnoredLocation::Canon, "pending-registrations.json").is_some(),
+        "{:#?}",
+        snapshot.ignored
+    );
+    // The readable records are all still there.
+    assert!(find(&snapshot, &good).is_some());
+    assert!(snapshot.runtimes.iter().any(|r| r.name == "alive"));
+}
+
+#[test]
+fn first_run_is_on_until_a_runtime_is_seen_and_stays_off_after_it_is_gone() {
+    let fx = Fixture::new();
+    let core = fx.core();
+    assert!(core.snapshot().first_run);
+    assert!(
+        core.snapshot().first_run,
+        "reading alone must not end first run"
+    );
+
+    let (registration, _listener) = register(fx.receipts(), "first", "tok", None);
+    let seen = core.snapshot();
+    assert!(!seen.first_run);
+    assert_eq!(seen.runtimes.len(), 1);
+
+    registration.unregister().unwrap();
+    let after = core.snapshot();
+    assert!(after.runtimes.is_empty());
+    assert!(
+        !after.first_run,
+        "first run must stay off once a runtime was seen"
+    );
+    // A fresh core over the same state directory remembers it too.
+    assert!(!fx.core().snapshot().first_run);
+}

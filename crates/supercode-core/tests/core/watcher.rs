@@ -1,0 +1,220 @@
+//! The watcher (issues 4 and 6): file changes and process exits reach the sink promptly, without
+//! waiting for the reconcile tick; deaths are told apart from clean exits.
+
+use std::time::{Duration, Instant};
+
+use canon_local::PendingPatch;
+use live_runtime::Sensitive;
+use supercode_core::view::{PendingState, RuntimeStatus};
+use supercode_core::watch::RECONCILE_INTERVAL;
+use supercode_core::CoreEvent;
+
+use crate::support::{find, recorder, register, Fixture, RuntimeProcess, TIMEOUT};
+
+/// What "promptly" means here: well inside the reconcile tick, so only the file watch or the
+/// pidfd can explain it, yet loose enough for a loaded CI machine.
+fn prompt() -> Duration {
+    RECONCILE_INTERVAL / 4
+}
+
+#[test]
+fn watch_publishes_the_inventory_at_start() {
+    let fx = Fixture::new();
+    let (registration, _listener) = register(fx.receipts(), "early", "tok", None);
+    let core = fx.core();
+    let (sink, mut events) = recorder();
+
+    let _watch = core.watch(sink);
+
+    let (_, first) = events.wait_for("the first event", TIMEOUT, |_| true);
+    let CoreEvent::Snapshot(snapshot) = first else {
+        panic!("the first event is not a snapshot: {first:?}");
+    };
+    assert!(find(&snapshot, registration.endpoint().as_str()).is_some());
+}
+
+#[test]
+fn a_registered_receipt_reaches_the_sink_as_a_snapshot_promptly() {
+    let fx = Fixture::new();
+    let core = fx.core();
+    let (sink, mut events) = recorder();
+    let _watch = core.watch(sink);
+    events.wait_for_snapshot("the initial snapshot", TIMEOUT, |_| true);
+
+    let mut latencies = Vec::new();
+    for round in 0..5 {
+        let start = Instant::now();
+        let (registration, _listener) = register(fx.receipts(), &format!("r{round}"), "tok", None);
+        let id = registration.endpoint().to_string();
+        let (at, _) = events.wait_for_snapshot("the new receipt", TIMEOUT, |s| {
+            find(s, &id).is_some_and(|r| r.status == RuntimeStatus::Running)
+        });
+        latencies.push(at - start);
+        let start = Instant::now();
+        drop(registration);
+        let (at, _) =
+            events.wait_for_snapshot("the receipt's removal", TIMEOUT, |s| find(s, &id).is_none());
+        latencies.push(at - start);
+    }
+    eprintln!("receipt change -> snapshot latencies: {latencies:?}");
+    let worst = latencies.iter().max().unwrap();
+    assert!(*worst < prompt(), "worst latency {worst:?}");
+}
+
+/// Also the regression test for issue 4's lost death: when a rescan started for another reason
+/// (here the watcher's first tick) ran between the death and its pidfd cue, the dead receipt
+/// was removed and no `RuntimeDied` was ever sent.
+#[test]
+fn a_sigkilled_runtime_leaves_the_inventory_via_its_pidfd_before_the_tick_and_is_reported_dead() {
+    let fx = Fixture::new();
+    let mut runtime = RuntimeProcess::start(&fx, "doomed");
+    let core = fx.core();
+    let (sink, mut events) = recorder();
+    let _watch = core.watch(sink);
+    events.wait_for_snapshot("the runtime listed running", TIMEOUT, |s| {
+        find(s, &runtime.endpoint).is_some_and(|r| r.status == RuntimeStatus::Running)
+    });
+
+    let start = Instant::now();
+    runtime.kill();
+    let (at, _) = events.wait_for_snapshot("the dead runtime to leave", TIMEOUT, |s| {
+        find(s, &runtime.endpoint).is_none()
+    });
+
+    let latency = at - start;
+    eprintln!("SIGKILL -> gone from the inventory: {latency:?}");
+    assert!(
+        latency < prompt(),
+        "{latency:?}: noticed by the tick, not the pidfd"
+    );
+    assert_eq!(events.died(), vec!["doomed".to_owned()]);
+    // The death is told before the snapshot without it, so a notification never trails the list.
+    let died_at = events
+        .seen
+        .iter()
+        .position(|(_, e)| matches!(e, CoreEvent::RuntimeDied { .. }))
+        .unwrap();
+    assert_eq!(died_at, events.seen.len() - 2);
+    assert!(
+        !fx.receipts()
+            .receipt_path(&runtime.endpoint.parse().unwrap())
+            .exists(),
+        "the dead runtime's receipt is removed"
+    );
+}
+
+#[test]
+fn a_runtime_that_unregisters_cleanly_is_not_reported_dead() {
+    let fx = Fixture::new();
+    let runtime = RuntimeProcess::start(&fx, "polite");
+    let endpoint = runtime.endpoint.clone();
+    let pid = runtime.pid();
+    let core = fx.core();
+    let (sink, mut events) = recorder();
+    let _watch = core.watch(sink);
+    events.wait_for_snapshot("the runtime listed running", TIMEOUT, |s| {
+        find(s, &endpoint).is_some_and(|r| r.status == RuntimeStatus::Running)
+    });
+
+    runtime.stop_cleanly();
+    assert!(!live_runtime::pid_exists(pid));
+    events.wait_for_snapshot("the runtime to leave", TIMEOUT, |s| {
+        find(s, &endpoint).is_none()
+    });
+
+    // A death is always sent before the snapshot that drops the runtime, and no later rescan can
+    // report it (it is no longer in the last snapshot): so nothing more can arrive.
+    events.drain();
+    assert!(events.died().is_empty(), "{:?}", events.died());
+}
+
+#[test]
+fn a_receipt_dir_deleted_and_recreated_while_watching_is_watched_again() {
+    let fx = Fixture::new();
+    let (first, _l1) = register(fx.receipts(), "before", "tok", None);
+    let core = fx.core();
+    let (sink, mut events) = recorder();
+    let _watch = core.watch(sink);
+    let mut previous = first.endpoint().to_string();
+    events.wait_for_snapshot("the first runtime", TIMEOUT, |s| {
+        find(s, &previous).is_some()
+    });
+    let mut keep = vec![first];
+
+    for round in 0..3 {
+        std::fs::remove_dir_all(fx.receipts().path()).unwrap();
+        events.wait_for_snapshot("the deleted directory to empty the list", TIMEOUT, |s| {
+            find(s, &previous).is_none()
+        });
+
+        let start = Instant::now();
+        let (again, _listener) = register(fx.receipts(), &format!("after{round}"), "tok", None);
+        let id = again.endpoint().to_string();
+        let (at, _) =
+            events.wait_for_snapshot("a receipt in the recreated directory", TIMEOUT, |s| {
+                find(s, &id).is_some()
+            });
+        let latency = at - start;
+        eprintln!("round {round}: receipt in a recreated dir -> snapshot: {latency:?}");
+        assert!(latency < prompt(), "{latency:?}: only the tick noticed it");
+        previous = id;
+        keep.push(again);
+    }
+}
+
+#[test]
+fn a_pending_registration_is_announced_once_when_it_is_submitted_not_when_it_is_recorded() {
+    let fx = Fixture::new();
+    let core = fx.core();
+    let (sink, mut events) = recorder();
+    let _watch = core.watch(sink);
+    events.wait_for_snapshot("the initial snapshot", TIMEOUT, |_| true);
+
+    canon_local::get_or_create_pending_registration(fx.canon(), "newbie", Some("claude-code"))
+        .unwrap();
+    events.wait_for_snapshot("the unsubmitted registration", TIMEOUT, |s| {
+        s.pending
+            .iter()
+            .any(|p| p.profile == "newbie" && p.state == PendingState::Unsubmitted)
+    });
+    assert!(events.waiting().is_empty(), "recorded is not yet waiting");
+
+    canon_local::update_pending_registration(
+        fx.canon(),
+        "newbie",
+        PendingPatch {
+            request_id: Some("req-42".into()),
+            poll_token: Some(Sensitive::new("poll-token-newbie".into())),
+            client_type: None,
+        },
+    )
+    .unwrap();
+    events.wait_for(
+        "RegistrationWaiting for newbie",
+        TIMEOUT,
+        |e| matches!(e, CoreEvent::RegistrationWaiting { profile } if profile == "newbie"),
+    );
+    events.wait_for_snapshot("the waiting registration", TIMEOUT, |s| {
+        s.pending
+            .iter()
+            .any(|p| p.profile == "newbie" && p.state == PendingState::Waiting)
+    });
+
+    // A later change to the same registration does not announce it again.
+    canon_local::update_pending_registration(
+        fx.canon(),
+        "newbie",
+        PendingPatch {
+            client_type: Some("codex".into()),
+            ..PendingPatch::default()
+        },
+    )
+    .unwrap();
+    events.wait_for_snapshot("the updated registration", TIMEOUT, |s| {
+        s.pending
+            .iter()
+            .any(|p| p.profile == "newbie" && p.client_type.as_deref() == Some("codex"))
+    });
+    events.drain();
+    assert_eq!(events.waiting(), vec!["newbie".to_owned()]);
+}
