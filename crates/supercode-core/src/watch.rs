@@ -106,6 +106,11 @@ async fn run(
     let mut tick = tokio::time::interval(RECONCILE_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // Watch first, then scan: a file created after the scan is then always cued, even in a
+        // directory that was just (re)created.
+        if let Some(dirs) = dirs.as_mut() {
+            dirs.sync();
+        }
         let died = died_before_rescan(&locations, last.as_ref(), &exited);
         exited.clear();
         let snapshot = inventory::snapshot(&locations, &approvals);
@@ -119,9 +124,6 @@ async fn run(
             sink(CoreEvent::Snapshot(snapshot.clone()));
         }
         exits.track(&snapshot, &tx);
-        if let Some(dirs) = dirs.as_mut() {
-            dirs.sync();
-        }
         last = Some(snapshot);
 
         tokio::select! {
@@ -149,7 +151,10 @@ fn drain(rx: &mut UnboundedReceiver<Cue>, exited: &mut HashSet<u32>) {
 }
 
 /// Runtimes whose process exited while their record still said running: they died rather than
-/// unregistering. Checked before the rescan, which removes dead receipts.
+/// unregistering. Checked before the rescan, which removes dead receipts. A process counts as
+/// exited when its pidfd said so or when it is gone now: a rescan started for another reason
+/// (another runtime's file, the tick) may run before the exit cue arrives, and it would remove
+/// the receipt without the death being told.
 fn died_before_rescan(
     locations: &Locations,
     last: Option<&Snapshot>,
@@ -161,7 +166,10 @@ fn died_before_rescan(
     last.runtimes
         .iter()
         .filter(|r| r.status == RuntimeStatus::Running)
-        .filter(|r| r.pid.is_some_and(|pid| exited.contains(&pid)))
+        .filter(|r| {
+            r.pid
+                .is_some_and(|pid| exited.contains(&pid) || !live_runtime::pid_exists(pid))
+        })
         .filter(|r| still_recorded(locations, r))
         .map(|r| r.name.clone())
         .collect()
