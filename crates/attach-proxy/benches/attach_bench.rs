@@ -1,7 +1,7 @@
 //! Attach proxy benchmark: direct vs attach-proxy vs nginx in front of the same demo runtime.
 //!
 //! Run with `cargo bench -p attach-proxy --bench attach_bench` (set `ATTACH_BENCH_SECONDS` to
-//! change the wrk duration per row and round, default 3). Measures, in one run and on loopback only:
+//! change the wrk duration per row and round, default 2). Measures, in one run and on loopback only:
 //! requests/s and latency under keep-alive load (wrk, if installed), sequential round-trip
 //! latency on one keep-alive connection, throughput of a 10 MB body, and WebSocket echo round
 //! trips. Secrets (token, session cookie) go to wrk and nginx through 0600 files in a temporary
@@ -37,7 +37,7 @@ const BLOB_BYTES: u64 = 10 * 1024 * 1024;
 /// How many 10 MB bodies are fetched per row.
 const BLOB_REPEATS: usize = 20;
 /// Measurement rounds; each cell is the median over them.
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 7;
 /// wrk connections: a handful, like one busy browser tab set, not a server load test.
 const WRK_CONNECTIONS: u32 = 10;
 /// Bound for waiting on nginx to listen (it has no readiness signal besides the socket).
@@ -120,24 +120,34 @@ fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
     (percentile(&samples, 0.50), percentile(&samples, 0.99))
 }
 
-async fn blob_throughput(target: &Target) -> f64 {
-    let mut sender = connect(target).await;
+/// MB/s for 10 MB bodies, one keep-alive connection per target, targets taking turns body by
+/// body; each cell is the median over the bodies.
+async fn interleaved_blob(targets: &[Target]) -> Vec<f64> {
+    let mut senders = Vec::new();
+    for target in targets {
+        senders.push(connect(target).await);
+    }
     let path = format!("/api/blob?bytes={BLOB_BYTES}");
-    let started = Instant::now();
-    let mut total = 0u64;
+    let mut samples = vec![Vec::with_capacity(BLOB_REPEATS); targets.len()];
     for _ in 0..BLOB_REPEATS {
-        sender.ready().await.unwrap();
-        let response = sender.send_request(request(target, &path)).await.unwrap();
-        assert_eq!(response.status(), 200, "{}", target.name);
-        let mut body = response.into_body();
-        while let Some(frame) = body.frame().await {
-            if let Ok(data) = frame.unwrap().into_data() {
-                total += data.len() as u64;
+        for (t, target) in targets.iter().enumerate() {
+            let sender = &mut senders[t];
+            sender.ready().await.unwrap();
+            let started = Instant::now();
+            let response = sender.send_request(request(target, &path)).await.unwrap();
+            assert_eq!(response.status(), 200, "{}", target.name);
+            let mut body = response.into_body();
+            let mut total = 0u64;
+            while let Some(frame) = body.frame().await {
+                if let Ok(data) = frame.unwrap().into_data() {
+                    total += data.len() as u64;
+                }
             }
+            assert_eq!(total, BLOB_BYTES);
+            samples[t].push(total as f64 / started.elapsed().as_secs_f64() / 1e6);
         }
     }
-    assert_eq!(total, BLOB_BYTES * BLOB_REPEATS as u64);
-    total as f64 / started.elapsed().as_secs_f64() / 1e6
+    samples.into_iter().map(median).collect()
 }
 
 /// WebSocket echo round trips of a 32-byte text message, one socket per target, interleaved
@@ -374,7 +384,7 @@ async fn main() {
     let seconds: u64 = std::env::var("ATTACH_BENCH_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
+        .unwrap_or(2);
     let load_before = load_average();
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -432,7 +442,6 @@ async fn main() {
                 row.load_p50_us = Some(p50);
                 row.load_p99_us = Some(p99);
             }
-            row.mb_per_s = blob_throughput(target).await;
             rounds[index].push(row);
         }
     }
@@ -444,6 +453,11 @@ async fn main() {
         .map(|t| (t.name == "attach-proxy").then(|| proxy.origin()))
         .collect();
     let websocket = interleaved_websocket(&targets, &origins).await;
+    eprintln!("interleaved 10 MB bodies ...");
+    let blobs = interleaved_blob(&targets).await;
+    for (row, mb_per_s) in rows.iter_mut().zip(blobs) {
+        row.mb_per_s = mb_per_s;
+    }
     for (row, ((seq_p50, seq_p99), (ws_p50, ws_p99))) in
         rows.iter_mut().zip(latency.into_iter().zip(websocket))
     {
@@ -477,7 +491,7 @@ async fn main() {
         &|r| format!("{:.0} / {:.0}", r.seq_p50_us, r.seq_p99_us),
     );
     line(
-        &format!("10 MB body throughput (MB/s, {BLOB_REPEATS} bodies)"),
+        &format!("10 MB body throughput (MB/s, median of {BLOB_REPEATS} bodies)"),
         &|r| format!("{:.0}", r.mb_per_s),
     );
     line(
@@ -486,13 +500,19 @@ async fn main() {
     );
     println!("{table}");
     println!(
-        "req/s and MB/s: median of {ROUNDS} rounds in rotated order; round-trip rows: targets interleaved request by request. Machine: {} cores; load average before {load_before}, after {}.",
+        "req/s: median of {ROUNDS} wrk runs per target in rotated order; round trips and MB/s: targets interleaved request by request (MB/s: median per 10 MB body). Machine: {} cores; load average before {load_before}, after {}.",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_average()
     );
     println!();
 
     let (direct, attach) = (&rows[0], &rows[1]);
+    println!("Per round (spread shows how much the shared machine's load moved the numbers):");
+    for (target, per_round) in targets.iter().zip(&rounds) {
+        let rps: Vec<String> = per_round.iter().map(|r| fmt_opt(r.rps, 0)).collect();
+        println!("- {}: req/s [{}]", target.name, rps.join(", "));
+    }
+    println!();
     println!("attach-proxy vs direct:");
     if let (Some(a), Some(d)) = (attach.rps, direct.rps) {
         println!("- req/s: {:.1}% of direct (target >= 90%)", 100.0 * a / d);
