@@ -69,6 +69,8 @@ test_pkgs=(
   dbus dbus-x11 gnome-keyring libsecret-tools
   "chromium|chromium-browser" "chromium-driver|chromium-chromedriver" webkit2gtk-driver
   "nginx-light|nginx" wrk imagemagick procps
+  # the stand-in tray host of the tray e2e tests (tests/e2e/tray-host.py)
+  python3-gi gir1.2-glib-2.0
 )
 # Packages whose absence is tolerated: on Ubuntu chromium is only a snap wrapper, which does
 # not work in containers/CI; the browser tests then fail loudly on their own (SUPERCODE_REQUIRE_BROWSER).

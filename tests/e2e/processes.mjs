@@ -104,13 +104,14 @@ function signalGroup(pid, signal) {
 
 /**
  * Starts `command args` in its own process group (so stopping it also stops what it spawned).
- * stderr goes to `logPath`; stdout lines are kept in memory (see `waitForLine`).
+ * stderr goes to `logPath`; stdout lines are kept in memory (see `waitForLine`). `stdin: 'pipe'`
+ * gives the process a stdin to write requests to (`proc.child.stdin`); by default it has none.
  */
-export async function startProcess(name, command, args, { env = process.env, cwd, logPath }) {
+export async function startProcess(name, command, args, { env = process.env, cwd, logPath, stdin = 'ignore' }) {
   await mkdir(dirname(logPath), { recursive: true });
   const log = createWriteStream(logPath, { flags: 'a' });
   await new Promise((resolve, reject) => log.once('open', resolve).once('error', reject));
-  const child = spawn(command, args, { env, cwd, detached: true, stdio: ['ignore', 'pipe', log] });
+  const child = spawn(command, args, { env, cwd, detached: true, stdio: [stdin, 'pipe', log] });
   await new Promise((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', (error) => reject(new Error(`cannot start ${name} (${command}): ${error.message}`)));

@@ -1,0 +1,186 @@
+// Every action works from the tray menu (issue 4). The menu is read and clicked over D-Bus by
+// the stand-in tray host (tray.mjs, tray-host.py), exactly as a desktop's panel does: the
+// StatusNotifierItem the app registers, its properties, and its com.canonical.dbusmenu menu.
+//
+// The tooltip cannot be checked here: on Linux Tauri's tray (tray-icon over
+// libayatana-appindicator) drops set_tooltip, and the item exports no ToolTip property. The
+// state it would say is checked through the icon and the menu's first entry instead.
+
+import { mkdir, readFile, readdir, stat, symlink } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { assert, test } from './harness.mjs';
+import { isRunning } from './processes.mjs';
+import { browse, receiptOf, writeCanonJson, writePendingRegistrations, writeRecordingBrowser } from './support.mjs';
+import { menuLabels, startTrayHost, TRAY_UPDATE_TIMEOUT_MS } from './tray.mjs';
+
+/** How long the app may take to exit after Quit: a clean Tauri shutdown of a debug build on a
+ *  loaded CI machine. */
+const QUIT_TIMEOUT_MS = 30_000;
+
+/** The entries every menu ends with, in order ("---" is a separator). */
+const APP_ENTRIES = ['---', 'Open Supercode Tray', 'Start at login', 'Open logs folder', '---', 'Quit'];
+
+let host;
+let browser;
+let opener;
+let home;
+
+/**
+ * The tray host must own the watcher name before the app starts; attach opens a recording
+ * stand-in browser; "Open logs folder" goes through `xdg-open`, here a recording stand-in first
+ * on PATH; and a private HOME keeps the autostart entry ($HOME/.config/autostart) to this file.
+ */
+export async function env({ stateDir, artifactsDir, fileSlug }) {
+  host = await startTrayHost({ artifactsDir, fileSlug });
+  browser = await writeRecordingBrowser(join(stateDir, 'browser'));
+  opener = await writeRecordingBrowser(join(stateDir, 'opener'));
+  await symlink(opener.program, join(stateDir, 'opener', 'xdg-open'));
+  home = join(stateDir, 'home');
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  return { SUPERCODE_BROWSER: browser.program, HOME: home, PATH: `${join(stateDir, 'opener')}:${process.env.PATH}` };
+}
+
+/** Starts the app and returns its WebDriver session, its pid and its tray item. */
+async function openTray(t) {
+  const app = await t.openApp();
+  const pids = await t.appPids();
+  assert.equal(pids.length, 1, `one app process runs (found ${pids.length})`);
+  const tray = await host.itemOf(pids[0]);
+  return { app, pid: pids[0], tray };
+}
+
+const attachLabel = (name) => `Attach ${name} (demo)`;
+
+/** The contents of `file`, or undefined until it exists. */
+async function readIfExists(file) {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+// Proves: the app registers a StatusNotifierItem with the desktop's watcher, and its menu lists
+// an Attach entry for each live demo runtime, then the app's own entries, with "Start at login"
+// a check item that is unchecked on a fresh account.
+test('the tray item registers and its menu lists each live runtime and the app entries', async (t) => {
+  await t.startDemoRuntime('menu-alpha');
+  await t.startDemoRuntime('menu-beta');
+  const { tray } = await openTray(t);
+
+  const props = await tray.properties();
+  assert.equal(props.Status, 'Active', 'the item asks to be shown');
+  assert.match(props.Menu ?? '', /^\/\S+/, 'the item exports a menu');
+  const menu = await tray.waitForMenu('both runtimes in the menu', (m) => [attachLabel('menu-alpha'), attachLabel('menu-beta')].every((label) => m.some((e) => e.label === label)));
+  const labels = menuLabels(menu);
+  assert.deepEqual(labels.slice(0, 2).sort(), [attachLabel('menu-alpha'), attachLabel('menu-beta')], `the menu opens with one Attach per live runtime: ${labels.join(' | ')}`);
+  assert.deepEqual(labels.slice(2), APP_ENTRIES, `then the app's entries: ${labels.join(' | ')}`);
+  assert.ok(menu.every((e) => e.enabled), 'every entry is enabled');
+  const autostart = menu.find((e) => e.label === 'Start at login');
+  assert.equal(autostart.toggleType, 'checkmark', '"Start at login" is a check item');
+  assert.equal(autostart.checked, false, '"Start at login" is unchecked on a fresh account');
+  assert.equal(await tray.registered(), true, 'the watcher lists the item');
+});
+
+// Proves: the tray shows the state: idle (no live runtime: idle icon, a disabled "No live
+// runtimes" entry), live (a runtime started: another icon, its Attach entry), pending (a
+// registration written to pending-registrations.json: a third icon and an "Approve registration"
+// entry); and going back to a state brings back that state's icon.
+test('the icon and menu follow the state: idle, live, pending', async (t) => {
+  const { tray } = await openTray(t);
+  const idleMenu = await tray.waitForMenu('the idle menu', (m) => m[0]?.label === 'No live runtimes');
+  assert.equal(idleMenu[0].enabled, false, '"No live runtimes" is a state line, not an action');
+  assert.deepEqual(menuLabels(idleMenu).slice(1), APP_ENTRIES);
+  const idle = await tray.waitForIcon('the idle icon', () => true);
+  if ('ToolTip' in idle.properties) assert.match(JSON.stringify(idle.properties.ToolTip), /no live runtimes/);
+
+  const runtime = await t.startDemoRuntime('state-live');
+  await tray.waitForMenu('the Attach entry of the started runtime', (m) => m.some((e) => e.label === attachLabel('state-live')));
+  const live = await tray.waitForIcon('the icon to change from idle', (icon) => icon.sha256 !== idle.sha256);
+
+  await writePendingRegistrations(t.env.CANON_HOME, ['nova']);
+  const pendingMenu = await tray.waitForMenu('the Approve entry', (m) => m.some((e) => e.label === 'Approve registration "nova"'));
+  assert.ok(pendingMenu.some((e) => e.label === attachLabel('state-live')), 'the live runtime stays listed');
+  const pending = await tray.waitForIcon('the icon to change from live', (icon) => icon.sha256 !== live.sha256);
+  assert.notEqual(pending.sha256, idle.sha256, 'the pending icon differs from the idle icon too');
+
+  // Back: the registration withdrawn, then the runtime stopped, each state's icon returns.
+  await writeCanonJson(join(t.env.CANON_HOME, 'pending-registrations.json'), {});
+  await tray.waitForMenu('the Approve entry to go', (m) => !m.some((e) => e.label.startsWith('Approve registration')));
+  await tray.waitForIcon('the live icon again', (icon) => icon.sha256 === live.sha256);
+  await runtime.stop();
+  await tray.waitForMenu('the idle menu again', (m) => m[0]?.label === 'No live runtimes' && !m.some((e) => e.label.startsWith('Attach')));
+  await tray.waitForIcon('the idle icon again', (icon) => icon.sha256 === idle.sha256);
+});
+
+// Proves: "Attach <name>" in the tray menu opens the runtime in the browser through the attach
+// proxy: the browser is given a one-time loopback proxy URL (not the runtime's own address), and
+// a cookie-keeping client following it reaches the runtime's own page.
+test('clicking Attach in the tray opens the runtime page through the proxy', async (t) => {
+  const name = 'tray-attach';
+  await t.startDemoRuntime(name);
+  const { tray } = await openTray(t);
+  await tray.click(attachLabel(name));
+
+  const url = (await t.waitUntil('the browser to be given a URL', () => readIfExists(browser.urlFile), TRAY_UPDATE_TIMEOUT_MS)).trim();
+  assert.equal((await stat(browser.urlFile)).mode & 0o777, 0o600, 'the recorded URL file is private');
+  const match = /^http:\/\/127\.0\.0\.1:(\d+)\/__attach\/([0-9A-Za-z_-]+)$/.exec(url);
+  assert.ok(match, 'the URL is http://127.0.0.1:PORT/__attach/CODE (value withheld)');
+  const receipt = await receiptOf(t.env.SUPERCODE_RUNTIME_DIR, `demo:${name}`);
+  assert.ok(receipt.address !== `127.0.0.1:${match[1]}`, "the URL names the proxy, not the runtime's own address");
+
+  const page = await browse(url);
+  assert.deepEqual(page.hops, [303, 200], 'the code is traded for a session cookie, then the page is served');
+  assert.ok(page.body.includes(`<h1 id="runtime-name">${name}</h1>`), "the runtime's own page was served through the proxy");
+});
+
+// Proves: "Start at login" writes the XDG autostart entry for the app (in $HOME/.config/autostart)
+// and shows the item checked; clicking it again removes the entry and unchecks it.
+test('Start at login toggles the autostart entry and the check mark', async (t) => {
+  const { tray } = await openTray(t);
+  const dir = join(home, '.config', 'autostart');
+  const entries = async () => (await readdir(dir).catch((error) => (error.code === 'ENOENT' ? [] : Promise.reject(error)))).filter((n) => n.endsWith('.desktop'));
+  assert.deepEqual(await entries(), [], 'no autostart entry before the click');
+
+  await tray.click('Start at login');
+  const [entry, ...more] = await t.waitUntil(
+    'an autostart entry to be written',
+    async () => {
+      const found = await entries();
+      return found.length > 0 ? found : undefined;
+    },
+    TRAY_UPDATE_TIMEOUT_MS,
+  );
+  assert.deepEqual(more, [], 'one autostart entry');
+  const desktop = await readFile(join(dir, entry), 'utf8');
+  assert.match(desktop, /^\[Desktop Entry\]/, `${entry} is a desktop entry`);
+  const exec = /^Exec=(.*)$/m.exec(desktop)?.[1]?.trim() ?? '';
+  assert.ok(exec.startsWith(t.app), `${entry} starts the app binary (Exec=${exec})`);
+  await tray.waitForMenu('"Start at login" checked', (m) => m.find((e) => e.label === 'Start at login')?.checked === true);
+
+  await tray.click('Start at login');
+  await t.waitUntil('the autostart entry to be removed', async () => (await entries()).length === 0, TRAY_UPDATE_TIMEOUT_MS);
+  await tray.waitForMenu('"Start at login" unchecked', (m) => m.find((e) => e.label === 'Start at login')?.checked === false);
+});
+
+// Proves: "Open logs folder" asks the desktop (xdg-open) to open the app's log folder, the
+// directory SUPERCODE_LOG_DIR names.
+test('Open logs folder opens the log directory', async (t) => {
+  const { tray } = await openTray(t);
+  await tray.click('Open logs folder');
+  const opened = (await t.waitUntil('xdg-open to be given a path', () => readIfExists(opener.urlFile), TRAY_UPDATE_TIMEOUT_MS)).trim();
+  assert.equal(opened, t.env.SUPERCODE_LOG_DIR);
+  assert.equal((await stat(opened)).isDirectory(), true, 'the folder exists');
+});
+
+// Proves: "Quit" ends the app process (the tray app otherwise outlives its window), and its
+// tray item leaves the watcher with it.
+test('Quit ends the app', async (t) => {
+  const { pid, tray } = await openTray(t);
+  await tray.click('Quit');
+  await t.waitUntil(`the app (pid ${pid}) to exit`, async () => !(await isRunning(pid)), QUIT_TIMEOUT_MS);
+  await t.waitUntil('the tray item to be unregistered', async () => !(await tray.registered()), TRAY_UPDATE_TIMEOUT_MS);
+  assert.deepEqual(await t.appPids(), [], 'no app process is left');
+});
