@@ -8,6 +8,9 @@
 //! live in the file store, so the figures are the receipt work itself, not keychain round trips.
 //!
 //! Run: `cargo bench -p live-runtime --bench inventory` (add `-- --quick` for a smoke run).
+//! `-- --populate DIR SIZE PID` instead writes the same mix for the CLI measurement with
+//! hyperfine (docs/BENCHMARKS.md): live receipts pointing at process PID into `DIR/receipts`, and
+//! the dead ones into `DIR/dead`, to be copied back before every timed run.
 //! Plain `Instant` timings with repetitions; median and p90 per size. The machine is shared, so
 //! compare ratios within one run rather than absolute figures across runs.
 
@@ -96,7 +99,10 @@ fn dead_pid() -> u32 {
 }
 
 fn make(size: usize) -> Receipts {
-    let me = ProcessIdentity::current();
+    make_for(size, ProcessIdentity::current())
+}
+
+fn make_for(size: usize, me: ProcessIdentity) -> Receipts {
     let dead = dead_pid();
     let live_count = size * LIVE_PERCENT / 100;
     let dead_count = size * DEAD_PERCENT / 100;
@@ -269,9 +275,35 @@ fn bench_single_file(size: usize, quick: bool) -> Stats {
     stats(samples)
 }
 
+/// `--populate DIR SIZE PID`: the benchmark's receipt mix, on disk, for an external command.
+fn populate(args: &[String]) {
+    let [dir, size, pid] = args else {
+        panic!("usage: --populate DIR SIZE PID");
+    };
+    let pid: u32 = pid.parse().expect("PID");
+    let me = ProcessIdentity::of(pid).expect("PID must be a live process");
+    let receipts = make_for(size.parse().expect("SIZE"), me);
+    let dir = Path::new(dir);
+    for sub in ["receipts", "dead"] {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir.join(sub))
+            .unwrap();
+    }
+    write_all(&dir.join("receipts"), &receipts.live);
+    write_all(&dir.join("receipts"), &receipts.corrupt);
+    write_all(&dir.join("dead"), &receipts.dead);
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--populate") {
+        populate(&args[at + 1..(at + 4).min(args.len())]);
+        return;
+    }
     // `cargo bench` passes `--bench`; anything else we ignore except `--quick`.
-    let quick = std::env::args().any(|a| a == "--quick");
+    let quick = args.iter().any(|a| a == "--quick");
     let run = Instant::now();
     println!(
         "# Inventory scale ({} live / {} dead / {} corrupt percent; file secret store)",
