@@ -373,18 +373,43 @@ async fn forward(
     parts.uri = origin_form(parts.uri);
     parts.version = Version::HTTP_11;
     let upstream_request = Request::from_parts(parts, ProxyBody::Streamed(body));
-    match sender.send_request(upstream_request).await {
-        Ok(response) => {
-            link.put_back(sender);
-            let (mut parts, body) = response.into_parts();
-            strip_hop_by_hop(&mut parts.headers);
-            Response::from_parts(parts, ProxyBody::Streamed(body))
-        }
-        Err(error) => {
-            // The error's text is not logged: it is not needed, and connection errors can carry
-            // details of the runtime's socket.
-            tracing::warn!(canceled = error.is_canceled(), "runtime request failed");
-            pages::upstream_down()
+    let sent = match sender.try_send_request(upstream_request).await {
+        Ok(response) => Some((sender, response)),
+        Err(mut error) => match error.take_message() {
+            // Never written: the runtime closed the idle connection just as this request came
+            // (its keep-alive timeout, or a restart). Retry once on a fresh connection.
+            Some(upstream_request) => {
+                retry_on_fresh_connection(shared, link, upstream_request).await
+            }
+            None => {
+                // The error's text is not logged: it is not needed, and connection errors can
+                // carry details of the runtime's socket.
+                tracing::warn!("runtime request failed");
+                None
+            }
+        },
+    };
+    let Some((sender, response)) = sent else {
+        return pages::upstream_down();
+    };
+    link.put_back(sender);
+    let (mut parts, body) = response.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    Response::from_parts(parts, ProxyBody::Streamed(body))
+}
+
+async fn retry_on_fresh_connection(
+    shared: &Shared,
+    link: &UpstreamLink,
+    request: Request<ProxyBody>,
+) -> Option<(SendRequest<ProxyBody>, Response<Incoming>)> {
+    let mut sender = connect_upstream(shared, Some(link)).await.ok()?;
+    sender.ready().await.ok()?;
+    match sender.send_request(request).await {
+        Ok(response) => Some((sender, response)),
+        Err(_) => {
+            tracing::warn!("runtime request failed on a fresh connection");
+            None
         }
     }
 }

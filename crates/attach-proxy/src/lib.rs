@@ -382,6 +382,15 @@ mod tests {
     }
 
     #[test]
+    fn handles_can_be_shared_across_tasks() {
+        // The app keeps proxies in an `Arc` inside shared state and mints codes from any task.
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<AttachProxy>();
+        assert_send_sync::<AttachUrl>();
+        assert_send_sync::<AttachError>();
+    }
+
+    #[test]
     fn tokens_that_cannot_be_headers_are_refused() {
         let bad = Sensitive::new("line\nbreak".to_owned());
         assert!(matches!(
