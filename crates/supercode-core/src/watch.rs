@@ -221,10 +221,11 @@ impl DirWatch {
                 Err(_) => true,
                 Ok(event) => {
                     event.need_rescan()
-                        || event
-                            .paths
-                            .iter()
-                            .any(|p| interesting.iter().any(|root| p.starts_with(root)))
+                        || (changes_something(&event.kind)
+                            && event
+                                .paths
+                                .iter()
+                                .any(|p| interesting.iter().any(|root| p.starts_with(root))))
                 }
             };
             if relevant {
@@ -277,6 +278,19 @@ impl DirWatch {
                 (None, None) => {}
             }
         }
+    }
+}
+
+/// Whether an event can mean a changed file. Opens and read-only closes cannot, and the
+/// watcher's own scans cause them (it opens every receipt and Canon file it reads): counting
+/// them made each scan cue the next, so an idle tray rescanned forever. A close after writing
+/// still counts, for writers that write in place instead of renaming.
+fn changes_something(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        notify::EventKind::Access(_) => false,
+        _ => true,
     }
 }
 

@@ -218,3 +218,51 @@ fn a_pending_registration_is_announced_once_when_it_is_submitted_not_when_it_is_
     events.drain();
     assert_eq!(events.waiting(), vec!["newbie".to_owned()]);
 }
+
+/// Regression test (issue 6, idle CPU): notify reports opens and read-only closes, and the
+/// watcher's own scans open every receipt, so each scan cued the next and an idle tray rescanned
+/// forever (~25 scans a second, 15% of a core with 10 runtimes). Idle now means no scan at all
+/// until the reconcile tick.
+#[test]
+fn an_idle_watcher_does_not_rescan_because_of_its_own_reads() {
+    use notify::Watcher as _;
+    let fx = Fixture::new();
+    let (registration, _listener) = register(fx.receipts(), "quiet", "tok", None);
+    let receipt = fx.receipts().receipt_path(registration.endpoint());
+    let core = fx.core();
+    let (sink, mut events) = recorder();
+    let _watch = core.watch(sink);
+    events.wait_for_snapshot("the runtime listed", TIMEOUT, |s| {
+        find(s, registration.endpoint().as_str()).is_some()
+    });
+
+    // Count every time anyone opens the receipt during an idle window well inside the tick.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let target = receipt.clone();
+    let mut spy = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            if matches!(
+                event.kind,
+                notify::EventKind::Access(notify::event::AccessKind::Open(_))
+            ) && event.paths.contains(&target)
+            {
+                let _ = tx.send(());
+            }
+        }
+    })
+    .unwrap();
+    spy.watch(fx.receipts().path(), notify::RecursiveMode::NonRecursive)
+        .unwrap();
+    let window = Duration::from_secs(2);
+    assert!(window < RECONCILE_INTERVAL / 2);
+    // Observing idleness for a while is the measurement itself, not a stand-in for a signal.
+    std::thread::sleep(window);
+    drop(spy);
+    let opens = rx.try_iter().count();
+
+    // At most one tick can fall inside the window, and it opens the receipt once.
+    assert!(
+        opens <= 1,
+        "the idle watcher opened the receipt {opens} times in {window:?}"
+    );
+}
