@@ -5,11 +5,12 @@
 // A process's stdout is kept in memory only and never written to a log or artifact: a demo
 // runtime announces its endpoint there, and a runtime's loopback address is a secret.
 
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, readdir, readlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 
 /** How long a process gets to exit after SIGTERM before it is killed: the app and runtimes
  *  remove their receipts on a clean exit, which is quick, but CI machines are slow. */
@@ -214,6 +215,29 @@ export async function stopPids(pids, timeoutMs = STOP_TIMEOUT_MS) {
       for (const pid of alive) signal(pid, 'SIGKILL');
       killed = true;
     }
+    await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_INTERVAL_MS));
+  }
+}
+
+/** Whether `name` has an owner on the session bus; false when there is no session bus to ask. */
+async function busNameHasOwner(name) {
+  if (!process.env.DBUS_SESSION_BUS_ADDRESS) return false;
+  const { stdout } = await promisify(execFile)('dbus-send', [
+    '--session', '--print-reply', '--dest=org.freedesktop.DBus', '/org/freedesktop/DBus',
+    'org.freedesktop.DBus.NameHasOwner', `string:${name}`,
+  ]);
+  return /boolean true/.test(stdout);
+}
+
+/**
+ * Resolves once no connection owns `name` on the session bus. A process that exited has closed
+ * its bus socket, but dbus-daemon may release its names only after it has served a newer
+ * process's request for them.
+ */
+export async function waitForBusNameReleased(name, timeoutMs = STOP_TIMEOUT_MS) {
+  const deadline = Date.now() + timeoutMs;
+  while (await busNameHasOwner(name)) {
+    if (Date.now() >= deadline) throw new Error(`the session bus name ${name} is still owned ${timeoutMs} ms after its process was stopped`);
     await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_INTERVAL_MS));
   }
 }

@@ -21,7 +21,7 @@
 // WEBKIT_WEBDRIVER (default /usr/bin/WebKitWebDriver), SUPERCODE_TEST_ARTIFACTS (default
 // ./test-artifacts; screenshots and logs go to its e2e/ folder).
 
-import { accessSync, realpathSync, constants as fsConstants } from 'node:fs';
+import { accessSync, readFileSync, realpathSync, constants as fsConstants } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -29,11 +29,18 @@ import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { DEFAULT_TEST_TIMEOUT_MS, takeRegisteredTests } from './harness.mjs';
-import { groupProcessesOf, runningProcesses, startDemoRuntime, startProcess, stopAllProcesses, stopPids } from './processes.mjs';
+import { groupProcessesOf, runningProcesses, startDemoRuntime, startProcess, stopAllProcesses, stopPids, waitForBusNameReleased } from './processes.mjs';
 import { DEFAULT_WAIT_TIMEOUT_MS, Session, WAIT_POLL_INTERVAL_MS, WebDriverError, driverStatus } from './webdriver.mjs';
 
 const E2E_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = resolve(E2E_DIR, '..', '..');
+
+/**
+ * The app's single-instance guard (tauri-plugin-single-instance on Linux): the session bus name
+ * `<identifier>.SingleInstance`. An app started while it is still owned forwards its arguments to
+ * the owner and exits, or fails when the owner is gone; so the next test's app waits for it.
+ */
+const SINGLE_INSTANCE_BUS_NAME = `${JSON.parse(readFileSync(join(REPO_ROOT, 'tauri.conf.json'), 'utf8')).identifier}.SingleInstance`;
 
 /** How long tauri-driver (and the WebKitWebDriver it starts) may take to answer /status. */
 const DRIVER_READY_TIMEOUT_MS = 30_000;
@@ -167,7 +174,17 @@ class TestContext {
       // The window may already be gone; the process is what matters.
       if (!(error instanceof WebDriverError)) throw error;
     }
+    await this.stopApp();
+  }
+
+  /**
+   * Stops the app process, then waits until the session bus has released its single-instance
+   * name: dbus-daemon can notice the exit only after the next app asked for the name, and that
+   * app then exits with "failed to forward arguments to the running instance".
+   */
+  async stopApp() {
     await stopPids(await this.appPids());
+    await waitForBusNameReleased(SINGLE_INSTANCE_BUS_NAME);
   }
 
   /**
@@ -222,7 +239,7 @@ class TestContext {
         // Expected when the window is already gone; the app process is stopped below.
       }
     }
-    await stopPids(await this.appPids());
+    await this.stopApp();
   }
 }
 
