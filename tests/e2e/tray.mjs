@@ -175,13 +175,24 @@ export class TrayItem {
    * Clicks the enabled menu entry whose label is `label` (a string, or a RegExp to match), as a
    * host does when the user picks it: dbusmenu `Event(id, "clicked", 0, timestamp)`. Waits for
    * the entry to be listed first; returns the entry clicked.
+   *
+   * The app rebuilds its whole menu on every inventory change, and the new menu's entries get new
+   * ids; an id read just before a rebuild is then refused ("does not refer to a menu item"). A
+   * panel re-reads the menu when it changes; so does this: it reads it again and clicks again.
    */
   async click(label, timeoutMs = TRAY_UPDATE_TIMEOUT_MS) {
     const matches = (entry) => entry.enabled && (label instanceof RegExp ? label.test(entry.label) : entry.label === label);
-    const menu = await this.waitForMenu(`a menu entry ${label} to click`, (m) => m.some(matches), timeoutMs);
-    const entry = menu.find(matches);
-    await this.host.request('click', { bus: this.bus, path: await this.menuPath(), item: entry.id });
-    return entry;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const menu = await this.waitForMenu(`a menu entry ${label} to click`, (m) => m.some(matches), Math.max(deadline - Date.now(), 0));
+      const entry = menu.find(matches);
+      try {
+        await this.host.request('click', { bus: this.bus, path: await this.menuPath(), item: entry.id });
+        return entry;
+      } catch (error) {
+        if (!/does not refer to a menu item/.test(error.message) || Date.now() >= deadline) throw error;
+      }
+    }
   }
 }
 
