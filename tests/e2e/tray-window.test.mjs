@@ -99,6 +99,8 @@ test('a killed runtime leaves the menu, and Revive opens the window on the confi
     assert.ok(menu.some((e) => e.label === attach('tray-stays')), 'the other runtime keeps its Attach entry');
     assert.equal(await isRunning(other.pid), true, 'the other runtime was not touched');
 
+    // Without its receipt the runtime is its canon catalog entry, named by its profile (as in the
+    // window), so the entry is "Revive nova…", not "Revive tray-revive…".
     const revive = await tray.waitForMenu('a Revive entry', (m) => m.some((e) => /^Revive .+…$/.test(e.label)));
     const reviveEntries = revive.filter((e) => e.label.startsWith('Revive '));
     assert.equal(reviveEntries.length, 1, `one Revive entry: ${reviveEntries.map((e) => e.label).join(' | ')}`);
@@ -107,8 +109,9 @@ test('a killed runtime leaves the menu, and Revive opens the window on the confi
     const app = await session;
     const confirm = '[data-testid="confirm-revive"]';
     const text = await waitForText(app, confirm, /Revive .*\?/);
-    const shownName = /^Revive (.+)…$/.exec(clicked.label)[1];
-    assert.ok(text.includes(shownName), `the confirmation names the runtime the menu named (${shownName})`);
+    const menuName = /^Revive (.+)…$/.exec(clicked.label)[1];
+    const confirmName = /^Revive (.+?)\?/.exec(text)?.[1];
+    assert.equal(confirmName, menuName, `the confirmation asks about the runtime the menu entry named (${JSON.stringify(text.slice(0, 80))})`);
     const argv = await app.execute('return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);', [`${confirm} ol.argv li`]);
     const expected = [t.app, 'demo-runtime', '--name', name, '--workspace', join(t.stateDir, 'workspaces', name), '--canon-profile', profile];
     assert.deepEqual(argv, expected, 'the confirmation shows the recorded launch command, one argument per item');
