@@ -66,6 +66,15 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     banner.set(message !== null);
   }
 
+  // ---- global notice (an action's outcome whose row has gone) ----
+  const noticeText = h("span", { class: "msg-text" });
+  const noticeDismiss = h("button", { class: "icon-btn", attrs: { type: "button", "aria-label": "Dismiss message" }, on: { click: () => setNotice(null) } }, icon("close"));
+  const notice = new Slot(h("div", { class: "msg msg-info banner", attrs: { role: "status", "data-testid": "app-notice" } }, noticeText, noticeDismiss));
+  function setNotice(message: string | null): void {
+    setText(noticeText, message ?? "");
+    notice.set(message !== null);
+  }
+
   // ---- loading ----
   const loading = h("p", { class: "loading", attrs: { role: "status" } }, h("span", { class: "spinner", attrs: { "aria-hidden": "true" } }), "Loading runtimes…");
 
@@ -112,7 +121,11 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
         revive: (id) =>
           backend.revive(id).then(
             (outcome) => {
-              void refresh();
+              // A runtime revived from the catalog comes back under a new id (its new receipt), so
+              // its old row, which would show the outcome, is about to go: say it at the top too.
+              void refresh().then(() => {
+                if (!runtimeRows.get(id)) setNotice(outcome.message);
+              });
               return outcome;
             },
             (e: unknown) => Promise.reject(toCommandError(e)),
@@ -179,7 +192,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   );
   const footer = h("footer", { class: "app-footer" }, logsButton);
 
-  const main = h("main", { class: "app-main" }, banner.anchor, loading, empty.anchor, runtimesSection, pendingSection, ignored);
+  const main = h("main", { class: "app-main" }, banner.anchor, notice.anchor, loading, empty.anchor, runtimesSection, pendingSection, ignored);
   root.replaceChildren(header, main, footer);
   root.classList.add("app");
 

@@ -158,6 +158,13 @@ export class MockBackend implements Backend {
       rt.attach = { available: true, reason: null };
       rt.forget = { available: false, reason: "The runtime is running; only stale receipts can be forgotten." };
       rt.revive = { available: false, reason: "Already running." };
+      // Like the real app: a runtime revived from the catalog registers a new receipt, so it
+      // comes back under its new endpoint.
+      if (rt.origin === "catalog") {
+        rt.id = `lre_revived_${pid}`;
+        rt.endpoint = rt.id;
+        rt.origin = "both";
+      }
     });
     return { id, message: `Started ${rt.name} (pid ${pid}).` };
   }

@@ -365,3 +365,17 @@ describe("revive requested from the tray menu", () => {
     expect(m.root.querySelector('[data-testid="confirm-revive"]')).toBeNull();
   });
 });
+
+describe("revive of a catalog runtime that comes back under a new id", () => {
+  it("announces the outcome at the top once the old row is gone", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const revivable = demoSnapshot(NOW).runtimes.find((r) => r.revive.available && r.origin === "catalog");
+    if (!revivable) throw new Error("the demo snapshot needs a revivable catalog runtime");
+    const r = row(m.root, revivable.id);
+    click(byTestId(r, "action-revive"));
+    click(byTestId(r, "confirm-accept"));
+    const notice = await vi.waitFor(() => byTestId(m!.root, "app-notice"));
+    expect(notice.textContent).toContain(revivable.name);
+    expect(m.root.querySelector(`[data-runtime-id="${revivable.id}"]`)).toBeNull();
+  });
+});
