@@ -93,7 +93,9 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoRunError> {
     let receipts = ReceiptDir::from_env()?;
     let launch = launch_command();
     let canon = match &args.canon_profile {
-        Some(profile) => Some(canon::CanonRuntime::start(profile, &workspace, &launch)?),
+        Some(profile) => Some(canon::CanonRuntime::start(
+            profile, &args.name, &workspace, &launch,
+        )?),
         None => None,
     };
 
@@ -226,7 +228,12 @@ mod canon {
 
     impl CanonRuntime {
         /// Takes the profile's lock and records a running catalog entry, as a canon runtime does.
-        pub fn start(profile: &str, cwd: &Path, launch: &[String]) -> Result<Self, DemoRunError> {
+        pub fn start(
+            profile: &str,
+            name: &str,
+            cwd: &Path,
+            launch: &[String],
+        ) -> Result<Self, DemoRunError> {
             let home = CanonHome::from_env()?;
             let lock = canon_local::acquire_lock(&home, profile)
                 .map_err(|e| DemoRunError::Process(e.to_string()))?;
@@ -244,6 +251,7 @@ mod canon {
             );
             let now = canon_local::json::iso_now();
             entry.pid = Some(i64::from(std::process::id()));
+            entry.agent_name = Some(name.to_owned());
             entry.workspace_roots = Some(vec![cwd]);
             entry.surface_mode = Some("host".into());
             entry.last_started_at = Some(now.clone());

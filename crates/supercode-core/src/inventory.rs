@@ -132,9 +132,12 @@ fn live_view(
     entry: Option<&CatalogRuntime>,
 ) -> RuntimeView {
     let meta = &record.metadata;
+    // A runtime linked to its catalog entry keeps the catalog's name and kind, so it looks the
+    // same whether it is running (receipt) or stopped (catalog entry only).
     let name = meta
         .agent_name
         .clone()
+        .or_else(|| entry.and_then(|e| e.agent_name.clone()))
         .or_else(|| meta.display_name.clone())
         .or_else(|| meta.profile.clone())
         .unwrap_or_else(|| record.runtime_id.clone());
@@ -176,7 +179,7 @@ fn live_view(
             workspace: record.source.workspace.display().to_string(),
         }),
         name,
-        kind: meta.runtime_kind.clone(),
+        kind: entry.map_or_else(|| meta.runtime_kind.clone(), |e| e.runtime.clone()),
         workspace: Some(record.source.workspace.display().to_string()),
         workspace_roots: meta
             .workspace_roots
