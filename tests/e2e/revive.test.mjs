@@ -31,7 +31,7 @@ test('revive shows the launch command and brings a killed runtime back as a new 
 
     process.kill(first.pid, 'SIGKILL');
     await first.exit;
-    // Without its receipt, the runtime is the catalog entry: shown by its profile, revivable.
+    // Without its receipt, the runtime is the catalog entry: same name as when it ran, revivable.
     await app.waitFor(
       `the catalog entry ${PROFILE} to be listed as revivable`,
       async () =>
@@ -39,6 +39,7 @@ test('revive shows the launch command and brings a killed runtime back as a new 
         (await (await app.find(`${rowSelector(catalogId)} [data-testid="action-revive"]`)).attribute('aria-disabled')) === null,
     );
     assert.ok(!(await runtimeRows(app)).some((row) => row.status === 'running'), 'nothing is listed as running after the kill');
+    assert.equal((await runtimeRows(app)).find((row) => row.id === catalogId).name, NAME, 'the stopped runtime keeps the name it ran under');
     await paintedScreenshot(t, app, 'revivable');
 
     await clickInRow(app, catalogId, '[data-testid="action-revive"]');

@@ -88,7 +88,8 @@ test('a killed runtime leaves the menu, and Revive opens the window on the confi
     const doomed = await t.startDemoRuntime(name, { args: ['--canon-profile', profile] });
     const other = await t.startDemoRuntime('tray-stays');
     const { session, tray } = await launchWithoutWindow(t);
-    const attach = (n) => `Attach ${n} (demo)`;
+    // A canon-backed runtime shows its catalog kind (sdk), a plain demo runtime its receipt's (demo).
+    const attach = (n) => `Attach ${n} (${n === name ? 'sdk' : 'demo'})`;
     await tray.waitForMenu('both Attach entries', (m) => [attach(name), attach('tray-stays')].every((label) => m.some((e) => e.label === label)));
 
     const killedAt = Date.now();
@@ -99,11 +100,12 @@ test('a killed runtime leaves the menu, and Revive opens the window on the confi
     assert.ok(menu.some((e) => e.label === attach('tray-stays')), 'the other runtime keeps its Attach entry');
     assert.equal(await isRunning(other.pid), true, 'the other runtime was not touched');
 
-    // Without its receipt the runtime is its canon catalog entry, named by its profile (as in the
-    // window), so the entry is "Revive nova…", not "Revive tray-revive…".
+    // Without its receipt the runtime is its canon catalog entry, which keeps the runtime's name
+    // (the demo runtime records it as agentName), so the entry is "Revive tray-revive…".
     const revive = await tray.waitForMenu('a Revive entry', (m) => m.some((e) => /^Revive .+…$/.test(e.label)));
     const reviveEntries = revive.filter((e) => e.label.startsWith('Revive '));
     assert.equal(reviveEntries.length, 1, `one Revive entry: ${reviveEntries.map((e) => e.label).join(' | ')}`);
+    assert.equal(reviveEntries[0].label, `Revive ${name}…`, 'the stopped runtime keeps the name it ran under');
     const clicked = await tray.click(reviveEntries[0].label);
 
     const app = await session;
