@@ -146,5 +146,6 @@ run_phase "ui: check" "${TEST_ENV[@]}" npm --prefix ui run check || true
 run_phase "ui: browser tests" "${TEST_ENV[@]}" npm --prefix ui run test:browser || true
 run_phase "e2e harness self-test" e2e_selftest || true
 run_phase "e2e (tauri-driver)" e2e || true
+run_phase "package: .deb installs, launches, uninstalls" "${TEST_ENV[@]}" scripts/package-check.sh || true
 
 finish

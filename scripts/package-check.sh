@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the .deb with the Tauri bundler and checks it the way a user meets it: it installs with
+# apt, puts the binary and a valid desktop entry in place, the desktop entry starts the app, and
+# removing the package leaves the user's receipts and ~/.canon untouched.
+#
+#   scripts/package-check.sh [--release | --deb FILE]
+#
+# CI runs it without --release: a debug bundle reuses what the test phase compiled, and packaging
+# is the same for both profiles. `--release` builds what ships (LTO, stripped). Must run as root
+# (or with passwordless sudo) because it installs and removes the package; run it inside
+# scripts/test-env.sh so the launch check has a display and a session bus.
+set -euo pipefail
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+
+# How long the installed app gets to start from its desktop entry before the check gives up.
+LAUNCH_TIMEOUT_SECS=60
+
+log() { printf 'package: %s\n' "$*"; }
+die() { printf 'package: error: %s\n' "$*" >&2; exit 1; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
+
+deb=""
+profile_flag=(--debug)
+profile_dir=debug
+case "${1:-}" in
+  --release) profile_flag=(); profile_dir=release ;;
+  --deb) deb="$(realpath "${2:?--deb needs a file}")" ;;
+  "") ;;
+  *) die "usage: scripts/package-check.sh [--release | --deb FILE]" ;;
+esac
+
+if [ -z "$deb" ]; then
+  [ -x ui/node_modules/.bin/tauri ] || npm --prefix ui ci --no-audit --no-fund
+  target_dir="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
+  log "bundling the .deb ($profile_dir)"
+  ui/node_modules/.bin/tauri build "${profile_flag[@]}" --bundles deb
+  deb="$(ls -t "$target_dir/$profile_dir"/bundle/deb/*.deb | head -n 1)"
+fi
+[ -f "$deb" ] || die "no .deb was produced"
+log "checking $deb ($(du -h "$deb" | cut -f1))"
+
+package="$(dpkg-deb -f "$deb" Package)"
+# The user's data, which removing the package must not touch.
+data="$(mktemp -d)"
+trap 'as_root dpkg -r "$package" >/dev/null 2>&1 || true; rm -rf "$data"' EXIT
+export CANON_HOME="$data/canon" SUPERCODE_RUNTIME_DIR="$data/receipts"
+mkdir -p "$CANON_HOME" && mkdir -m 0700 "$SUPERCODE_RUNTIME_DIR"
+printf '{\n  "keep": {\n    "apiKey": "not-a-real-key",\n    "agentId": "a",\n    "agentName": "keep",\n    "registeredAt": "2026-01-01T00:00:00.000Z"\n  }\n}' >"$CANON_HOME/agents.json"
+before="$(cd "$data" && find . -type f -exec sha256sum {} + | sort)"
+
+log "installing with apt (pulls in the declared dependencies)"
+as_root apt-get install -y --no-install-recommends "$deb" >/dev/null
+[ -x /usr/bin/supercode-tray ] || die "/usr/bin/supercode-tray is missing after install"
+/usr/bin/supercode-tray --version
+desktop="$(dpkg -L "$package" | grep '\.desktop$' | head -n 1)"
+[ -n "$desktop" ] || die "the package installs no desktop entry"
+desktop-file-validate "$desktop"
+grep -q '^Exec=supercode-tray' "$desktop" || die "the desktop entry does not start supercode-tray: $(grep '^Exec=' "$desktop")"
+for size in 32x32 128x128; do
+  dpkg -L "$package" | grep -q "icons/hicolor/$size/apps/" || die "no $size icon installed"
+done
+
+if [ -n "${DISPLAY:-}" ]; then
+  log "starting the app from its desktop entry"
+  log_dir="$data/logs"
+  SUPERCODE_LOG_DIR="$log_dir" SUPERCODE_STATE_DIR="$data/state" gio launch "$desktop" &
+  deadline=$((SECONDS + LAUNCH_TIMEOUT_SECS))
+  until pgrep -x supercode-tray >/dev/null && ls "$log_dir"/supercode-tray*.log >/dev/null 2>&1 &&
+    grep -q 'starting Supercode Tray' "$log_dir"/supercode-tray*.log; do
+    [ "$SECONDS" -lt "$deadline" ] || die "the app did not start from its desktop entry within ${LAUNCH_TIMEOUT_SECS}s"
+    sleep 0.5
+  done
+  log "the desktop entry started the app (pid $(pgrep -x supercode-tray | head -n 1)); it logs to $log_dir"
+  /usr/bin/supercode-tray doctor || true
+  pkill -x supercode-tray || true
+  rm -rf "$log_dir" "$data/state"
+else
+  log "no display: skipping the launch check"
+fi
+
+log "removing the package"
+as_root dpkg -r "$package" >/dev/null
+[ ! -e /usr/bin/supercode-tray ] || die "/usr/bin/supercode-tray is still there after removal"
+after="$(cd "$data" && find . -type f -exec sha256sum {} + | sort)"
+[ "$before" = "$after" ] || die "removing the package changed the user's receipts or CANON_HOME"
+log "ok: the .deb installs, starts from its desktop entry, and uninstalls leaving user data untouched"
