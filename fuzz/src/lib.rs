@@ -81,8 +81,13 @@ pub fn target(name: &str) -> Option<Box<dyn Target>> {
 /// Smallest secret checked for leaks: shorter strings turn up in ordinary messages by chance.
 const MIN_SECRET_LEN: usize = 12;
 
-/// The strings stored under `secret_keys` in `value` (at any depth) that appear nowhere else in the
-/// document, so finding one in an error message can only mean a leak.
+/// Only secrets carrying one of the seed corpus's canary markers are checked: a mutated value can
+/// otherwise equal a piece of a fixed message or of the file name (AFL found
+/// `"address": "_0123456789abcd"`, a substring of the receipt's own file name, within seconds).
+const CANARY_MARKERS: [&str; 2] = ["CANARY", "47913"];
+
+/// The strings stored under `secret_keys` in `value` (at any depth) that carry a canary marker and
+/// appear nowhere else in the document, so finding one in an error message can only mean a leak.
 fn secrets_in(value: &Value, secret_keys: &[&str]) -> Vec<String> {
     fn walk(v: &Value, keys: &[&str], secret: &mut Vec<String>, other: &mut Vec<String>) {
         match v {
@@ -106,6 +111,7 @@ fn secrets_in(value: &Value, secret_keys: &[&str]) -> Vec<String> {
     secret
         .into_iter()
         .filter(|s| s.chars().count() >= MIN_SECRET_LEN)
+        .filter(|s| CANARY_MARKERS.iter().any(|m| s.contains(m)))
         .filter(|s| !other.iter().any(|o| o.contains(s.as_str())))
         .filter(|s| seen.insert(s.clone()))
         .collect()
