@@ -127,6 +127,10 @@ fn main() {
     let log = dir.path().join("app-open.err");
     let (mut app, _, _) = start_app(&args.bin, &env, &log, true);
     std::thread::sleep(Duration::from_secs(args.settle_secs.max(10)));
+    if let Some(status) = app.try_wait().unwrap() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        panic!("the app with its window open exited ({status}); its stderr:\n{text}");
+    }
     let open = memory(app.id());
     print_memory("window open", &open);
     stop(&mut app);
@@ -229,7 +233,10 @@ fn print_memory(label: &str, processes: &[(u32, String, u64)]) {
         .count();
     let list: Vec<String> = processes
         .iter()
-        .map(|(pid, name, kb)| format!("{name}[{pid}] {:.1} MB", *kb as f64 / 1024.0))
+        .map(|(pid, name, kb)| {
+            let split = rss_split(*pid);
+            format!("{name}[{pid}] {:.1} MB ({split})", *kb as f64 / 1024.0)
+        })
         .collect();
     println!(
         "RSS ({label}): total {:.1} MB over {} process(es), {webkit} WebKit: {}",
@@ -237,6 +244,44 @@ fn print_memory(label: &str, processes: &[(u32, String, u64)]) {
         processes.len(),
         list.join(", ")
     );
+}
+
+/// "anon X MB, file Y MB, shmem Z MB" from `/proc/<pid>/status`.
+fn rss_split(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mb = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| {
+                l[key.len()..]
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+    let pss = rollup
+        .lines()
+        .find(|l| l.starts_with("Pss:"))
+        .and_then(|l| {
+            l[4..]
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kb| kb / 1024.0);
+    format!(
+        "anon {:.1} MB, file {:.1} MB, shmem {:.1} MB; PSS {pss:.1} MB",
+        mb("RssAnon:"),
+        mb("RssFile:"),
+        mb("RssShmem:")
+    )
 }
 
 /// `pid` and all its descendants: (pid, name, VmRSS in kB).

@@ -424,7 +424,7 @@ impl Events {
             .collect()
     }
 
-    fn summary(&self) -> String {
+    pub fn summary(&self) -> String {
         let items: Vec<String> = self
             .seen
             .iter()
