@@ -709,12 +709,12 @@ fn scan_file(dir: &ReceiptDir, file_name: &str) -> Scan {
             ));
         }
         return match fs::remove_file(&path) {
-            Ok(()) => {
-                let _ = File::open(&dir.path).and_then(|d| d.sync_all());
-                Scan::Gone {
-                    exited_pid: Some(pid),
-                }
-            }
+            // No directory fsync here: a removal lost in a crash only means the next list removes
+            // the receipt again, and syncing per removal made a list of 2,000 dead receipts cost
+            // 3.3 s instead of 0.3 s (docs/BENCHMARKS.md, "Inventory scale").
+            Ok(()) => Scan::Gone {
+                exited_pid: Some(pid),
+            },
             Err(e) if e.kind() == io::ErrorKind::NotFound => Scan::Gone {
                 exited_pid: Some(pid),
             },
@@ -972,6 +972,13 @@ pub fn register_live_runtime_with_metadata(
     })?;
     let endpoint = LiveRuntimeEndpoint::generate();
     let process = ProcessIdentity::current();
+    // Serialized up front: `json!` would panic on a value that cannot be JSON (a non-UTF-8 path).
+    let not_json = |e: serde_json::Error| LiveRuntimeReceiptError::Invalid {
+        what: "runtime metadata".into(),
+        reason: format!("it cannot be written as JSON ({e}); use UTF-8 paths"),
+    };
+    let source = serde_json::to_value(&source).map_err(not_json)?;
+    let metadata = serde_json::to_value(&metadata).map_err(not_json)?;
     let receipt = serde_json::json!({
         "version": RECEIPT_VERSION,
         "endpoint": endpoint,
@@ -982,11 +989,7 @@ pub fn register_live_runtime_with_metadata(
         "registeredAt": format_rfc3339(OffsetDateTime::now_utc()),
         "metadata": metadata,
     });
-    let bytes =
-        serde_json::to_vec_pretty(&receipt).map_err(|e| LiveRuntimeReceiptError::Invalid {
-            what: "runtime metadata".into(),
-            reason: format!("it cannot be written as JSON ({e}); use UTF-8 paths"),
-        })?;
+    let bytes = serde_json::to_vec_pretty(&receipt).map_err(not_json)?;
     let account = secret_account(&endpoint);
     // The token must be in place before the receipt becomes visible, so no reader ever finds a
     // receipt without its token.

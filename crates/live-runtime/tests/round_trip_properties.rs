@@ -195,9 +195,6 @@ proptest! {
     }
 
     #[test]
-    #[ignore = "fails today: register_live_runtime_with_metadata panics (serde_json::json! unwraps \
-                the source's to_value) instead of returning Invalid; un-ignore once receipt.rs \
-                serializes the source with to_value(..).map_err(..)"]
     fn non_utf8_paths_are_refused_at_registration_and_leave_nothing_behind(
         prefix in vec(any::<u8>(), 0..8),
         suffix in vec(any::<u8>(), 0..8),
