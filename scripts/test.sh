@@ -147,5 +147,7 @@ run_phase "ui: browser tests" "${TEST_ENV[@]}" npm --prefix ui run test:browser 
 run_phase "e2e harness self-test" e2e_selftest || true
 run_phase "e2e (tauri-driver)" e2e || true
 run_phase "package: .deb installs, launches, uninstalls" "${TEST_ENV[@]}" scripts/package-check.sh || true
+# A short, seeded fuzz run of every parser (15 s each); long runs are in docs/fuzzing.md.
+run_phase "fuzz (15 s per target)" "${TEST_ENV[@]}" fuzz/run.sh 15 || true
 
 finish
