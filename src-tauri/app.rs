@@ -127,16 +127,24 @@ pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
                 tracing::warn!("could not update the tray: {e}");
             }
         }
-        CoreEvent::RuntimeDied { name } => notify(
-            app,
-            "Runtime stopped",
-            &format!("{name} stopped unexpectedly. Revive it from the tray if it is revivable."),
-        ),
-        CoreEvent::RegistrationWaiting { profile } => notify(
-            app,
-            "Registration waiting",
-            &format!("The agent registration \"{profile}\" is waiting for approval."),
-        ),
+        CoreEvent::RuntimeDied { name } => {
+            tracing::info!(runtime = %name, "a runtime stopped unexpectedly");
+            notify(
+                app,
+                "Runtime stopped",
+                &format!(
+                    "{name} stopped unexpectedly. Revive it from the tray if it is revivable."
+                ),
+            );
+        }
+        CoreEvent::RegistrationWaiting { profile } => {
+            tracing::info!(profile = %profile, "a registration is waiting for approval");
+            notify(
+                app,
+                "Registration waiting",
+                &format!("The agent registration \"{profile}\" is waiting for approval."),
+            );
+        }
     }
 }
 

@@ -103,14 +103,14 @@ impl Supercode {
 
     /// Removes a stale receipt (and its keychain entry); refuses a running one.
     pub fn forget(&self, id: &str) -> Result<(), CoreError> {
-        inventory::forget(&self.locations, id)?;
+        logged("forget", id, inventory::forget(&self.locations, id))?;
         self.publish();
         Ok(())
     }
 
     /// Resolves a live runtime, checks it answers, and mints a one-time URL on its proxy.
     pub async fn attach(&self, id: &str) -> Result<attach_proxy::AttachUrl, CoreError> {
-        self.proxies.attach(&self.locations, id).await
+        logged("attach", id, self.proxies.attach(&self.locations, id).await)
     }
 
     /// Stops every attach proxy (the CLI's `attach` does this on Ctrl-C).
@@ -120,7 +120,7 @@ impl Supercode {
 
     /// Relaunches a stopped runtime from its recorded launch command and waits until it is up.
     pub async fn revive(&self, id: &str) -> Result<ReviveOutcome, CoreError> {
-        let outcome = revive::revive(&self.locations, id).await;
+        let outcome = logged("revive", id, revive::revive(&self.locations, id).await);
         self.publish();
         outcome
     }
@@ -132,9 +132,14 @@ impl Supercode {
         progress: impl FnMut(&PendingView) + Send,
     ) -> Result<PendingView, CoreError> {
         let publish = || self.publish();
-        self.approvals
+        let outcome = self
+            .approvals
             .approve(&self.locations, profile, progress, &publish)
-            .await
+            .await;
+        if let Ok(view) = &outcome {
+            tracing::info!(profile, state = ?view.state, "approval finished");
+        }
+        logged("approve", profile, outcome)
     }
 
     /// Profiles whose registration was submitted but not finished (for example before the app last
@@ -145,7 +150,11 @@ impl Supercode {
 
     /// Dismisses a pending registration locally.
     pub fn reject(&self, profile: &str) -> Result<(), CoreError> {
-        self.approvals.reject(&self.locations, profile)?;
+        logged(
+            "reject",
+            profile,
+            self.approvals.reject(&self.locations, profile),
+        )?;
         self.publish();
         Ok(())
     }
@@ -169,4 +178,15 @@ impl Supercode {
             sink(CoreEvent::Snapshot(self.snapshot()));
         }
     }
+}
+
+/// Logs what an action did. Only the id and the error are logged: ids are not secret, and core
+/// errors are built never to carry a token, poll token, API key or loopback address (the attach
+/// URL, which holds a one-time code, is not logged).
+fn logged<T>(action: &str, id: &str, result: Result<T, CoreError>) -> Result<T, CoreError> {
+    match &result {
+        Ok(_) => tracing::info!(action, id, "done"),
+        Err(e) => tracing::warn!(action, id, "failed: {e}"),
+    }
+    result
 }
