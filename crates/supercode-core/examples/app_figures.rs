@@ -15,7 +15,9 @@
 //! - **Idle CPU**: utime + stime of the app and every descendant over `--idle-secs`, after
 //!   `--settle-secs`, with `--runtimes` demo runtimes registered.
 //! - **Memory**: VmRSS of the app and each descendant (WebKit processes are descendants), with
-//!   the window closed and with `SUPERCODE_TRAY_OPEN_WINDOW=1`.
+//!   the window closed and with `SUPERCODE_TRAY_OPEN_WINDOW=1`; with `--baseline PATH`, the same
+//!   for a bare Tauri app (a tray icon; a window when `BARE_OPEN_WINDOW=1`) built with the same
+//!   profile.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +32,7 @@ const UP_TIMEOUT: Duration = Duration::from_secs(120);
 
 struct Args {
     bin: PathBuf,
+    baseline: Option<PathBuf>,
     demo_bin: PathBuf,
     runtimes: usize,
     idle_secs: u64,
@@ -40,6 +43,7 @@ struct Args {
 fn parse_args() -> Args {
     let mut bin = None;
     let mut demo_bin = None;
+    let mut baseline = None;
     let (mut runtimes, mut idle_secs, mut settle_secs, mut startups) = (50, 60, 5, 5);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -47,6 +51,7 @@ fn parse_args() -> Args {
         match arg.as_str() {
             "--bin" => bin = Some(PathBuf::from(value())),
             "--demo-bin" => demo_bin = Some(PathBuf::from(value())),
+            "--baseline" => baseline = Some(PathBuf::from(value())),
             "--runtimes" => runtimes = value().parse().unwrap(),
             "--idle-secs" => idle_secs = value().parse().unwrap(),
             "--settle-secs" => settle_secs = value().parse().unwrap(),
@@ -60,6 +65,7 @@ fn parse_args() -> Args {
             .map(|p| std::fs::canonicalize(p).unwrap())
             .unwrap_or_else(|| bin.clone()),
         bin,
+        baseline,
         runtimes,
         idle_secs,
         settle_secs,
@@ -134,6 +140,33 @@ fn main() {
     let open = memory(app.id());
     print_memory("window open", &open);
     stop(&mut app);
+
+    if let Some(baseline) = &args.baseline {
+        println!(
+            "baseline: {} ({} bytes)",
+            baseline.display(),
+            std::fs::metadata(baseline).unwrap().len()
+        );
+        for open in [false, true] {
+            let mut command = Command::new(baseline);
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            if open {
+                command.env("BARE_OPEN_WINDOW", "1");
+            }
+            let mut app = command.spawn().unwrap();
+            std::thread::sleep(Duration::from_secs(args.settle_secs.max(10)));
+            let label = if open {
+                "baseline, window open"
+            } else {
+                "baseline, window closed"
+            };
+            print_memory(label, &memory(app.id()));
+            stop(&mut app);
+        }
+    }
 
     for demo in &mut demos {
         let _ = demo.kill();
@@ -277,11 +310,34 @@ fn rss_split(pid: u32) -> String {
         })
         .map_or(0.0, |kb| kb / 1024.0);
     format!(
-        "anon {:.1} MB, file {:.1} MB, shmem {:.1} MB; PSS {pss:.1} MB",
+        "anon {:.1} MB, file {:.1} MB, shmem {:.1} MB; PSS {pss:.1} MB; of it Mesa's libLLVM {:.1} MB",
         mb("RssAnon:"),
         mb("RssFile:"),
-        mb("RssShmem:")
+        mb("RssShmem:"),
+        mapped_rss_mb(pid, "libLLVM")
     )
+}
+
+/// RSS of the mappings whose path contains `needle` (e.g. the software GL driver's LLVM, which
+/// GTK/WebKit pull in on a display without a GPU such as Xvfb).
+fn mapped_rss_mb(pid: u32, needle: &str) -> f64 {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut inside = false;
+    let mut kb = 0.0;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or_default();
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            inside = line.contains(needle);
+        } else if inside && line.starts_with("Rss:") {
+            kb += line[4..]
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .unwrap_or(0.0);
+        }
+    }
+    kb / 1024.0
 }
 
 /// `pid` and all its descendants: (pid, name, VmRSS in kB).
