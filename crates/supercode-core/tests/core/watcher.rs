@@ -232,8 +232,8 @@ fn a_pending_registration_is_announced_once_when_it_is_submitted_not_when_it_is_
 
 /// Regression test (issue 6, idle CPU): notify reports opens and read-only closes, and the
 /// watcher's own scans open every receipt, so each scan cued the next and an idle tray rescanned
-/// forever (~25 scans a second with 10 runtimes; 15% of a core with 50, debug build). Idle now means no scan at all
-/// until the reconcile tick.
+/// forever (~25 scans a second with 10 runtimes; 15% of a core with 50, debug build). Idle now
+/// means no scan at all until the reconcile tick.
 #[test]
 fn an_idle_watcher_does_not_rescan_because_of_its_own_reads() {
     use notify::Watcher as _;
