@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""A stand-in desktop notification server for the end-to-end tests (tests/e2e/notifications.mjs
+drives it).
+
+Under Xvfb no desktop shell owns ``org.freedesktop.Notifications``, so the app's notifications
+(tauri-plugin-notification, through notify-rust) would go nowhere. This process owns that name on
+the test's private session bus and implements the server side of the Desktop Notifications
+Specification 1.2 as far as a client can tell:
+
+- ``Notify(app_name, replaces_id, app_icon, summary, body, actions, hints, expire_timeout) -> id``
+  records the notification and answers a fresh id (or ``replaces_id`` when it is non-zero);
+- ``GetCapabilities``, ``GetServerInformation``;
+- ``CloseNotification(id)`` emits ``NotificationClosed(id, 3)`` ("closed by a call to
+  CloseNotification") for a notification it issued, as the spec asks.
+
+Each recorded notification is announced on stdout, one JSON line,
+``{"event":"notify","notification":{id, appName, replacesId, appIcon, summary, body, actions,
+hints, expireTimeout, sender, pid}}``, where ``hints`` lists the hint names only (an image hint is
+kilobytes of pixels) and ``pid`` is the process behind the sending connection, so a test can tell
+the app's notifications from anyone else's. ``{"event":"closed","id":N}`` follows a
+CloseNotification. ``{"event":"ready"}`` comes once the name is owned, ``{"event":"error"}`` if it
+cannot be. Nothing is read from stdin; SIGTERM or stdin closing stops it.
+
+Uses the system Python's GObject introspection (Debian: python3-gi, gir1.2-glib-2.0).
+"""
+
+import json
+import sys
+
+import gi
+
+gi.require_version("Gio", "2.0")
+gi.require_version("GLib", "2.0")
+from gi.repository import Gio, GLib  # noqa: E402
+
+SERVER_NAME = "org.freedesktop.Notifications"
+SERVER_PATH = "/org/freedesktop/Notifications"
+# What the spec says CloseNotification closes a notification with.
+CLOSED_BY_CALL = 3
+# How long the pid lookup of a sender may take: the bus daemon answers at once, but a loaded CI
+# machine can stall any process for seconds.
+CALL_TIMEOUT_MS = 20_000
+
+SERVER_XML = """
+<node>
+  <interface name="org.freedesktop.Notifications">
+    <method name="GetCapabilities"><arg type="as" name="capabilities" direction="out"/></method>
+    <method name="Notify">
+      <arg type="s" name="app_name" direction="in"/>
+      <arg type="u" name="replaces_id" direction="in"/>
+      <arg type="s" name="app_icon" direction="in"/>
+      <arg type="s" name="summary" direction="in"/>
+      <arg type="s" name="body" direction="in"/>
+      <arg type="as" name="actions" direction="in"/>
+      <arg type="a{sv}" name="hints" direction="in"/>
+      <arg type="i" name="expire_timeout" direction="in"/>
+      <arg type="u" name="id" direction="out"/>
+    </method>
+    <method name="CloseNotification"><arg type="u" name="id" direction="in"/></method>
+    <method name="GetServerInformation">
+      <arg type="s" name="name" direction="out"/>
+      <arg type="s" name="vendor" direction="out"/>
+      <arg type="s" name="version" direction="out"/>
+      <arg type="s" name="spec_version" direction="out"/>
+    </method>
+    <signal name="NotificationClosed"><arg type="u" name="id"/><arg type="u" name="reason"/></signal>
+    <signal name="ActionInvoked"><arg type="u" name="id"/><arg type="s" name="action_key"/></signal>
+  </interface>
+</node>
+"""
+
+
+def emit(message):
+    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+class NotificationServer:
+    def __init__(self, loop):
+        self.loop = loop
+        self.bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
+        self.last_id = 0
+        self.issued = set()
+        info = Gio.DBusNodeInfo.new_for_xml(SERVER_XML).interfaces[0]
+        self.bus.register_object(SERVER_PATH, info, self.on_method, None, None)
+        Gio.bus_own_name_on_connection(
+            self.bus, SERVER_NAME, Gio.BusNameOwnerFlags.DO_NOT_QUEUE, self.on_name_acquired, self.on_name_lost,
+        )
+
+    def on_name_acquired(self, _bus, name):
+        emit({"event": "ready", "name": name})
+
+    def on_name_lost(self, _bus, name):
+        emit({"event": "error", "message": f"could not own {name} (another notification server on this bus?)"})
+        self.loop.quit()
+
+    def on_method(self, _bus, sender, _path, _interface, method, params, invocation):
+        if method == "Notify":
+            self.notify(sender, params, invocation)
+        elif method == "GetCapabilities":
+            invocation.return_value(GLib.Variant("(as)", (["body"],)))
+        elif method == "GetServerInformation":
+            invocation.return_value(GLib.Variant("(ssss)", ("supercode-e2e-notifications", "supercode", "1", "1.2")))
+        elif method == "CloseNotification":
+            (notification_id,) = params.unpack()
+            invocation.return_value(None)
+            if notification_id in self.issued:
+                self.issued.discard(notification_id)
+                self.bus.emit_signal(None, SERVER_PATH, SERVER_NAME, "NotificationClosed",
+                                     GLib.Variant("(uu)", (notification_id, CLOSED_BY_CALL)))
+                emit({"event": "closed", "id": notification_id})
+        else:
+            invocation.return_dbus_error("org.freedesktop.DBus.Error.UnknownMethod", f"no method {method}")
+
+    def notify(self, sender, params, invocation):
+        # Read field by field: unpacking the hints would turn an image hint into a huge list.
+        field = params.get_child_value
+        replaces_id = field(1).get_uint32()
+        if replaces_id:
+            notification_id = replaces_id
+        else:
+            self.last_id += 1
+            notification_id = self.last_id
+        self.issued.add(notification_id)
+        hints = field(6)
+        notification = {
+            "id": notification_id,
+            "appName": field(0).get_string(),
+            "replacesId": replaces_id,
+            "appIcon": field(2).get_string(),
+            "summary": field(3).get_string(),
+            "body": field(4).get_string(),
+            "actions": list(field(5).unpack()),
+            "hints": sorted(hints.get_child_value(i).get_child_value(0).get_string() for i in range(hints.n_children())),
+            "expireTimeout": field(7).get_int32(),
+            "sender": sender,
+            "pid": None,
+        }
+        invocation.return_value(GLib.Variant("(u)", (notification_id,)))
+        self.bus.call(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "GetConnectionUnixProcessID", GLib.Variant("(s)", (sender,)), GLib.VariantType("(u)"),
+            Gio.DBusCallFlags.NONE, CALL_TIMEOUT_MS, None, self.on_sender_pid, notification,
+        )
+
+    def on_sender_pid(self, bus, result, notification):
+        try:
+            (notification["pid"],) = bus.call_finish(result).unpack()
+        except GLib.Error as error:
+            # The sender may already have left the bus; the notification still counts.
+            notification["pidError"] = error.message
+        emit({"event": "notify", "notification": notification})
+
+
+def main():
+    loop = GLib.MainLoop()
+    NotificationServer(loop)
+
+    def on_stdin(_channel, _condition):
+        loop.quit()
+        return False
+
+    # stdin closing (the test runner went away) stops the server too.
+    channel = GLib.IOChannel.unix_new(sys.stdin.fileno())
+    GLib.io_add_watch(channel, GLib.PRIORITY_DEFAULT, GLib.IO_HUP | GLib.IO_ERR, on_stdin)
+    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, 15, loop.quit)  # SIGTERM: stop cleanly
+    loop.run()
+
+
+if __name__ == "__main__":
+    main()

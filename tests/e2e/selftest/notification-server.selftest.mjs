@@ -1,0 +1,68 @@
+// Self-test of the stand-in notification server (notification-server.py, notifications.mjs)
+// without the app: a client (gdbus) calls it as any notifying program would, and the server must
+// answer as the Desktop Notifications Specification says and record what it was sent.
+//
+//   scripts/test-env.sh node tests/e2e/run.mjs \
+//     --app /usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser tests/e2e/selftest/notification-server.selftest.mjs
+
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+import { assert, test } from '../harness.mjs';
+import { startNotificationServer } from '../notifications.mjs';
+import { startProcess } from '../processes.mjs';
+
+/** How long `gdbus monitor` may take to print its first line (it has subscribed by then). */
+const MONITOR_READY_TIMEOUT_MS = 30_000;
+/** How long a signal may take to reach the monitor. */
+const SIGNAL_TIMEOUT_MS = 10_000;
+
+const DEST = ['--session', '--dest', 'org.freedesktop.Notifications', '--object-path', '/org/freedesktop/Notifications'];
+const METHOD = 'org.freedesktop.Notifications';
+
+let server;
+
+export async function env({ artifactsDir, fileSlug }) {
+  server = await startNotificationServer({ artifactsDir, fileSlug });
+  return {};
+}
+
+const call = async (method, ...args) => (await promisify(execFile)('gdbus', ['call', ...DEST, '--method', `${METHOD}.${method}`, '--', ...args])).stdout.trim();
+
+// Proves: GetServerInformation and GetCapabilities answer; Notify answers a fresh id, or the id it
+// replaces, and records app name, summary, body, actions and hint names; CloseNotification emits
+// NotificationClosed(id, 3) for an id it issued, and nothing for one it did not.
+test('the stand-in notification server answers and records as the spec says', async (t) => {
+  assert.match(await call('GetServerInformation'), /^\('supercode-e2e-notifications', 'supercode', '1', '1\.2'\)$/);
+  assert.equal(await call('GetCapabilities'), "(['body'],)");
+
+  const first = await call('Notify', 'probe-app', '0', '', 'First summary', 'first body', "['default', 'Open']", "{'urgency': <byte 1>}", '5000');
+  const second = await call('Notify', 'probe-app', '0', '', 'Second summary', 'second body', '[]', '{}', '-1');
+  assert.equal(first, '(uint32 1,)');
+  assert.equal(second, '(uint32 2,)');
+  assert.equal(await call('Notify', 'probe-app', '1', '', 'First, replaced', 'new body', '[]', '{}', '-1'), '(uint32 1,)', 'a replacement keeps the id');
+
+  const recorded = await t.waitUntil('three notifications recorded', () => (server.all().length === 3 ? server.all() : undefined));
+  assert.deepEqual(recorded.map(({ id, appName, replacesId, summary, body, actions, hints, expireTimeout }) => ({ id, appName, replacesId, summary, body, actions, hints, expireTimeout })), [
+    { id: 1, appName: 'probe-app', replacesId: 0, summary: 'First summary', body: 'first body', actions: ['default', 'Open'], hints: ['urgency'], expireTimeout: 5000 },
+    { id: 2, appName: 'probe-app', replacesId: 0, summary: 'Second summary', body: 'second body', actions: [], hints: [], expireTimeout: -1 },
+    { id: 1, appName: 'probe-app', replacesId: 1, summary: 'First, replaced', body: 'new body', actions: [], hints: [], expireTimeout: -1 },
+  ]);
+  assert.ok(recorded.every((n) => typeof n.sender === 'string' && n.sender.startsWith(':')), 'each names its sender connection');
+
+  const monitor = await startProcess('gdbus monitor', 'gdbus', ['monitor', '--session', '--dest', 'org.freedesktop.Notifications'], {
+    logPath: join(t.artifactsDir, `${t.fileSlug}--gdbus-monitor.stderr.log`),
+  });
+  try {
+    await monitor.waitForLine(/\S/, MONITOR_READY_TIMEOUT_MS, 'its first line');
+    assert.equal(await call('CloseNotification', '99'), '()', 'closing an unknown id is no error');
+    assert.equal(await call('CloseNotification', '2'), '()');
+    const closed = await monitor.waitForLine(/NotificationClosed/, SIGNAL_TIMEOUT_MS, 'a NotificationClosed signal');
+    assert.match(closed, /\(uint32 2, uint32 3\)/, 'NotificationClosed(2, 3: closed by CloseNotification)');
+    assert.equal(monitor.lines.filter((l) => /NotificationClosed/.test(l)).length, 1, 'no signal for the unknown id 99');
+    assert.deepEqual(server.proc.lines.filter((l) => l.startsWith('{"event":"closed"')), ['{"event":"closed","id":2}']);
+  } finally {
+    await monitor.stop();
+  }
+});
