@@ -330,9 +330,9 @@ impl ExitWatch {
             keep
         });
         for pid in running {
-            if !self.waiting.contains_key(&pid) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = self.waiting.entry(pid) {
                 if let Some(task) = wait_for_exit(pid, tx.clone()) {
-                    self.waiting.insert(pid, task);
+                    slot.insert(task);
                 }
             }
         }
