@@ -221,6 +221,9 @@ pub struct LiveRuntimeList {
     pub runtimes: Vec<LiveRuntimeRecord>,
     /// Refused files, by file name.
     pub ignored: Vec<IgnoredReceipt>,
+    /// Receipts this read removed because their process had exited: the runtime died without
+    /// unregistering (a runtime that stops cleanly removes its own receipt first).
+    pub exited: Vec<LiveRuntimeEndpoint>,
 }
 
 /// Secret host-side information recovered from a verified receipt. Not `Serialize`; `Debug` redacts
@@ -1017,6 +1020,7 @@ pub fn list_live_runtimes(dir: &ReceiptDir) -> Result<LiveRuntimeList> {
 struct DirScan {
     valid: Vec<ValidReceipt>,
     ignored: Vec<IgnoredReceipt>,
+    exited: Vec<LiveRuntimeEndpoint>,
 }
 
 impl DirScan {
@@ -1024,6 +1028,7 @@ impl DirScan {
         LiveRuntimeList {
             runtimes: self.valid.into_iter().map(|v| v.record).collect(),
             ignored: self.ignored,
+            exited: self.exited,
         }
     }
 }
@@ -1032,6 +1037,7 @@ fn scan_dir(dir: &ReceiptDir) -> Result<DirScan> {
     let mut scan = DirScan {
         valid: Vec::new(),
         ignored: Vec::new(),
+        exited: Vec::new(),
     };
     if !check_dir(dir)? {
         return Ok(scan);
@@ -1077,7 +1083,14 @@ fn scan_dir(dir: &ReceiptDir) -> Result<DirScan> {
                 }
             }
             Scan::Ignored(ignored) => scan.ignored.push(ignored),
-            Scan::Gone { .. } | Scan::NotAReceipt => {}
+            Scan::Gone {
+                exited_pid: Some(_),
+            } => {
+                if let Ok(endpoint) = name.trim_end_matches(".json").parse() {
+                    scan.exited.push(endpoint);
+                }
+            }
+            Scan::Gone { exited_pid: None } | Scan::NotAReceipt => {}
         }
     }
     scan.valid.sort_by(|a, b| {

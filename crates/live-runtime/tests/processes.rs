@@ -53,12 +53,23 @@ fn receipt_of_a_sigkilled_process_is_removed_with_its_secret_on_next_list() {
     assert_eq!(list.runtimes[0].status, LiveRuntimeStatus::Running);
     assert_eq!(list.runtimes[0].pid, identity.pid);
 
+    assert!(list.exited.is_empty(), "nothing has exited yet");
+
     child.kill(); // SIGKILL + reap
 
     let list = list_live_runtimes(dir).unwrap();
     assert!(list.runtimes.is_empty(), "{:?}", list.runtimes);
     assert!(list.ignored.is_empty(), "{:?}", list.ignored);
+    assert_eq!(
+        list.exited,
+        [endpoint.clone()],
+        "the read reports the receipt it removed for a dead process"
+    );
     assert!(!path.exists(), "dead-process receipt was not removed");
+    assert!(
+        list_live_runtimes(dir).unwrap().exited.is_empty(),
+        "each removal is reported once"
+    );
     assert!(
         dir.secret_store().get(&account).unwrap().is_none(),
         "its secret survived"

@@ -50,9 +50,20 @@ pub struct CatalogRuntime {
 
 /// Builds the whole snapshot. Never fails: what cannot be read is reported in `ignored`.
 pub fn snapshot(locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
+    snapshot_and_exits(locations, approvals).0
+}
+
+/// [`snapshot`], plus the endpoints whose receipts this read removed because their process had
+/// exited (runtimes that died without unregistering; the watcher reports them).
+pub fn snapshot_and_exits(
+    locations: &Locations,
+    approvals: &ApprovalBoard,
+) -> (Snapshot, Vec<String>) {
     let mut ignored = Vec::new();
+    let mut exited = Vec::new();
     let live = match live_runtime::list_live_runtimes(&locations.receipts) {
         Ok(list) => {
+            exited = list.exited.iter().map(ToString::to_string).collect();
             ignored.extend(list.ignored.into_iter().map(|i| IgnoredFile {
                 location: IgnoredLocation::Receipts,
                 file: i.file,
@@ -80,7 +91,7 @@ pub fn snapshot(locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
         remember_seen(&locations.state_dir);
     }
     let store = locations.receipts.secret_store();
-    Snapshot {
+    let snapshot = Snapshot {
         runtimes,
         ignored,
         pending,
@@ -94,7 +105,8 @@ pub fn snapshot(locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
         first_run,
         receipt_dir: locations.receipts.path().display().to_string(),
         canon_home: locations.canon.root().display().to_string(),
-    }
+    };
+    (snapshot, exited)
 }
 
 fn merge(

@@ -111,9 +111,25 @@ async fn run(
         if let Some(dirs) = dirs.as_mut() {
             dirs.sync();
         }
-        let died = died_before_rescan(&locations, last.as_ref(), &exited);
+        let mut died = died_before_rescan(&locations, last.as_ref(), &exited);
         exited.clear();
-        let snapshot = inventory::snapshot(&locations, &approvals);
+        let (snapshot, removed) = inventory::snapshot_and_exits(&locations, &approvals);
+        // A runtime seen running whose receipt this very rescan removed because its process had
+        // exited also died, even if its pidfd has not cued yet (it raced the rescan).
+        if let Some(last) = last.as_ref() {
+            for runtime in &last.runtimes {
+                let removed_now = runtime
+                    .endpoint
+                    .as_ref()
+                    .is_some_and(|e| removed.contains(e));
+                if runtime.status == RuntimeStatus::Running
+                    && removed_now
+                    && !died.contains(&runtime.name)
+                {
+                    died.push(runtime.name.clone());
+                }
+            }
+        }
         for name in died {
             sink(CoreEvent::RuntimeDied { name });
         }
