@@ -81,7 +81,7 @@ e2e_selftest() {
   local mini
   mini="$(find /usr/lib -path '*/webkit2gtk-4.1/MiniBrowser' -type f 2>/dev/null | head -n 1)"
   [ -n "$mini" ] || { echo "MiniBrowser (libwebkit2gtk-4.1-0) not found"; return 1; }
-  "${TEST_ENV[@]}" node tests/e2e/run.mjs --app "$mini" tests/e2e/selftest/harness.selftest.mjs
+  "${TEST_ENV[@]}" node tests/e2e/run.mjs --app "$mini" tests/e2e/selftest/harness.selftest.mjs tests/e2e/selftest/notification-server.selftest.mjs
 }
 
 e2e() {

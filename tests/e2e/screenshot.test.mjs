@@ -33,7 +33,8 @@ test('a screenshot of the window with runtimes in it', async (t) => {
 
     const app = await t.openApp();
     for (const name of ['shop-frontend', 'docs-writer']) await waitForRow(app, `${name} running`, name, (r) => r.status === 'running');
-    await waitForRow(app, 'the stopped reviewer', 'reviewer', (r) => r.status !== 'running');
+    // A stopped canon runtime keeps the name it ran under.
+    await waitForRow(app, 'the stopped reviewer', 'code-reviewer', (r) => r.status !== 'running');
     await app.waitFor('the pending registration', async () => (await pendingRows(app)).some((p) => p.profile === 'atlas'));
     assert.equal((await runtimeRows(app)).length, 3);
     // Keyboard focus rings and hover states are not part of the picture.
