@@ -99,6 +99,11 @@ fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let handle = app.clone();
     let watch: WatchHandle = core.watch(move |event| forward(&handle, event));
     app.manage(watch);
+    tracing::info!(
+        runtimes = snapshot.runtimes.len(),
+        pending = snapshot.pending.len(),
+        "tray ready, inventory loaded"
+    );
     // A registration submitted before the app last stopped resumes polling without resubmitting.
     for profile in core.submitted_registrations() {
         let app = app.clone();
