@@ -62,7 +62,7 @@ fn receipt_of_a_sigkilled_process_is_removed_with_its_secret_on_next_list() {
     assert!(list.ignored.is_empty(), "{:?}", list.ignored);
     assert_eq!(
         list.exited,
-        [endpoint.clone()],
+        std::slice::from_ref(&endpoint),
         "the read reports the receipt it removed for a dead process"
     );
     assert!(!path.exists(), "dead-process receipt was not removed");
