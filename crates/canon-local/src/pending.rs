@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::error::CanonFileError;
 use crate::home::CanonHome;
-use crate::json::{exclusive, iso_now, read_json, write_json_atomic};
+use crate::json::{exclusive, iso_now};
 use crate::records::{layout, FieldReader, Records};
 use live_runtime::Sensitive;
 
@@ -114,12 +114,10 @@ pub type PendingRegistrations = Records<PendingRegistration>;
 pub fn load_pending_registrations(
     home: &CanonHome,
 ) -> Result<PendingRegistrations, CanonFileError> {
-    let path = home.pending_registrations_path();
-    match read_json(&path)? {
-        None => Ok(PendingRegistrations::default()),
-        Some(value) => Records::from_value(value, PendingRegistration::from_object)
-            .map_err(|reason| CanonFileError::Corrupt { path, reason }),
-    }
+    Records::load(
+        &home.pending_registrations_path(),
+        PendingRegistration::from_object,
+    )
 }
 
 /// `savePendingRegistrations(pending)`.
@@ -131,10 +129,10 @@ pub fn save_pending_registrations(
 }
 
 fn save_unlocked(home: &CanonHome, pending: &PendingRegistrations) -> Result<(), CanonFileError> {
-    write_json_atomic(
-        home.root(),
+    pending.save(
+        home,
         &home.pending_registrations_path(),
-        &pending.to_value(PendingRegistration::to_object),
+        PendingRegistration::to_object,
     )
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::error::CanonFileError;
 use crate::home::CanonHome;
-use crate::json::{exclusive, read_json, write_json_atomic};
+use crate::json::exclusive;
 use crate::records::{layout, FieldReader, Records};
 use live_runtime::Sensitive;
 
@@ -160,12 +160,7 @@ pub type AgentProfiles = Records<AgentProfile>;
 /// `loadProfiles()`: a missing file is an empty set; a corrupt one is an error carrying the
 /// reason (the package silently treats it as empty).
 pub fn load_profiles(home: &CanonHome) -> Result<AgentProfiles, CanonFileError> {
-    let path = home.agents_path();
-    match read_json(&path)? {
-        None => Ok(AgentProfiles::default()),
-        Some(value) => Records::from_value(value, AgentProfile::from_object)
-            .map_err(|reason| CanonFileError::Corrupt { path, reason }),
-    }
+    Records::load(&home.agents_path(), AgentProfile::from_object)
 }
 
 /// `saveProfiles(profiles)`: the package's atomic, mode-0600 write.
@@ -174,11 +169,7 @@ pub fn save_profiles(home: &CanonHome, profiles: &AgentProfiles) -> Result<(), C
 }
 
 fn save_unlocked(home: &CanonHome, profiles: &AgentProfiles) -> Result<(), CanonFileError> {
-    write_json_atomic(
-        home.root(),
-        &home.agents_path(),
-        &profiles.to_value(AgentProfile::to_object),
-    )
+    profiles.save(home, &home.agents_path(), AgentProfile::to_object)
 }
 
 /// `upsertAgentProfile(name, profile)`: `profiles[name.trim()] = profile`, then save. Unlike the
@@ -188,16 +179,7 @@ pub fn upsert_agent_profile(
     name: &str,
     profile: AgentProfile,
 ) -> Result<AgentProfiles, CanonFileError> {
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(CanonFileError::EmptyProfileName);
-    }
-    exclusive(|| {
-        let mut profiles = load_profiles(home)?;
-        profiles.insert(name, profile);
-        save_unlocked(home, &profiles)?;
-        Ok(profiles)
-    })
+    write_profile(home, name, |_| profile)
 }
 
 /// Like [`upsert_agent_profile`], but an existing profile's unknown fields, key order and unset
@@ -207,17 +189,26 @@ pub fn merge_agent_profile(
     name: &str,
     update: AgentProfile,
 ) -> Result<AgentProfiles, CanonFileError> {
+    write_profile(home, name, |existing| match existing {
+        Some(existing) => existing.merged_with(update),
+        None => update,
+    })
+}
+
+/// Sets `profiles[name.trim()]` to what `next` makes of the existing profile, under the file lock.
+fn write_profile(
+    home: &CanonHome,
+    name: &str,
+    next: impl FnOnce(Option<&AgentProfile>) -> AgentProfile,
+) -> Result<AgentProfiles, CanonFileError> {
     let name = name.trim();
     if name.is_empty() {
         return Err(CanonFileError::EmptyProfileName);
     }
     exclusive(|| {
         let mut profiles = load_profiles(home)?;
-        let next = match profiles.get(name) {
-            Some(existing) => existing.merged_with(update),
-            None => update,
-        };
-        profiles.insert(name, next);
+        let profile = next(profiles.get(name));
+        profiles.insert(name, profile);
         save_unlocked(home, &profiles)?;
         Ok(profiles)
     })

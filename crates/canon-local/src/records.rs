@@ -6,9 +6,14 @@
 //! version put there.
 
 use std::fmt;
+use std::path::Path;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+
+use crate::error::CanonFileError;
+use crate::home::CanonHome;
+use crate::json::{read_json, write_json_atomic};
 
 /// The top-level `Record<string, T>` of a Canon file, in file order.
 pub struct Records<T> {
@@ -69,6 +74,32 @@ impl<T: fmt::Debug> fmt::Debug for Records<T> {
 }
 
 impl<T> Records<T> {
+    /// Reads a record file: missing → empty; corrupt → an error with the reason.
+    pub(crate) fn load(
+        path: &Path,
+        parse: impl Fn(Map<String, Value>) -> Result<T, String>,
+    ) -> Result<Self, CanonFileError> {
+        match read_json(path)? {
+            None => Ok(Self::default()),
+            Some(value) => {
+                Self::from_value(value, parse).map_err(|reason| CanonFileError::Corrupt {
+                    path: path.to_path_buf(),
+                    reason,
+                })
+            }
+        }
+    }
+
+    /// Writes a record file the package's way (atomic, mode 0600, `JSON.stringify(v, null, 2)`).
+    pub(crate) fn save(
+        &self,
+        home: &CanonHome,
+        path: &Path,
+        render: impl Fn(&T) -> Map<String, Value>,
+    ) -> Result<(), CanonFileError> {
+        write_json_atomic(home.root(), path, &self.to_value(render))
+    }
+
     /// The well-formed entry named `name`.
     pub fn get(&self, name: &str) -> Option<&T> {
         match self.entries.get(name) {
