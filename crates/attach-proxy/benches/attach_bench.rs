@@ -4,14 +4,26 @@
 //! change the wrk duration per row and round, default 2). Measures, in one run and on loopback only:
 //! requests/s and latency under keep-alive load (wrk, if installed), sequential round-trip
 //! latency on one keep-alive connection, throughput of a 10 MB body, and WebSocket echo round
-//! trips. Secrets (token, session cookie) go to wrk and nginx through 0600 files in a temporary
-//! directory, never on a command line.
+//! trips, plus the CPU time each party spends per request and per body. Secrets (token, session
+//! cookie) go to wrk and nginx through 0600 files in a temporary directory, never on a command
+//! line.
+//!
+//! Every row is measured twice (see [`Placement`]): unpinned, and CPU-isolated (client and runtime
+//! share CPU 0, the proxy under test has CPU 1), because on a 2-core machine an unpinned proxy can
+//! only take CPU from the client and the runtime. `ATTACH_BENCH_PLACEMENT=unpinned|isolated`
+//! runs one of them only.
+//!
+//! `cargo bench -p attach-proxy --bench attach_bench -- --instructions` instead counts the user-space
+//! instructions the proxy and the runtime execute per request and per 10 MB body, each in its own
+//! process under `valgrind --tool=callgrind`: a figure that does not move with the machine's load.
+//! `ATTACH_BENCH_CALLGRIND_DIR=DIR` keeps the profiles there for `callgrind_annotate`.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use attach_proxy::AttachProxy;
@@ -42,12 +54,193 @@ const ROUNDS: usize = 7;
 const WRK_CONNECTIONS: u32 = 10;
 /// Bound for waiting on nginx to listen (it has no readiness signal besides the socket).
 const NGINX_START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Kernel clock ticks per second (`USER_HZ`, 100 on every Linux architecture we run on): the unit
+/// of the CPU times wrk reads from `/proc/self/stat`.
+const USER_HZ: f64 = 100.0;
+
+/// How the benchmark's processes are placed on CPUs for one set of rows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Placement {
+    /// No affinity: the scheduler spreads wrk, the runtime, the proxy and this process's client
+    /// threads over all CPUs. On 2 cores, whatever a proxy spends comes out of client and runtime.
+    Unpinned,
+    /// Client (wrk, or this process's client threads) and runtime share CPU 0 for every target,
+    /// direct included; the proxy under test (attach-proxy's thread, or nginx's one process) has
+    /// CPU 1. "% of direct" then says whether a proxy with a core of its own keeps up with client
+    /// and runtime, which is what it gets on a user's multi-core machine.
+    Isolated,
+}
+
+impl Placement {
+    fn title(self) -> &'static str {
+        match self {
+            Placement::Unpinned => "unpinned (all CPUs shared)",
+            Placement::Isolated => "CPU-isolated (client + runtime on CPU 0, proxy on CPU 1)",
+        }
+    }
+}
+
+/// A set of threads whose CPU time (user + kernel, from `schedstat`) is sampled.
+#[derive(Clone, Copy)]
+enum Threads {
+    /// Every thread of a process.
+    Process(u32),
+    /// One thread of a process.
+    Thread { pid: u32, tid: u32 },
+    /// Every thread of a process but one.
+    ProcessExcept { pid: u32, tid: u32 },
+}
+
+fn task_ids(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Nanoseconds on CPU of one thread; 0 if it is gone.
+fn thread_cpu_ns(pid: u32, tid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Threads {
+    fn cpu_ns(self) -> u64 {
+        match self {
+            Threads::Process(pid) => task_ids(pid).iter().map(|&t| thread_cpu_ns(pid, t)).sum(),
+            Threads::Thread { pid, tid } => thread_cpu_ns(pid, tid),
+            Threads::ProcessExcept { pid, tid } => task_ids(pid)
+                .iter()
+                .filter(|&&t| t != tid)
+                .map(|&t| thread_cpu_ns(pid, t))
+                .sum(),
+        }
+    }
+}
+
+/// The processes and threads of one benchmark run, for pinning and CPU accounting.
+struct Parties {
+    /// This process: the client threads (tokio workers, main) and attach-proxy's thread.
+    bench: u32,
+    /// attach-proxy's thread in this process (its single-threaded tokio runtime).
+    proxy_thread: u32,
+    runtime: u32,
+    nginx: Option<u32>,
+}
+
+impl Parties {
+    fn runtime_threads(&self) -> Threads {
+        Threads::Process(self.runtime)
+    }
+
+    /// This process's threads that act as the client (all but the proxy's).
+    fn client_threads(&self) -> Threads {
+        Threads::ProcessExcept {
+            pid: self.bench,
+            tid: self.proxy_thread,
+        }
+    }
+}
+
+/// The thread attach-proxy runs on: `AttachProxy::start` names it `attach-proxy-PORT` (the
+/// kernel keeps the first 15 bytes of a thread name).
+fn find_proxy_thread(pid: u32) -> u32 {
+    let threads: Vec<u32> = task_ids(pid)
+        .into_iter()
+        .filter(|tid| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .is_ok_and(|comm| comm.starts_with("attach-proxy"))
+        })
+        .collect();
+    assert_eq!(threads.len(), 1, "exactly one attach-proxy thread");
+    threads[0]
+}
+
+/// `taskset -p -c CPUS PID` (with `-a`: every thread of the process). Only pids and CPU lists
+/// go on the command line.
+fn set_affinity(pid: u32, cpus: &str, all_threads: bool) {
+    let mut command = std::process::Command::new("taskset");
+    if all_threads {
+        command.arg("-a");
+    }
+    let status = command
+        .args(["-p", "-c", cpus, &pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .expect("taskset (util-linux) runs");
+    assert!(status.success(), "taskset -p -c {cpus} {pid} failed");
+}
+
+/// Pins every party for `placement`. Threads created later (tokio's blocking pool, wrk's)
+/// inherit the affinity of the thread that creates them.
+fn place(parties: &Parties, placement: Placement, cpus: usize) {
+    let all = format!("0-{}", cpus - 1);
+    let (client, runtime, proxy) = match placement {
+        Placement::Unpinned => (all.as_str(), all.as_str(), all.as_str()),
+        Placement::Isolated => ("0", "0", "1"),
+    };
+    set_affinity(parties.bench, client, true);
+    set_affinity(parties.proxy_thread, proxy, false);
+    set_affinity(parties.runtime, runtime, true);
+    if let Some(nginx) = parties.nginx {
+        set_affinity(nginx, proxy, true);
+    }
+}
+
+fn cpus_allowed(pid: u32, tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| {
+                line.strip_prefix("Cpus_allowed_list:")
+                    .map(|v| v.trim().to_owned())
+            })
+        })
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+/// "N threads on CPUS" for a set of threads, read back from the kernel, so the output shows the
+/// placement that was in force rather than the one intended.
+fn describe_affinity(pid: u32, tids: &[u32]) -> String {
+    let mut lists: Vec<String> = tids.iter().map(|&t| cpus_allowed(pid, t)).collect();
+    lists.sort();
+    lists.dedup();
+    format!("{} thread(s) on CPU {}", tids.len(), lists.join(" / "))
+}
+
+fn placement_report(parties: &Parties) -> String {
+    let client: Vec<u32> = task_ids(parties.bench)
+        .into_iter()
+        .filter(|&t| t != parties.proxy_thread)
+        .collect();
+    let mut report = format!(
+        "client threads of the bench process: {}; attach-proxy: {}; runtime process: {}",
+        describe_affinity(parties.bench, &client),
+        describe_affinity(parties.bench, &[parties.proxy_thread]),
+        describe_affinity(parties.runtime, &task_ids(parties.runtime)),
+    );
+    if let Some(nginx) = parties.nginx {
+        write!(
+            report,
+            "; nginx: {}",
+            describe_affinity(nginx, &task_ids(nginx))
+        )
+        .unwrap();
+    }
+    report
+}
 
 struct Target {
     name: &'static str,
     addr: SocketAddr,
     /// Headers that authenticate this route (token, cookie); kept out of argv.
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// The proxy between client and runtime, for CPU accounting (`None` for direct).
+    middle: Option<Threads>,
 }
 
 #[derive(Default)]
@@ -55,9 +248,17 @@ struct Row {
     rps: Option<f64>,
     load_p50_us: Option<f64>,
     load_p99_us: Option<f64>,
+    /// CPU µs per request under wrk: wrk itself, the runtime, the proxy.
+    wrk_cpu_us: Option<f64>,
+    runtime_cpu_us: Option<f64>,
+    middle_cpu_us: Option<f64>,
     seq_p50_us: f64,
     seq_p99_us: f64,
     mb_per_s: f64,
+    /// CPU ms per 10 MB body: this process's client threads, the runtime, the proxy.
+    blob_client_cpu_ms: f64,
+    blob_runtime_cpu_ms: f64,
+    blob_middle_cpu_ms: Option<f64>,
     ws_p50_us: f64,
     ws_p99_us: f64,
 }
@@ -120,19 +321,33 @@ fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
     (percentile(&samples, 0.50), percentile(&samples, 0.99))
 }
 
-/// MB/s for 10 MB bodies, one keep-alive connection per target, targets taking turns body by
-/// body; each cell is the median over the bodies.
-async fn interleaved_blob(targets: &[Target]) -> Vec<f64> {
+/// Per target: MB/s and CPU ms of client, runtime and proxy for one 10 MB body.
+struct BlobSample {
+    mb_per_s: f64,
+    client_cpu_ms: f64,
+    runtime_cpu_ms: f64,
+    middle_cpu_ms: Option<f64>,
+}
+
+/// 10 MB bodies, one keep-alive connection per target, targets taking turns body by body; each
+/// figure is the median over the bodies.
+async fn interleaved_blob(targets: &[Target], parties: &Parties) -> Vec<BlobSample> {
     let mut senders = Vec::new();
     for target in targets {
         senders.push(connect(target).await);
     }
     let path = format!("/api/blob?bytes={BLOB_BYTES}");
-    let mut samples = vec![Vec::with_capacity(BLOB_REPEATS); targets.len()];
+    let mut samples: Vec<Vec<BlobSample>> = targets.iter().map(|_| Vec::new()).collect();
+    let (client, runtime) = (parties.client_threads(), parties.runtime_threads());
     for _ in 0..BLOB_REPEATS {
         for (t, target) in targets.iter().enumerate() {
             let sender = &mut senders[t];
             sender.ready().await.unwrap();
+            let cpu_before = (
+                client.cpu_ns(),
+                runtime.cpu_ns(),
+                target.middle.map(Threads::cpu_ns),
+            );
             let started = Instant::now();
             let response = sender.send_request(request(target, &path)).await.unwrap();
             assert_eq!(response.status(), 200, "{}", target.name);
@@ -144,10 +359,28 @@ async fn interleaved_blob(targets: &[Target]) -> Vec<f64> {
                 }
             }
             assert_eq!(total, BLOB_BYTES);
-            samples[t].push(total as f64 / started.elapsed().as_secs_f64() / 1e6);
+            let elapsed = started.elapsed();
+            let ms = |before: u64, after: u64| after.saturating_sub(before) as f64 / 1e6;
+            samples[t].push(BlobSample {
+                mb_per_s: total as f64 / elapsed.as_secs_f64() / 1e6,
+                client_cpu_ms: ms(cpu_before.0, client.cpu_ns()),
+                runtime_cpu_ms: ms(cpu_before.1, runtime.cpu_ns()),
+                middle_cpu_ms: target
+                    .middle
+                    .zip(cpu_before.2)
+                    .map(|(middle, before)| ms(before, middle.cpu_ns())),
+            });
         }
     }
-    samples.into_iter().map(median).collect()
+    samples
+        .into_iter()
+        .map(|s| BlobSample {
+            mb_per_s: median(s.iter().map(|b| b.mb_per_s).collect()),
+            client_cpu_ms: median(s.iter().map(|b| b.client_cpu_ms).collect()),
+            runtime_cpu_ms: median(s.iter().map(|b| b.runtime_cpu_ms).collect()),
+            middle_cpu_ms: median_opt(s.iter().map(|b| b.middle_cpu_ms).collect()),
+        })
+        .collect()
 }
 
 /// WebSocket echo round trips of a 32-byte text message, one socket per target, interleaved
@@ -208,8 +441,40 @@ fn parse_wrk_latency(text: &str) -> Option<f64> {
     })
 }
 
+/// What one wrk run measured.
+struct WrkResult {
+    rps: f64,
+    p50_us: f64,
+    p99_us: f64,
+    /// CPU µs per request of wrk, the runtime and the proxy (`None` for direct).
+    wrk_cpu_us: f64,
+    runtime_cpu_us: f64,
+    middle_cpu_us: Option<f64>,
+}
+
+/// wrk's `done` hook prints the requests it completed and its own CPU time (utime + stime of
+/// all its threads, in clock ticks, from `/proc/self/stat`), so CPU per request needs no
+/// sampling of a process that is about to exit.
+const WRK_DONE_HOOK: &str = r#"
+done = function(summary, latency, requests)
+  local f = io.open("/proc/self/stat")
+  local stat = f:read("*a")
+  f:close()
+  local fields = {}
+  for v in stat:match("%) (.*)"):gmatch("%S+") do fields[#fields + 1] = v end
+  io.write(string.format("bench-requests: %d\n", summary.requests))
+  io.write(string.format("bench-cpu-ticks: %d\n", tonumber(fields[12]) + tonumber(fields[13])))
+end
+"#;
+
 /// Runs wrk against `/api/health` with the target's headers set from a 0600 Lua script.
-async fn wrk(target: &Target, dir: &Path, seconds: u64) -> Option<(f64, f64, f64)> {
+async fn wrk(
+    target: &Target,
+    parties: &Parties,
+    placement: Placement,
+    dir: &Path,
+    seconds: u64,
+) -> Option<WrkResult> {
     let script = dir.join(format!("{}.lua", target.name));
     let mut lua = String::new();
     for (name, value) in &target.headers {
@@ -221,8 +486,21 @@ async fn wrk(target: &Target, dir: &Path, seconds: u64) -> Option<(f64, f64, f64
         )
         .unwrap();
     }
+    lua.push_str(WRK_DONE_HOOK);
     write_private(&script, &lua);
-    let output = tokio::process::Command::new("wrk")
+    // wrk would inherit CPU 0 from this process's client threads anyway; saying it keeps the
+    // placement visible in one place.
+    let mut command = match placement {
+        Placement::Unpinned => tokio::process::Command::new("wrk"),
+        Placement::Isolated => {
+            let mut command = tokio::process::Command::new("taskset");
+            command.args(["-c", "0", "wrk"]);
+            command
+        }
+    };
+    let runtime = parties.runtime_threads();
+    let cpu_before = (runtime.cpu_ns(), target.middle.map(Threads::cpu_ns));
+    let output = command
         .arg("-t1")
         .arg(format!("-c{WRK_CONNECTIONS}"))
         .arg(format!("-d{seconds}s"))
@@ -234,6 +512,7 @@ async fn wrk(target: &Target, dir: &Path, seconds: u64) -> Option<(f64, f64, f64
         .output()
         .await
         .ok()?;
+    let cpu_after = (runtime.cpu_ns(), target.middle.map(Threads::cpu_ns));
     let text = String::from_utf8_lossy(&output.stdout);
     if text.contains("Non-2xx") {
         panic!("wrk saw errors for {}:\n{text}", target.name);
@@ -245,14 +524,29 @@ async fn wrk(target: &Target, dir: &Path, seconds: u64) -> Option<(f64, f64, f64
             .map(|rest| rest.trim().to_owned())
     };
     let rps: f64 = field("Requests/sec:")?.parse().ok()?;
-    let p50 = parse_wrk_latency(&field("50%")?)?;
-    let p99 = parse_wrk_latency(&field("99%")?)?;
-    Some((rps, p50, p99))
+    let p50_us = parse_wrk_latency(&field("50%")?)?;
+    let p99_us = parse_wrk_latency(&field("99%")?)?;
+    let requests: f64 = field("bench-requests:")?.parse().ok()?;
+    let wrk_ticks: f64 = field("bench-cpu-ticks:")?.parse().ok()?;
+    let per_request_us =
+        |before: u64, after: u64| after.saturating_sub(before) as f64 / 1e3 / requests.max(1.0);
+    Some(WrkResult {
+        rps,
+        p50_us,
+        p99_us,
+        wrk_cpu_us: wrk_ticks / USER_HZ * 1e6 / requests.max(1.0),
+        runtime_cpu_us: per_request_us(cpu_before.0, cpu_after.0),
+        middle_cpu_us: cpu_before
+            .1
+            .zip(cpu_after.1)
+            .map(|(before, after)| per_request_us(before, after)),
+    })
 }
 
 struct Nginx {
     child: tokio::process::Child,
     addr: SocketAddr,
+    pid: u32,
 }
 
 async fn start_nginx(dir: &Path, upstream: SocketAddr, token: &str) -> Option<Nginx> {
@@ -318,7 +612,8 @@ http {{
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    Some(Nginx { child, addr })
+    let pid = child.id()?;
+    Some(Nginx { child, addr, pid })
 }
 
 async fn session_cookie(proxy: &AttachProxy) -> HeaderValue {
@@ -333,6 +628,7 @@ async fn session_cookie(proxy: &AttachProxy) -> HeaderValue {
         name: "attach",
         addr,
         headers: Vec::new(),
+        middle: None,
     };
     let path = &url.as_str()[proxy.origin().len()..];
     let mut sender = connect(&target).await;
@@ -360,7 +656,13 @@ fn median_row(rounds: &[Row]) -> Row {
         load_p99_us: mo(|r| r.load_p99_us),
         seq_p50_us: m(|r| r.seq_p50_us),
         seq_p99_us: m(|r| r.seq_p99_us),
+        wrk_cpu_us: mo(|r| r.wrk_cpu_us),
+        runtime_cpu_us: mo(|r| r.runtime_cpu_us),
+        middle_cpu_us: mo(|r| r.middle_cpu_us),
         mb_per_s: m(|r| r.mb_per_s),
+        blob_client_cpu_ms: m(|r| r.blob_client_cpu_ms),
+        blob_runtime_cpu_ms: m(|r| r.blob_runtime_cpu_ms),
+        blob_middle_cpu_ms: mo(|r| r.blob_middle_cpu_ms),
         ws_p50_us: m(|r| r.ws_p50_us),
         ws_p99_us: m(|r| r.ws_p99_us),
     }
@@ -381,11 +683,23 @@ async fn main() {
     if std::env::var_os(RUNTIME_ROLE_ENV).is_some() {
         return serve_runtime_process().await;
     }
+    if std::env::var_os(PROXY_ROLE_ENV).is_some() {
+        return serve_proxy_process().await;
+    }
+    if std::env::args().any(|arg| arg == "--instructions") {
+        return count_instructions().await;
+    }
     let seconds: u64 = std::env::var("ATTACH_BENCH_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2);
-    let load_before = load_average();
+    // Before any pinning: afterwards this process would only see the CPUs it is pinned to.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let placements = match std::env::var("ATTACH_BENCH_PLACEMENT").as_deref() {
+        Ok("unpinned") => vec![Placement::Unpinned],
+        Ok("isolated") => vec![Placement::Isolated],
+        _ => vec![Placement::Unpinned, Placement::Isolated],
+    };
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let token = hex_token();
@@ -393,7 +707,7 @@ async fn main() {
     // The runtime runs in its own process, as real runtimes do: the proxy (in this process) and
     // nginx then each compete for CPU as a separate process, and nobody shares the runtime's
     // tokio workers.
-    let (mut runtime, runtime_addr) = spawn_runtime_process(&token).await;
+    let (mut runtime, runtime_addr) = spawn_runtime_process(&token, &[]).await;
     let proxy = AttachProxy::start(Sensitive::new(runtime_addr), Sensitive::new(token.clone()))
         .await
         .unwrap();
@@ -405,6 +719,13 @@ async fn main() {
         .unwrap();
     let cookie = session_cookie(&proxy).await;
     let nginx = start_nginx(dir.path(), runtime_addr, &token).await;
+    let bench = std::process::id();
+    let parties = Parties {
+        bench,
+        proxy_thread: find_proxy_thread(bench),
+        runtime: runtime.id().expect("runtime process runs"),
+        nginx: nginx.as_ref().map(|n| n.pid),
+    };
 
     let mut bearer: HeaderValue = format!("Bearer {token}").parse().unwrap();
     bearer.set_sensitive(true);
@@ -413,11 +734,16 @@ async fn main() {
             name: "direct",
             addr: runtime_addr,
             headers: vec![(hyper::header::AUTHORIZATION, bearer)],
+            middle: None,
         },
         Target {
             name: "attach-proxy",
             addr: proxy_addr,
             headers: vec![(hyper::header::COOKIE, cookie)],
+            middle: Some(Threads::Thread {
+                pid: bench,
+                tid: parties.proxy_thread,
+            }),
         },
     ];
     if let Some(nginx) = &nginx {
@@ -425,9 +751,55 @@ async fn main() {
             name: "nginx",
             addr: nginx.addr,
             headers: Vec::new(),
+            middle: Some(Threads::Process(nginx.pid)),
         });
     }
+    let origins: Vec<Option<String>> = targets
+        .iter()
+        .map(|t| (t.name == "attach-proxy").then(|| proxy.origin()))
+        .collect();
 
+    for placement in placements {
+        if placement == Placement::Isolated && cpus < 2 {
+            println!("(CPU-isolated rows skipped: this machine has {cpus} CPU)");
+            continue;
+        }
+        place(&parties, placement, cpus);
+        let measurement =
+            measure(&targets, &origins, &parties, placement, dir.path(), seconds).await;
+        print_measurement(&targets, &measurement, placement, seconds, cpus);
+    }
+    if nginx.is_none() {
+        println!("(nginx row missing: /usr/sbin/nginx not found or did not start)");
+    }
+
+    if let Some(mut nginx) = nginx {
+        let _ = nginx.child.kill().await;
+    }
+    proxy.shutdown().await;
+    drop(runtime.stdin.take());
+    let _ = runtime.wait().await;
+}
+
+/// One placement's rows, with what the machine was doing around them.
+struct Measurement {
+    rows: Vec<Row>,
+    rounds: Vec<Vec<Row>>,
+    load_before: String,
+    load_after: String,
+    /// The CPU affinity of every party, read back after the rows were measured.
+    affinity: String,
+}
+
+async fn measure(
+    targets: &[Target],
+    origins: &[Option<String>],
+    parties: &Parties,
+    placement: Placement,
+    dir: &Path,
+    seconds: u64,
+) -> Measurement {
+    let load_before = load_average();
     // Load on a shared machine drifts, so every target is measured once per round, in rotated
     // order, and each throughput cell reports the median over the rounds.
     let mut rounds: Vec<Vec<Row>> = (0..targets.len()).map(|_| Vec::new()).collect();
@@ -435,28 +807,34 @@ async fn main() {
         for offset in 0..targets.len() {
             let index = (round + offset) % targets.len();
             let target = &targets[index];
-            eprintln!("round {}/{ROUNDS}: {} ...", round + 1, target.name);
+            eprintln!(
+                "{placement:?} round {}/{ROUNDS}: {} ...",
+                round + 1,
+                target.name
+            );
             let mut row = Row::default();
-            if let Some((rps, p50, p99)) = wrk(target, dir.path(), seconds).await {
-                row.rps = Some(rps);
-                row.load_p50_us = Some(p50);
-                row.load_p99_us = Some(p99);
+            if let Some(run) = wrk(target, parties, placement, dir, seconds).await {
+                row.rps = Some(run.rps);
+                row.load_p50_us = Some(run.p50_us);
+                row.load_p99_us = Some(run.p99_us);
+                row.wrk_cpu_us = Some(run.wrk_cpu_us);
+                row.runtime_cpu_us = Some(run.runtime_cpu_us);
+                row.middle_cpu_us = run.middle_cpu_us;
             }
             rounds[index].push(row);
         }
     }
     let mut rows: Vec<Row> = rounds.iter().map(|r| median_row(r)).collect();
-    eprintln!("interleaved latency and WebSocket round trips ...");
-    let latency = interleaved_latency(&targets).await;
-    let origins: Vec<Option<String>> = targets
-        .iter()
-        .map(|t| (t.name == "attach-proxy").then(|| proxy.origin()))
-        .collect();
-    let websocket = interleaved_websocket(&targets, &origins).await;
-    eprintln!("interleaved 10 MB bodies ...");
-    let blobs = interleaved_blob(&targets).await;
-    for (row, mb_per_s) in rows.iter_mut().zip(blobs) {
-        row.mb_per_s = mb_per_s;
+    eprintln!("{placement:?}: interleaved latency and WebSocket round trips ...");
+    let latency = interleaved_latency(targets).await;
+    let websocket = interleaved_websocket(targets, origins).await;
+    eprintln!("{placement:?}: interleaved 10 MB bodies ...");
+    let blobs = interleaved_blob(targets, parties).await;
+    for (row, blob) in rows.iter_mut().zip(blobs) {
+        row.mb_per_s = blob.mb_per_s;
+        row.blob_client_cpu_ms = blob.client_cpu_ms;
+        row.blob_runtime_cpu_ms = blob.runtime_cpu_ms;
+        row.blob_middle_cpu_ms = blob.middle_cpu_ms;
     }
     for (row, ((seq_p50, seq_p99), (ws_p50, ws_p99))) in
         rows.iter_mut().zip(latency.into_iter().zip(websocket))
@@ -464,7 +842,25 @@ async fn main() {
         (row.seq_p50_us, row.seq_p99_us, row.ws_p50_us, row.ws_p99_us) =
             (seq_p50, seq_p99, ws_p50, ws_p99);
     }
+    Measurement {
+        rows,
+        rounds,
+        load_before,
+        load_after: load_average(),
+        affinity: placement_report(parties),
+    }
+}
 
+fn print_measurement(
+    targets: &[Target],
+    measurement: &Measurement,
+    placement: Placement,
+    seconds: u64,
+    cpus: usize,
+) {
+    let rows = &measurement.rows;
+    println!("### {}", placement.title());
+    println!();
     let names: Vec<&str> = targets.iter().map(|t| t.name).collect();
     let mut table = String::new();
     writeln!(table, "| metric | {} |", names.join(" | ")).unwrap();
@@ -485,6 +881,18 @@ async fn main() {
         )
     });
     line(
+        "CPU per request under that load, wrk / runtime / proxy (µs)",
+        &|r| {
+            format!(
+                "{} / {} / {}",
+                fmt_opt(r.wrk_cpu_us, 1),
+                fmt_opt(r.runtime_cpu_us, 1),
+                r.middle_cpu_us
+                    .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
+            )
+        },
+    );
+    line(
         &format!(
             "sequential round trip, 1 keep-alive conn, p50 / p99 (µs, n={SEQUENTIAL_REQUESTS})"
         ),
@@ -494,74 +902,71 @@ async fn main() {
         &format!("10 MB body throughput (MB/s, median of {BLOB_REPEATS} bodies)"),
         &|r| format!("{:.0}", r.mb_per_s),
     );
+    line("CPU per 10 MB body, client / runtime / proxy (ms)", &|r| {
+        format!(
+            "{:.1} / {:.1} / {}",
+            r.blob_client_cpu_ms,
+            r.blob_runtime_cpu_ms,
+            r.blob_middle_cpu_ms
+                .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
+        )
+    });
     line(
         &format!("WebSocket echo round trip p50 / p99 (µs, n={WS_ROUND_TRIPS})"),
         &|r| format!("{:.0} / {:.0}", r.ws_p50_us, r.ws_p99_us),
     );
     println!("{table}");
     println!(
-        "req/s: median of {ROUNDS} wrk runs per target in rotated order; round trips and MB/s: targets interleaved request by request (MB/s: median per 10 MB body). Machine: {} cores; load average before {load_before}, after {}.",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_average()
+        "req/s: median of {ROUNDS} wrk runs per target in rotated order; round trips and MB/s: targets interleaved request by request (MB/s: median per 10 MB body); CPU: user + kernel time from /proc (schedstat; wrk's own /proc/self/stat), medians. Machine: {cpus} cores; load average before {}, after {}.",
+        measurement.load_before, measurement.load_after
+    );
+    println!(
+        "Placement read back from the kernel: {}.",
+        measurement.affinity
     );
     println!();
-
-    let (direct, attach) = (&rows[0], &rows[1]);
     println!("Per round (spread shows how much the shared machine's load moved the numbers):");
-    for (target, per_round) in targets.iter().zip(&rounds) {
+    for (target, per_round) in targets.iter().zip(&measurement.rounds) {
         let rps: Vec<String> = per_round.iter().map(|r| fmt_opt(r.rps, 0)).collect();
         println!("- {}: req/s [{}]", target.name, rps.join(", "));
     }
     println!();
-    println!("attach-proxy vs direct:");
-    if let (Some(a), Some(d)) = (attach.rps, direct.rps) {
-        println!("- req/s: {:.1}% of direct (target >= 90%)", 100.0 * a / d);
+    let direct = &rows[0];
+    for (target, row) in targets.iter().zip(rows).skip(1) {
+        println!("{} vs direct ({placement:?}):", target.name);
+        if let (Some(a), Some(d)) = (row.rps, direct.rps) {
+            println!("- req/s: {:.1}% of direct (target >= 90%)", 100.0 * a / d);
+        }
+        println!(
+            "- added sequential p50: {:.0} µs (target <= 100 µs)",
+            row.seq_p50_us - direct.seq_p50_us
+        );
+        println!(
+            "- 10 MB throughput: {:.1}% of direct (target >= 90%)",
+            100.0 * row.mb_per_s / direct.mb_per_s
+        );
+        println!(
+            "- added WebSocket p50: {:.0} µs",
+            row.ws_p50_us - direct.ws_p50_us
+        );
     }
-    println!(
-        "- added sequential p50: {:.0} µs (target <= 100 µs)",
-        attach.seq_p50_us - direct.seq_p50_us
-    );
-    println!(
-        "- 10 MB throughput: {:.1}% of direct (target >= 90%)",
-        100.0 * attach.mb_per_s / direct.mb_per_s
-    );
-    println!(
-        "- added WebSocket p50: {:.0} µs",
-        attach.ws_p50_us - direct.ws_p50_us
-    );
-    if nginx.is_none() {
-        println!("(nginx row missing: /usr/sbin/nginx not found or did not start)");
-    }
-
-    if let Some(mut nginx) = nginx {
-        let _ = nginx.child.kill().await;
-    }
-    proxy.shutdown().await;
-    drop(runtime.stdin.take());
-    let _ = runtime.wait().await;
+    println!();
 }
 
 /// Environment variable that makes this binary serve the demo runtime instead of benchmarking.
 const RUNTIME_ROLE_ENV: &str = "ATTACH_BENCH_RUNTIME_PROCESS";
 
-/// Starts this binary again as a demo-runtime process. The token goes over stdin (not argv or
-/// the environment); the child prints its address and serves until its stdin closes.
-async fn spawn_runtime_process(token: &str) -> (tokio::process::Child, SocketAddr) {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .env(RUNTIME_ROLE_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("runtime process starts");
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(format!("{token}\n").as_bytes())
-        .await
-        .unwrap();
-    child.stdin = Some(stdin);
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+/// Environment variable that makes this binary serve an attach proxy (for `--instructions`).
+const PROXY_ROLE_ENV: &str = "ATTACH_BENCH_PROXY_PROCESS";
+
+/// Starts this binary again as a demo-runtime process, under `wrapper` (e.g. valgrind) if not
+/// empty. The token goes over stdin (not argv or the environment); the child prints its address
+/// and serves until its stdin closes.
+async fn spawn_runtime_process(
+    token: &str,
+    wrapper: &[String],
+) -> (tokio::process::Child, SocketAddr) {
+    let (child, mut lines) = spawn_role(RUNTIME_ROLE_ENV, wrapper, &format!("{token}\n")).await;
     let addr = lines
         .next_line()
         .await
@@ -570,6 +975,208 @@ async fn spawn_runtime_process(token: &str) -> (tokio::process::Child, SocketAdd
         .parse()
         .unwrap();
     (child, addr)
+}
+
+type ChildLines = tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>;
+
+/// Starts this binary again in `role`, writes `input` to its stdin (kept open: closing it stops
+/// the child) and returns its stdout lines: a private pipe, not a log.
+async fn spawn_role(
+    role: &str,
+    wrapper: &[String],
+    input: &str,
+) -> (tokio::process::Child, ChildLines) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args).arg(&exe);
+            command
+        }
+        None => tokio::process::Command::new(&exe),
+    };
+    let mut child = command
+        .env(role, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("child process starts");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    child.stdin = Some(stdin);
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, lines)
+}
+
+/// Serves an attach proxy in this process until stdin closes. Reads the runtime's address and
+/// token from stdin; prints the proxy's origin and one attach URL to the parent's private pipe.
+async fn serve_proxy_process() {
+    use std::io::{BufRead, Read, Write};
+    let mut input = std::io::stdin().lock();
+    let (mut addr, mut token) = (String::new(), String::new());
+    input.read_line(&mut addr).unwrap();
+    input.read_line(&mut token).unwrap();
+    drop(input);
+    let proxy = AttachProxy::start(
+        Sensitive::new(addr.trim().parse().unwrap()),
+        Sensitive::new(token.trim().to_owned()),
+    )
+    .await
+    .unwrap();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", proxy.origin()).unwrap();
+    writeln!(out, "{}", proxy.mint_code()).unwrap();
+    out.flush().unwrap();
+    drop(out);
+    let _ =
+        tokio::task::spawn_blocking(|| std::io::stdin().lock().read_to_end(&mut Vec::new())).await;
+    proxy.shutdown().await;
+}
+
+/// Requests in every `--instructions` run; the measured runs add to them, so start-up and
+/// shutdown cancel out in the difference.
+const INSTRUCTION_BASE_REQUESTS: usize = 100;
+/// Extra sequential `GET /api/health` requests of the request run.
+const INSTRUCTION_EXTRA_REQUESTS: usize = 2_000;
+/// Extra 10 MB bodies of the body run.
+const INSTRUCTION_EXTRA_BODIES: usize = 4;
+
+/// Instructions (callgrind's `Ir`, user space only) of the runtime and the proxy process.
+struct InstructionCount {
+    runtime: u64,
+    proxy: u64,
+}
+
+/// `--instructions`: the runtime and an attach proxy, each in its own process under callgrind,
+/// driven through the proxy by a native client in this process. Three runs (base, base + N
+/// requests, base + M bodies) give instructions per request and per body by difference.
+async fn count_instructions() {
+    let kept = std::env::var_os("ATTACH_BENCH_CALLGRIND_DIR");
+    let temp = tempfile::tempdir().unwrap();
+    let dir = kept.as_ref().map_or(temp.path(), Path::new);
+    std::fs::create_dir_all(dir).unwrap();
+    let base = instruction_run(dir, "base", 0, 0).await;
+    let requests = instruction_run(dir, "requests", INSTRUCTION_EXTRA_REQUESTS, 0).await;
+    let bodies = instruction_run(dir, "bodies", 0, INSTRUCTION_EXTRA_BODIES).await;
+    let per = |total: u64, base: u64, n: usize| total.saturating_sub(base) as f64 / n as f64;
+    let request_runtime = per(requests.runtime, base.runtime, INSTRUCTION_EXTRA_REQUESTS);
+    let request_proxy = per(requests.proxy, base.proxy, INSTRUCTION_EXTRA_REQUESTS);
+    let body_runtime = per(bodies.runtime, base.runtime, INSTRUCTION_EXTRA_BODIES);
+    let body_proxy = per(bodies.proxy, base.proxy, INSTRUCTION_EXTRA_BODIES);
+    println!(
+        "| instructions (callgrind Ir, user space) | runtime | attach-proxy | proxy / runtime |"
+    );
+    println!("|---|---|---|---|");
+    println!(
+        "| per GET /api/health, sequential on one keep-alive conn (n={INSTRUCTION_EXTRA_REQUESTS}) | {request_runtime:.0} | {request_proxy:.0} | {:.2} |",
+        request_proxy / request_runtime
+    );
+    println!(
+        "| per 10 MB body (n={INSTRUCTION_EXTRA_BODIES}) | {body_runtime:.0} | {body_proxy:.0} | {:.2} |",
+        body_proxy / body_runtime
+    );
+    println!();
+    println!(
+        "Totals: base run ({INSTRUCTION_BASE_REQUESTS} requests) runtime {} / proxy {}; +{INSTRUCTION_EXTRA_REQUESTS} requests runtime {} / proxy {}; +{INSTRUCTION_EXTRA_BODIES} bodies runtime {} / proxy {}.",
+        base.runtime, base.proxy, requests.runtime, requests.proxy, bodies.runtime, bodies.proxy
+    );
+}
+
+async fn instruction_run(
+    dir: &Path,
+    name: &str,
+    requests: usize,
+    bodies: usize,
+) -> InstructionCount {
+    let token = hex_token();
+    let callgrind = |who: &str| {
+        vec![
+            "valgrind".to_owned(),
+            "--tool=callgrind".to_owned(),
+            format!(
+                "--callgrind-out-file={}/{name}-{who}.callgrind",
+                dir.display()
+            ),
+            format!("--log-file={}/{name}-{who}.log", dir.display()),
+        ]
+    };
+    eprintln!("callgrind run {name}: +{requests} requests, +{bodies} bodies ...");
+    let (mut runtime, runtime_addr) = spawn_runtime_process(&token, &callgrind("runtime")).await;
+    let (mut proxy, mut lines) = spawn_role(
+        PROXY_ROLE_ENV,
+        &callgrind("proxy"),
+        &format!("{runtime_addr}\n{token}\n"),
+    )
+    .await;
+    let origin = lines.next_line().await.unwrap().expect("proxy origin");
+    let url = lines.next_line().await.unwrap().expect("attach URL");
+    let target = Target {
+        name: "attach-proxy",
+        addr: origin.strip_prefix("http://").unwrap().parse().unwrap(),
+        headers: Vec::new(),
+        middle: None,
+    };
+    let mut sender = connect(&target).await;
+    let response = sender
+        .send_request(request(&target, &url[origin.len()..]))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap();
+    let target = Target {
+        headers: vec![(
+            hyper::header::COOKIE,
+            cookie.split(';').next().unwrap().parse().unwrap(),
+        )],
+        ..target
+    };
+    for _ in 0..INSTRUCTION_BASE_REQUESTS + requests {
+        sender.ready().await.unwrap();
+        let response = sender
+            .send_request(request(&target, "/api/health"))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.into_body().collect().await.unwrap();
+    }
+    for _ in 0..bodies {
+        sender.ready().await.unwrap();
+        let response = sender
+            .send_request(request(&target, &format!("/api/blob?bytes={BLOB_BYTES}")))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body.len() as u64, BLOB_BYTES);
+    }
+    drop(sender);
+    drop(proxy.stdin.take());
+    assert!(
+        proxy.wait().await.unwrap().success(),
+        "proxy process failed"
+    );
+    drop(runtime.stdin.take());
+    assert!(
+        runtime.wait().await.unwrap().success(),
+        "runtime process failed"
+    );
+    let total = |who: &str| {
+        let path = dir.join(format!("{name}-{who}.callgrind"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        text.lines()
+            .find_map(|line| {
+                line.strip_prefix("summary:")
+                    .or(line.strip_prefix("totals:"))
+            })
+            .and_then(|v| u64::from_str(v.trim()).ok())
+            .unwrap_or_else(|| panic!("no instruction total in {}", path.display()))
+    };
+    InstructionCount {
+        runtime: total("runtime"),
+        proxy: total("proxy"),
+    }
 }
 
 async fn serve_runtime_process() {
