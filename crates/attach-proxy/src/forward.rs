@@ -33,8 +33,9 @@ pub(crate) const ATTACH_PATH_PREFIX: &str = "/__attach/";
 const SESSION_COOKIE_PREFIX: &str = "sc_attach_";
 
 /// Request and response headers that describe one hop, not the message (RFC 9110 section 7.6.1),
-/// plus the proxy-auth pair that is meant for us, never for the runtime.
-const HOP_BY_HOP: [HeaderName; 8] = [
+/// plus the proxy-auth pair that is meant for us, never for the runtime. A `static`, not a
+/// `const`: the array is built once, not on every use.
+static HOP_BY_HOP: [HeaderName; 8] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),
@@ -44,6 +45,10 @@ const HOP_BY_HOP: [HeaderName; 8] = [
     header::UPGRADE,
     header::PROXY_AUTHORIZATION,
 ];
+
+/// Request headers dropped besides [`HOP_BY_HOP`]: `Proxy-Authenticate` is ours, and hyper's
+/// client does not implement 100-continue (the body is sent right away anyway).
+static REQUEST_ONLY_DROPPED: [HeaderName; 2] = [header::PROXY_AUTHENTICATE, header::EXPECT];
 
 /// State shared by every connection of one proxy.
 pub(crate) struct Shared {
@@ -90,10 +95,32 @@ impl Shared {
         self.own_hosts.iter().any(|own| own.as_bytes() == host)
     }
 
-    fn has_session(&self, headers: &HeaderMap) -> bool {
-        cookie_pairs(headers)
-            .any(|(name, value)| name == self.cookie_name && self.sessions.contains(value))
+    /// Reads the `Cookie` headers once: is there a valid session of this proxy, and is every
+    /// cookie an attach-session cookie (of any proxy)?
+    fn cookies(&self, headers: &HeaderMap) -> Cookies {
+        let mut cookies = Cookies {
+            session: false,
+            only_sessions: true,
+        };
+        for (name, value) in cookie_pairs(headers) {
+            if !name.starts_with(SESSION_COOKIE_PREFIX) {
+                cookies.only_sessions = false;
+            } else if !cookies.session && name == self.cookie_name {
+                cookies.session = self.sessions.contains(value);
+            }
+        }
+        cookies
     }
+}
+
+/// What the `Cookie` headers of a request hold, as far as the proxy cares.
+#[derive(Clone, Copy)]
+struct Cookies {
+    /// A valid session cookie of this proxy is present.
+    session: bool,
+    /// Every cookie (possibly none) is an attach-session cookie, so forwarding drops the whole
+    /// header instead of rebuilding it.
+    only_sessions: bool,
 }
 
 /// The keep-alive connection to the runtime that serves one browser connection.
@@ -199,23 +226,24 @@ pub(crate) async fn handle(
     if let Some(code) = request.uri().path().strip_prefix(ATTACH_PATH_PREFIX) {
         return redeem(shared, request.method(), code);
     }
-    if !shared.has_session(request.headers()) {
+    let cookies = shared.cookies(request.headers());
+    if !cookies.session {
         return pages::no_session();
     }
     let upgrade = is_websocket_upgrade(request.headers());
     let safe_method = matches!(*request.method(), Method::GET | Method::HEAD);
-    if (upgrade || !safe_method) && !is_own_origin(request.headers(), &host) {
+    if (upgrade || !safe_method) && !is_own_origin(request.headers(), host) {
         return pages::cross_origin();
     }
     if upgrade {
-        forward_upgrade(shared, request).await
+        forward_upgrade(shared, request, cookies).await
     } else {
-        forward(shared, link, request).await
+        forward(shared, link, request, cookies).await
     }
 }
 
 /// The request's `Host` if it is one of the proxy's own; also checks an absolute-form target.
-fn own_host(shared: &Shared, request: &Request<Incoming>) -> Option<HeaderValue> {
+fn own_host<'r>(shared: &Shared, request: &'r Request<Incoming>) -> Option<&'r HeaderValue> {
     let host = request.headers().get(header::HOST)?;
     if !shared.is_own_host(host.as_bytes()) {
         return None;
@@ -225,7 +253,7 @@ fn own_host(shared: &Shared, request: &Request<Incoming>) -> Option<HeaderValue>
             return None;
         }
     }
-    Some(host.clone())
+    Some(host)
 }
 
 /// `Origin` must be exactly `http://` + the (already validated) `Host`.
@@ -292,31 +320,58 @@ fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
 
 /// Removes hop-by-hop headers, including any named in `Connection`.
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
-        .collect();
-    for name in listed {
-        headers.remove(name);
+    strip_hop_by_hop_and(headers, &[]);
+}
+
+/// Removes hop-by-hop headers, any named in `Connection`, and `also` (at most 8 names).
+///
+/// Messages carry a handful of headers and rarely more than one hop-by-hop header, so one pass
+/// over the names present (comparing well-known names is an integer compare) finds which of them
+/// are there, and only those are removed, one hash lookup each.
+fn strip_hop_by_hop_and(headers: &mut HeaderMap, also: &[HeaderName]) {
+    debug_assert!(HOP_BY_HOP.len() + also.len() <= 16);
+    let candidates = || HOP_BY_HOP.iter().chain(also);
+    // Bit i set: the i-th name of `candidates()` is present.
+    let mut present = 0u16;
+    for name in headers.keys() {
+        if let Some(i) = candidates().position(|candidate| candidate == name) {
+            present |= 1 << i;
+        }
     }
-    for name in &HOP_BY_HOP {
-        headers.remove(name);
+    if present == 0 {
+        return;
+    }
+    if headers.contains_key(header::CONNECTION) {
+        let listed: Vec<HeaderName> = headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+            .collect();
+        for name in listed {
+            headers.remove(name);
+        }
+    }
+    for (i, name) in candidates().enumerate() {
+        if present & (1 << i) != 0 {
+            headers.remove(name);
+        }
     }
 }
 
 /// Turns browser request headers into runtime request headers.
-fn rewrite_request_headers(shared: &Shared, headers: &mut HeaderMap) {
-    strip_hop_by_hop(headers);
-    headers.remove(header::PROXY_AUTHENTICATE);
-    // hyper's client does not implement 100-continue; the body is sent right away anyway.
-    headers.remove(header::EXPECT);
+fn rewrite_request_headers(shared: &Shared, headers: &mut HeaderMap, cookies: Cookies) {
+    strip_hop_by_hop_and(headers, &REQUEST_ONLY_DROPPED);
     headers.insert(header::HOST, shared.upstream_host.clone());
     // The browser's own Authorization (if any) is dropped, ours is the only one.
     headers.insert(header::AUTHORIZATION, shared.authorization.clone());
-    strip_session_cookies(headers);
+    if cookies.only_sessions {
+        // The common case (the browser holds no cookie of the runtime's): nothing to keep.
+        headers.remove(header::COOKIE);
+    } else {
+        strip_session_cookies(headers);
+    }
     // Already checked to be our own origin; the runtime knows only its own.
     if headers.contains_key(header::ORIGIN) {
         headers.insert(header::ORIGIN, shared.upstream_origin.clone());
@@ -363,13 +418,14 @@ async fn forward(
     shared: &Shared,
     link: &UpstreamLink,
     request: Request<Incoming>,
+    cookies: Cookies,
 ) -> Response<ProxyBody> {
     let Some(mut sender) = ready_sender(shared, link).await else {
         tracing::warn!("runtime did not accept a connection");
         return pages::upstream_down();
     };
     let (mut parts, body) = request.into_parts();
-    rewrite_request_headers(shared, &mut parts.headers);
+    rewrite_request_headers(shared, &mut parts.headers, cookies);
     parts.uri = origin_form(parts.uri);
     parts.version = Version::HTTP_11;
     let upstream_request = Request::from_parts(parts, ProxyBody::Streamed(body));
@@ -416,10 +472,14 @@ async fn retry_on_fresh_connection(
 
 /// Forwards a WebSocket handshake on a dedicated runtime connection and, if the runtime switches
 /// protocols, splices the two upgraded connections together.
-async fn forward_upgrade(shared: &Shared, mut request: Request<Incoming>) -> Response<ProxyBody> {
+async fn forward_upgrade(
+    shared: &Shared,
+    mut request: Request<Incoming>,
+    cookies: Cookies,
+) -> Response<ProxyBody> {
     let browser_side = hyper::upgrade::on(&mut request);
     let (mut parts, _empty_body) = request.into_parts();
-    rewrite_request_headers(shared, &mut parts.headers);
+    rewrite_request_headers(shared, &mut parts.headers, cookies);
     parts
         .headers
         .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
@@ -517,6 +577,46 @@ mod tests {
         strip_hop_by_hop(&mut map);
         let names: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
         assert_eq!(names, ["x-end-to-end"]);
+    }
+
+    #[test]
+    fn one_read_of_the_cookies_finds_our_session_and_any_other_cookie() {
+        let shared = Shared::new(
+            "127.0.0.1:9".parse().unwrap(),
+            HeaderValue::from_static("Bearer t"),
+            4000,
+            Duration::from_secs(30),
+            CancellationToken::new(),
+        );
+        let ours = format!("{}={}", shared.cookie_name, shared.sessions.open());
+        let only_ours = shared.cookies(&headers(&[("cookie", &ours)]));
+        assert!(only_ours.session && only_ours.only_sessions);
+        let with_runtime_cookie =
+            shared.cookies(&headers(&[("cookie", &format!("theme=dark; {ours}"))]));
+        assert!(with_runtime_cookie.session && !with_runtime_cookie.only_sessions);
+        let forged = format!("{}={}", shared.cookie_name, "0".repeat(64));
+        let no_session = shared.cookies(&headers(&[
+            ("cookie", "sc_attach_other=1"),
+            ("cookie", &forged),
+        ]));
+        assert!(!no_session.session && no_session.only_sessions);
+    }
+
+    #[test]
+    fn request_only_headers_go_and_end_to_end_headers_stay() {
+        let mut map = headers(&[
+            ("connection", "keep-alive"),
+            ("expect", "100-continue"),
+            ("proxy-authenticate", "Basic"),
+            ("accept", "*/*"),
+        ]);
+        strip_hop_by_hop_and(&mut map, &REQUEST_ONLY_DROPPED);
+        let names: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["accept"]);
+
+        let mut untouched = headers(&[("accept", "*/*"), ("x-end-to-end", "kept")]);
+        strip_hop_by_hop_and(&mut untouched, &REQUEST_ONLY_DROPPED);
+        assert_eq!(untouched.len(), 2);
     }
 
     #[test]
