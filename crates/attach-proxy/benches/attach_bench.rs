@@ -16,7 +16,9 @@
 //! `cargo bench -p attach-proxy --bench attach_bench -- --instructions` instead counts the user-space
 //! instructions the proxy and the runtime execute per request and per 10 MB body, each in its own
 //! process under `valgrind --tool=callgrind`: a figure that does not move with the machine's load.
-//! `ATTACH_BENCH_CALLGRIND_DIR=DIR` keeps the profiles there for `callgrind_annotate`.
+//! `-- --syscalls` counts their system calls the same way, under `strace -c` (the kernel side,
+//! which callgrind does not see). `ATTACH_BENCH_PROFILE_DIR=DIR` keeps the profiles there (for
+//! `callgrind_annotate`).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -687,7 +689,10 @@ async fn main() {
         return serve_proxy_process().await;
     }
     if std::env::args().any(|arg| arg == "--instructions") {
-        return count_instructions().await;
+        return count_per_message(Counter::Instructions).await;
+    }
+    if std::env::args().any(|arg| arg == "--syscalls") {
+        return count_per_message(Counter::Syscalls).await;
     }
     let seconds: u64 = std::env::var("ATTACH_BENCH_SECONDS")
         .ok()
@@ -1035,78 +1040,153 @@ async fn serve_proxy_process() {
     proxy.shutdown().await;
 }
 
-/// Requests in every `--instructions` run; the measured runs add to them, so start-up and
-/// shutdown cancel out in the difference.
-const INSTRUCTION_BASE_REQUESTS: usize = 100;
+/// Requests in every `--instructions` / `--syscalls` run; the measured runs add to them, so
+/// start-up and shutdown cancel out in the difference.
+const PROFILE_BASE_REQUESTS: usize = 100;
 /// Extra sequential `GET /api/health` requests of the request run.
-const INSTRUCTION_EXTRA_REQUESTS: usize = 2_000;
+const PROFILE_EXTRA_REQUESTS: usize = 2_000;
 /// Extra 10 MB bodies of the body run.
-const INSTRUCTION_EXTRA_BODIES: usize = 4;
+const PROFILE_EXTRA_BODIES: usize = 4;
 
-/// Instructions (callgrind's `Ir`, user space only) of the runtime and the proxy process.
-struct InstructionCount {
-    runtime: u64,
-    proxy: u64,
+/// What `--instructions` and `--syscalls` count in the runtime and the proxy process.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Counter {
+    /// User-space instructions (callgrind's `Ir`): deterministic, blind to the kernel.
+    Instructions,
+    /// System calls by name (`strace -c`): the kernel work a message costs, counted, not timed.
+    Syscalls,
 }
 
-/// `--instructions`: the runtime and an attach proxy, each in its own process under callgrind,
-/// driven through the proxy by a native client in this process. Three runs (base, base + N
-/// requests, base + M bodies) give instructions per request and per body by difference.
-async fn count_instructions() {
-    let kept = std::env::var_os("ATTACH_BENCH_CALLGRIND_DIR");
+impl Counter {
+    fn wrapper(self, out: &Path) -> Vec<String> {
+        let out = out.display();
+        match self {
+            Counter::Instructions => vec![
+                "valgrind".to_owned(),
+                "--tool=callgrind".to_owned(),
+                format!("--callgrind-out-file={out}"),
+                format!("--log-file={out}.log"),
+            ],
+            Counter::Syscalls => ["strace", "-f", "-c", "-o"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain([out.to_string()])
+                .collect(),
+        }
+    }
+
+    /// `"total"` and, for syscalls, one entry per syscall name.
+    fn read(self, out: &Path) -> std::collections::BTreeMap<String, u64> {
+        let text = std::fs::read_to_string(out).unwrap();
+        let mut counts = std::collections::BTreeMap::new();
+        match self {
+            Counter::Instructions => {
+                let total = text
+                    .lines()
+                    .find_map(|line| {
+                        line.strip_prefix("summary:")
+                            .or(line.strip_prefix("totals:"))
+                    })
+                    .and_then(|v| u64::from_str(v.trim()).ok())
+                    .unwrap_or_else(|| panic!("no instruction total in {}", out.display()));
+                counts.insert("total".to_owned(), total);
+            }
+            Counter::Syscalls => {
+                // `% time  seconds  usecs/call  calls  [errors]  syscall`, then a `total` row.
+                for line in text.lines() {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    if let (Some(calls), Some(name)) = (fields.get(3), fields.last()) {
+                        if let Ok(calls) = calls.parse() {
+                            counts.insert((*name).to_owned(), calls);
+                        }
+                    }
+                }
+            }
+        }
+        counts
+    }
+}
+
+/// `--instructions` / `--syscalls`: the runtime and an attach proxy, each in its own process
+/// under callgrind or strace, driven through the proxy by a native client in this process. Three
+/// runs (base, base + N requests, base + M bodies) give the count per request and per body by
+/// difference.
+async fn count_per_message(counter: Counter) {
+    let kept = std::env::var_os("ATTACH_BENCH_PROFILE_DIR");
     let temp = tempfile::tempdir().unwrap();
     let dir = kept.as_ref().map_or(temp.path(), Path::new);
     std::fs::create_dir_all(dir).unwrap();
-    let base = instruction_run(dir, "base", 0, 0).await;
-    let requests = instruction_run(dir, "requests", INSTRUCTION_EXTRA_REQUESTS, 0).await;
-    let bodies = instruction_run(dir, "bodies", 0, INSTRUCTION_EXTRA_BODIES).await;
-    let per = |total: u64, base: u64, n: usize| total.saturating_sub(base) as f64 / n as f64;
-    let request_runtime = per(requests.runtime, base.runtime, INSTRUCTION_EXTRA_REQUESTS);
-    let request_proxy = per(requests.proxy, base.proxy, INSTRUCTION_EXTRA_REQUESTS);
-    let body_runtime = per(bodies.runtime, base.runtime, INSTRUCTION_EXTRA_BODIES);
-    let body_proxy = per(bodies.proxy, base.proxy, INSTRUCTION_EXTRA_BODIES);
-    println!(
-        "| instructions (callgrind Ir, user space) | runtime | attach-proxy | proxy / runtime |"
-    );
+    let base = profiled_run(counter, dir, "base", 0, 0).await;
+    let requests = profiled_run(counter, dir, "requests", PROFILE_EXTRA_REQUESTS, 0).await;
+    let bodies = profiled_run(counter, dir, "bodies", 0, PROFILE_EXTRA_BODIES).await;
+    let per = |run: &RunCounts, who: usize, key: &str, n: usize| {
+        let count = |counts: &RunCounts| counts[who].get(key).copied().unwrap_or(0);
+        count(run).saturating_sub(count(&base)) as f64 / n as f64
+    };
+    let what = match counter {
+        Counter::Instructions => "instructions (callgrind Ir, user space)",
+        Counter::Syscalls => "syscalls (strace -c)",
+    };
+    println!("| {what} | runtime | attach-proxy | proxy / runtime |");
     println!("|---|---|---|---|");
-    println!(
-        "| per GET /api/health, sequential on one keep-alive conn (n={INSTRUCTION_EXTRA_REQUESTS}) | {request_runtime:.0} | {request_proxy:.0} | {:.2} |",
-        request_proxy / request_runtime
+    let digits = match counter {
+        Counter::Instructions => 0,
+        Counter::Syscalls => 2,
+    };
+    let (runtime, proxy) = (
+        per(&requests, 0, "total", PROFILE_EXTRA_REQUESTS),
+        per(&requests, 1, "total", PROFILE_EXTRA_REQUESTS),
     );
     println!(
-        "| per 10 MB body (n={INSTRUCTION_EXTRA_BODIES}) | {body_runtime:.0} | {body_proxy:.0} | {:.2} |",
-        body_proxy / body_runtime
+        "| per GET /api/health, sequential on one keep-alive conn (n={PROFILE_EXTRA_REQUESTS}) | {runtime:.digits$} | {proxy:.digits$} | {:.2} |",
+        proxy / runtime
+    );
+    let (runtime, proxy) = (
+        per(&bodies, 0, "total", PROFILE_EXTRA_BODIES),
+        per(&bodies, 1, "total", PROFILE_EXTRA_BODIES),
+    );
+    println!(
+        "| per 10 MB body (n={PROFILE_EXTRA_BODIES}) | {runtime:.digits$} | {proxy:.digits$} | {:.2} |",
+        proxy / runtime
     );
     println!();
+    if counter == Counter::Syscalls {
+        for (who, name) in [(0, "runtime"), (1, "attach-proxy")] {
+            let calls: Vec<String> = requests[who]
+                .keys()
+                .filter(|key| *key != "total")
+                .map(|key| (key, per(&requests, who, key, PROFILE_EXTRA_REQUESTS)))
+                .filter(|(_, n)| *n >= 0.05)
+                .map(|(key, n)| format!("{key} {n:.2}"))
+                .collect();
+            println!("- {name}, per request: {}", calls.join(", "));
+        }
+        println!();
+    }
     println!(
-        "Totals: base run ({INSTRUCTION_BASE_REQUESTS} requests) runtime {} / proxy {}; +{INSTRUCTION_EXTRA_REQUESTS} requests runtime {} / proxy {}; +{INSTRUCTION_EXTRA_BODIES} bodies runtime {} / proxy {}.",
-        base.runtime, base.proxy, requests.runtime, requests.proxy, bodies.runtime, bodies.proxy
+        "Totals: base run ({PROFILE_BASE_REQUESTS} requests) runtime {} / proxy {}; +{PROFILE_EXTRA_REQUESTS} requests runtime {} / proxy {}; +{PROFILE_EXTRA_BODIES} bodies runtime {} / proxy {}.",
+        base[0]["total"], base[1]["total"], requests[0]["total"], requests[1]["total"], bodies[0]["total"], bodies[1]["total"]
     );
 }
 
-async fn instruction_run(
+/// Counts of the runtime (`[0]`) and the proxy (`[1]`) process in one run.
+type RunCounts = [std::collections::BTreeMap<String, u64>; 2];
+
+async fn profiled_run(
+    counter: Counter,
     dir: &Path,
     name: &str,
     requests: usize,
     bodies: usize,
-) -> InstructionCount {
+) -> RunCounts {
     let token = hex_token();
-    let callgrind = |who: &str| {
-        vec![
-            "valgrind".to_owned(),
-            "--tool=callgrind".to_owned(),
-            format!(
-                "--callgrind-out-file={}/{name}-{who}.callgrind",
-                dir.display()
-            ),
-            format!("--log-file={}/{name}-{who}.log", dir.display()),
-        ]
-    };
-    eprintln!("callgrind run {name}: +{requests} requests, +{bodies} bodies ...");
-    let (mut runtime, runtime_addr) = spawn_runtime_process(&token, &callgrind("runtime")).await;
+    let out = |who: &str| dir.join(format!("{name}-{who}.out"));
+    eprintln!("profiled run {name}: +{requests} requests, +{bodies} bodies ...");
+    let (mut runtime, runtime_addr) =
+        spawn_runtime_process(&token, &counter.wrapper(&out("runtime"))).await;
     let (mut proxy, mut lines) = spawn_role(
         PROXY_ROLE_ENV,
-        &callgrind("proxy"),
+        &counter.wrapper(&out("proxy")),
         &format!("{runtime_addr}\n{token}\n"),
     )
     .await;
@@ -1132,7 +1212,7 @@ async fn instruction_run(
         )],
         ..target
     };
-    for _ in 0..INSTRUCTION_BASE_REQUESTS + requests {
+    for _ in 0..PROFILE_BASE_REQUESTS + requests {
         sender.ready().await.unwrap();
         let response = sender
             .send_request(request(&target, "/api/health"))
@@ -1162,21 +1242,7 @@ async fn instruction_run(
         runtime.wait().await.unwrap().success(),
         "runtime process failed"
     );
-    let total = |who: &str| {
-        let path = dir.join(format!("{name}-{who}.callgrind"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        text.lines()
-            .find_map(|line| {
-                line.strip_prefix("summary:")
-                    .or(line.strip_prefix("totals:"))
-            })
-            .and_then(|v| u64::from_str(v.trim()).ok())
-            .unwrap_or_else(|| panic!("no instruction total in {}", path.display()))
-    };
-    InstructionCount {
-        runtime: total("runtime"),
-        proxy: total("proxy"),
-    }
+    [counter.read(&out("runtime")), counter.read(&out("proxy"))]
 }
 
 async fn serve_runtime_process() {

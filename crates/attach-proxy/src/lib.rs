@@ -82,10 +82,10 @@ pub const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 /// hyper arms a fresh [`HEADER_READ_TIMEOUT`] timer each time a connection starts waiting for
 /// its next request. When no other timer is pending, which is the case while a request is with
 /// the runtime, tokio's time driver takes that new timer for the earliest deadline and wakes its
-/// own thread to re-arm its wait: an eventfd write and an extra `epoll_wait`, two syscalls per
-/// request on top of the six (two reads, two writes, two waits) that move it. A timer that is
-/// always pending and always due sooner than any new header timer spares that wake-up. 10 s is
-/// well under the 30 s header timeout and costs one wake-up every 10 s per proxy.
+/// own thread to re-arm its wait: an eventfd write per request, and often an extra `epoll_wait`
+/// return, on top of the six syscalls (two reads, two writes, two waits) that move it. A timer
+/// that is always pending and always due sooner than any new header timer spares that wake-up.
+/// 10 s is well under the 30 s header timeout and costs one wake-up every 10 s per proxy.
 const TIMER_ANCHOR_PERIOD: Duration = Duration::from_secs(10);
 
 /// Everything that can go wrong starting a proxy or probing a runtime.
