@@ -291,7 +291,7 @@ impl Target for ReceiptTarget {
                     "an ignored receipt was modified"
                 );
             }
-            ReceiptScan::Gone => {
+            ReceiptScan::Gone | ReceiptScan::Exited { .. } => {
                 assert!(!self.path.exists(), "Gone, but the file is still there");
             }
             ReceiptScan::NotAReceipt => panic!("{} is a receipt name", self.name),

@@ -33,8 +33,8 @@ pub use receipt::{
     read_receipt, register_live_runtime, register_live_runtime_with_metadata, resolve_live_runtime,
     secret_account, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeMetadata,
     LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeRegistration, LiveRuntimeSource,
-    LiveRuntimeStatus, LiveRuntimeSupervisor, ReceiptDir, ReceiptScan, ResolvedLiveRuntime,
-    MAX_RECEIPT_BYTES, RECEIPT_VERSION, STALE_TEMP_FILE_AGE,
+    LiveRuntimeStatus, LiveRuntimeSupervisor, ReceiptDir, ReceiptFiles, ReceiptScan,
+    ResolvedLiveRuntime, MAX_RECEIPT_BYTES, RECEIPT_VERSION, STALE_TEMP_FILE_AGE,
 };
 pub use secret::{
     BearerToken, SecretStore, SecretStoreError, SecretStoreKind, Sensitive, KEYCHAIN_TIMEOUT,

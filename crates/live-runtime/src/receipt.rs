@@ -11,6 +11,9 @@
 //! used by another process makes the receipt [`LiveRuntimeStatus::Stale`]; a foreign receipt
 //! carrying an inline token is *adopted* (token moved into the secret store, start time filled in,
 //! file rewritten atomically without the token).
+//!
+//! A watcher that must not rescan the whole directory for every change keeps a [`ReceiptFiles`]:
+//! it re-reads only the files that changed and lists the rest from memory.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -247,9 +250,14 @@ pub enum ReceiptScan {
     Listed(LiveRuntimeRecord),
     /// A file that was refused.
     Ignored(IgnoredReceipt),
-    /// No receipt under that name any more: never there, removed by its owner, or removed just now
-    /// because its process has exited.
+    /// No receipt under that name: never there, or removed by its owner.
     Gone,
+    /// The receipt's process had exited, so this read removed the receipt and its token: the
+    /// runtime died without unregistering (a runtime that stops cleanly removes its own receipt).
+    Exited {
+        /// The pid the receipt recorded.
+        pid: u32,
+    },
     /// The name is not a receipt name (a `.`-prefixed temp file, or not `*.json`): it is never read.
     NotAReceipt,
 }
@@ -822,28 +830,37 @@ fn check_dir(dir: &ReceiptDir) -> Result<bool> {
 }
 
 /// Reads, validates and reconciles ONE receipt file by name — what an incremental rescan needs when
-/// a file watcher reports that `file_name` changed.
+/// a file watcher reports that `file_name` changed ([`ReceiptFiles::refresh`] also keeps the
+/// result).
 ///
 /// It applies every check [`list_live_runtimes`] applies (except the duplicate-endpoint check,
 /// which needs the whole directory) and the same reconciliation: a receipt whose process exited is
-/// removed and reported as [`ReceiptScan::Gone`]; a foreign receipt is adopted. `file_name` must be
-/// a bare file name; temp files and non-`.json` names are [`ReceiptScan::NotAReceipt`].
+/// removed and reported as [`ReceiptScan::Exited`]; a foreign receipt is adopted. `file_name` must
+/// be a bare file name; temp files and non-`.json` names are [`ReceiptScan::NotAReceipt`].
 pub fn read_receipt(dir: &ReceiptDir, file_name: &str) -> Result<ReceiptScan> {
-    if file_name.is_empty() || file_name.contains('/') || file_name.contains('\0') {
-        return Err(LiveRuntimeReceiptError::Invalid {
-            what: "receipt file name".into(),
-            reason: "pass a bare file name from the receipt directory, not a path".into(),
-        });
-    }
+    check_file_name(file_name)?;
     if !check_dir(dir)? {
         return Ok(ReceiptScan::Gone);
     }
     Ok(match scan_file(dir, file_name) {
         Scan::Valid(valid) => ReceiptScan::Listed(valid.record),
         Scan::Ignored(ignored) => ReceiptScan::Ignored(ignored),
-        Scan::Gone { .. } => ReceiptScan::Gone,
+        Scan::Gone {
+            exited_pid: Some(pid),
+        } => ReceiptScan::Exited { pid },
+        Scan::Gone { exited_pid: None } => ReceiptScan::Gone,
         Scan::NotAReceipt => ReceiptScan::NotAReceipt,
     })
+}
+
+fn check_file_name(file_name: &str) -> Result<()> {
+    if file_name.is_empty() || file_name.contains('/') || file_name.contains('\0') {
+        return Err(LiveRuntimeReceiptError::Invalid {
+            what: "receipt file name".into(),
+            reason: "pass a bare file name from the receipt directory, not a path".into(),
+        });
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1014,91 +1031,179 @@ pub fn register_live_runtime_with_metadata(
 /// Dead-process receipts are removed as part of the read; refused files are listed in
 /// [`LiveRuntimeList::ignored`] with a reason. Newest first. A missing directory is an empty list.
 pub fn list_live_runtimes(dir: &ReceiptDir) -> Result<LiveRuntimeList> {
-    Ok(scan_dir(dir)?.into_list())
+    let (files, exited) = ReceiptFiles::scan(dir)?;
+    let mut list = files.list();
+    list.exited = exited;
+    Ok(list)
 }
 
-struct DirScan {
-    valid: Vec<ValidReceipt>,
-    ignored: Vec<IgnoredReceipt>,
-    exited: Vec<LiveRuntimeEndpoint>,
+/// The receipt directory as last read, file by file: what a watcher keeps so that a change to
+/// one file costs one read ([`ReceiptFiles::refresh`]), while [`ReceiptFiles::list`] still gives
+/// exactly what [`list_live_runtimes`] would for the same files. The checks that span files (a
+/// duplicate endpoint, the newest-first order) are made by `list`, over every file, because no
+/// read of one file can see them.
+#[derive(Clone, Debug, Default)]
+pub struct ReceiptFiles {
+    /// By file name: the order a scan visits them in, which fixes the order of `ignored`.
+    files: BTreeMap<String, FileState>,
+    /// Names that are not UTF-8. A file event cannot name them as a `&str`, so only a full scan
+    /// finds them (and forgets them).
+    unnamed: Vec<IgnoredReceipt>,
 }
 
-impl DirScan {
-    fn into_list(self) -> LiveRuntimeList {
-        LiveRuntimeList {
-            runtimes: self.valid.into_iter().map(|v| v.record).collect(),
-            ignored: self.ignored,
-            exited: self.exited,
+// Nearly every file is a listed receipt, so boxing that variant would add an allocation per
+// receipt to save space only on the few refused ones.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+enum FileState {
+    Listed {
+        record: LiveRuntimeRecord,
+        /// Kept parsed because the listing sorts by it on every call.
+        registered: OffsetDateTime,
+    },
+    Ignored(IgnoredReceipt),
+}
+
+impl ReceiptFiles {
+    /// Reads the whole directory as [`list_live_runtimes`] does (dead receipts removed, stale temp
+    /// files cleaned), and returns it with the endpoints whose receipts this read removed because
+    /// their process had exited. A missing directory holds no files.
+    pub fn scan(dir: &ReceiptDir) -> Result<(Self, Vec<LiveRuntimeEndpoint>)> {
+        let mut files = Self::default();
+        let mut exited = Vec::new();
+        if !check_dir(dir)? {
+            return Ok((files, exited));
         }
-    }
-}
-
-fn scan_dir(dir: &ReceiptDir) -> Result<DirScan> {
-    let mut scan = DirScan {
-        valid: Vec::new(),
-        ignored: Vec::new(),
-        exited: Vec::new(),
-    };
-    if !check_dir(dir)? {
-        return Ok(scan);
-    }
-    let mut names = Vec::new();
-    for entry in fs::read_dir(&dir.path).map_err(io_error(&dir.path))? {
-        let entry = entry.map_err(io_error(&dir.path))?;
-        match entry.file_name().into_string() {
-            Ok(name) => names.push(name),
-            Err(raw) => {
-                let lossy = raw.to_string_lossy().into_owned();
-                if lossy.ends_with(".json") && !lossy.starts_with('.') {
-                    scan.ignored.push(IgnoredReceipt {
-                        file: lossy,
-                        reason: "its file name is not valid UTF-8, so it cannot be an endpoint"
-                            .into(),
-                    });
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&dir.path).map_err(io_error(&dir.path))? {
+            let entry = entry.map_err(io_error(&dir.path))?;
+            match entry.file_name().into_string() {
+                Ok(name) => names.push(name),
+                Err(raw) => {
+                    let lossy = raw.to_string_lossy().into_owned();
+                    if lossy.ends_with(".json") && !lossy.starts_with('.') {
+                        files.unnamed.push(IgnoredReceipt {
+                            file: lossy,
+                            reason: "its file name is not valid UTF-8, so it cannot be an endpoint"
+                                .into(),
+                        });
+                    }
                 }
             }
         }
-    }
-    names.sort();
-    let mut seen = HashSet::new();
-    for name in names {
-        if name.starts_with('.') {
-            if name.ends_with(".tmp") {
-                clean_stale_temp(&dir.path, &name);
-            }
-            continue;
-        }
-        match scan_file(dir, &name) {
-            Scan::Valid(valid) => {
-                if seen.insert(valid.record.endpoint.clone()) {
-                    scan.valid.push(*valid);
-                } else {
-                    scan.ignored.push(IgnoredReceipt {
-                        file: name,
-                        reason: format!(
-                            "duplicate endpoint {}: another receipt already uses it",
-                            valid.record.endpoint
-                        ),
-                    });
+        // Sorted so that removals of dead receipts, and so `exited`, come in a stable order.
+        names.sort();
+        for name in names {
+            if name.starts_with('.') {
+                if name.ends_with(".tmp") {
+                    clean_stale_temp(&dir.path, &name);
                 }
+                continue;
             }
-            Scan::Ignored(ignored) => scan.ignored.push(ignored),
-            Scan::Gone {
+            let scan = scan_file(dir, &name);
+            if let Scan::Gone {
                 exited_pid: Some(_),
-            } => {
+            } = scan
+            {
                 if let Ok(endpoint) = name.trim_end_matches(".json").parse() {
-                    scan.exited.push(endpoint);
+                    exited.push(endpoint);
                 }
             }
-            Scan::Gone { exited_pid: None } | Scan::NotAReceipt => {}
+            files.store(name, scan);
+        }
+        Ok((files, exited))
+    }
+
+    /// Re-reads one file after a change to it, with every check and reconciliation of
+    /// [`read_receipt`], and keeps what it found. A temp file or any other name that is not a
+    /// receipt's is never read. A missing directory empties the cache, as a full scan would.
+    pub fn refresh(&mut self, dir: &ReceiptDir, file_name: &str) -> Result<ReceiptScan> {
+        check_file_name(file_name)?;
+        if !check_dir(dir)? {
+            *self = Self::default();
+            return Ok(ReceiptScan::Gone);
+        }
+        let scan = scan_file(dir, file_name);
+        let outcome = match &scan {
+            Scan::Valid(valid) => ReceiptScan::Listed(valid.record.clone()),
+            Scan::Ignored(ignored) => ReceiptScan::Ignored(ignored.clone()),
+            Scan::Gone {
+                exited_pid: Some(pid),
+            } => ReceiptScan::Exited { pid: *pid },
+            Scan::Gone { exited_pid: None } => ReceiptScan::Gone,
+            Scan::NotAReceipt => ReceiptScan::NotAReceipt,
+        };
+        self.store(file_name.to_owned(), scan);
+        Ok(outcome)
+    }
+
+    fn store(&mut self, name: String, scan: Scan) {
+        match scan {
+            Scan::Valid(valid) => {
+                let ValidReceipt {
+                    record, registered, ..
+                } = *valid;
+                self.files
+                    .insert(name, FileState::Listed { record, registered });
+            }
+            Scan::Ignored(ignored) => {
+                self.files.insert(name, FileState::Ignored(ignored));
+            }
+            Scan::Gone { .. } | Scan::NotAReceipt => {
+                self.files.remove(&name);
+            }
         }
     }
-    scan.valid.sort_by(|a, b| {
-        b.registered
-            .cmp(&a.registered)
-            .then_with(|| a.record.endpoint.as_str().cmp(b.record.endpoint.as_str()))
-    });
-    Ok(scan)
+
+    /// The names of the listed receipts that record process `pid`: what to re-read when it exits.
+    pub fn names_with_pid(&self, pid: u32) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(
+                |(_, state)| matches!(state, FileState::Listed { record, .. } if record.pid == pid),
+            )
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The listing these files make, exactly as [`list_live_runtimes`] gives it: valid receipts
+    /// newest first, refused files with their reasons. `exited` is empty: a removal is reported
+    /// by the read that made it. Costs memory work only, no file is touched.
+    pub fn list(&self) -> LiveRuntimeList {
+        let mut seen = HashSet::new();
+        let mut valid = Vec::new();
+        let mut ignored = self.unnamed.clone();
+        for (name, state) in &self.files {
+            match state {
+                FileState::Listed { record, registered } => {
+                    if seen.insert(&record.endpoint) {
+                        valid.push((record, registered));
+                    } else {
+                        ignored.push(IgnoredReceipt {
+                            file: name.clone(),
+                            reason: format!(
+                                "duplicate endpoint {}: another receipt already uses it",
+                                record.endpoint
+                            ),
+                        });
+                    }
+                }
+                FileState::Ignored(refused) => ignored.push(refused.clone()),
+            }
+        }
+        valid.sort_by(|(a, a_at), (b, b_at)| {
+            b_at.cmp(a_at)
+                .then_with(|| a.endpoint.as_str().cmp(b.endpoint.as_str()))
+        });
+        LiveRuntimeList {
+            runtimes: valid
+                .into_iter()
+                .map(|(record, _)| record.clone())
+                .collect(),
+            ignored,
+            exited: Vec::new(),
+        }
+    }
 }
 
 /// Resolve an opaque endpoint and verify that it belongs to `expected`: the receipt must exist and

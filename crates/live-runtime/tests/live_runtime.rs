@@ -11,6 +11,7 @@ mod concurrency;
 mod file_store;
 mod foreign;
 mod hostile;
+mod incremental;
 mod keychain;
 mod killed_writer;
 mod processes;
