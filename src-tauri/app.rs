@@ -6,16 +6,14 @@
 
 use std::process::ExitCode;
 
-use supercode_core::view::{RuntimeStatus, Snapshot};
 use supercode_core::{CoreEvent, Supercode, WatchHandle};
-use tauri::image::Image;
-use tauri::menu::{CheckMenuItem, Menu, MenuBuilder, MenuItem, PredefinedMenuItem};
-use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_notification::NotificationExt as _;
 
 use crate::commands;
+
+mod tray;
 
 /// The event that carries a fresh [`Snapshot`] to the window.
 pub const SNAPSHOT_EVENT: &str = "supercode://snapshot";
@@ -23,11 +21,6 @@ pub const SNAPSHOT_EVENT: &str = "supercode://snapshot";
 pub const CONFIRM_REVIVE_EVENT: &str = "supercode://confirm-revive";
 /// The label of the one window; `capabilities/main-window.json` grants it its permissions.
 pub const MAIN_WINDOW: &str = "main";
-const TRAY_ID: &str = "supercode-tray";
-
-const TRAY_IDLE: &[u8] = include_bytes!("../icons/tray-idle.png");
-const TRAY_LIVE: &[u8] = include_bytes!("../icons/tray-live.png");
-const TRAY_PENDING: &[u8] = include_bytes!("../icons/tray-pending.png");
 
 /// Starts the tray app and runs it until the user quits.
 pub fn run() -> ExitCode {
@@ -87,14 +80,7 @@ pub fn build<R: Runtime>(builder: tauri::Builder<R>, core: Supercode) -> tauri::
 fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let core = app.state::<Supercode>();
     let snapshot = core.snapshot();
-    let tray = TrayIconBuilder::with_id(TRAY_ID)
-        .icon(tray_icon(&snapshot)?)
-        .tooltip(tray_tooltip(&snapshot))
-        .menu(&tray_menu(app, &snapshot)?)
-        .show_menu_on_left_click(true)
-        .on_menu_event(|app, event| on_menu_event(app, event.id().as_ref()))
-        .build(app)?;
-    let _ = tray;
+    tray::create(app, &snapshot, on_menu_event)?;
 
     let handle = app.clone();
     let watch: WatchHandle = core.watch(move |event| forward(&handle, event));
@@ -128,7 +114,7 @@ pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
             if let Err(e) = app.emit_to(MAIN_WINDOW, SNAPSHOT_EVENT, &snapshot) {
                 tracing::debug!("no window to update: {e}");
             }
-            if let Err(e) = refresh_tray(app, &snapshot) {
+            if let Err(e) = tray::refresh(app, snapshot) {
                 tracing::warn!("could not update the tray: {e}");
             }
         }
@@ -166,141 +152,9 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
     }
 }
 
-fn refresh_tray<R: Runtime>(app: &AppHandle<R>, snapshot: &Snapshot) -> tauri::Result<()> {
-    let Some(tray) = app.tray_by_id(TRAY_ID) else {
-        return Ok(());
-    };
-    update_tray(app, &tray, snapshot)
-}
-
-fn update_tray<R: Runtime>(
-    app: &AppHandle<R>,
-    tray: &TrayIcon<R>,
-    snapshot: &Snapshot,
-) -> tauri::Result<()> {
-    tray.set_icon(Some(tray_icon(snapshot)?))?;
-    tray.set_tooltip(Some(tray_tooltip(snapshot)))?;
-    tray.set_menu(Some(tray_menu(app, snapshot)?))?;
-    Ok(())
-}
-
-/// The tray's look says the state: a registration waiting beats runtimes live beats idle.
-fn tray_icon(snapshot: &Snapshot) -> tauri::Result<Image<'static>> {
-    let bytes = if !snapshot.pending.is_empty() {
-        TRAY_PENDING
-    } else if snapshot
-        .runtimes
-        .iter()
-        .any(|r| r.status == RuntimeStatus::Running)
-    {
-        TRAY_LIVE
-    } else {
-        TRAY_IDLE
-    };
-    Image::from_bytes(bytes)
-}
-
-fn tray_tooltip(snapshot: &Snapshot) -> String {
-    let live = snapshot
-        .runtimes
-        .iter()
-        .filter(|r| r.status == RuntimeStatus::Running)
-        .count();
-    match (live, snapshot.pending.len()) {
-        (0, 0) => "Supercode Tray: no live runtimes".to_owned(),
-        (live, 0) => format!("Supercode Tray: {live} live"),
-        (live, pending) => format!("Supercode Tray: {live} live, {pending} waiting for approval"),
-    }
-}
-
-/// The menu: live runtimes (attach), revivable ones, pending registrations, then the app's items.
-fn tray_menu<R: Runtime>(app: &AppHandle<R>, snapshot: &Snapshot) -> tauri::Result<Menu<R>> {
-    let mut menu = MenuBuilder::new(app);
-    let live: Vec<_> = snapshot
-        .runtimes
-        .iter()
-        .filter(|r| r.attach.available)
-        .collect();
-    if live.is_empty() {
-        menu = menu.item(&MenuItem::with_id(
-            app,
-            "none",
-            "No live runtimes",
-            false,
-            None::<&str>,
-        )?);
-    }
-    for runtime in live {
-        let label = format!("Attach {} ({})", runtime.name, runtime.kind);
-        menu = menu.item(&MenuItem::with_id(
-            app,
-            format!("attach:{}", runtime.id),
-            label,
-            true,
-            None::<&str>,
-        )?);
-    }
-    let revivable: Vec<_> = snapshot
-        .runtimes
-        .iter()
-        .filter(|r| r.revive.available)
-        .collect();
-    if !revivable.is_empty() {
-        menu = menu.item(&PredefinedMenuItem::separator(app)?);
-        for runtime in revivable {
-            let label = format!("Revive {}…", runtime.name);
-            menu = menu.item(&MenuItem::with_id(
-                app,
-                format!("revive:{}", runtime.id),
-                label,
-                true,
-                None::<&str>,
-            )?);
-        }
-    }
-    if !snapshot.pending.is_empty() {
-        menu = menu.item(&PredefinedMenuItem::separator(app)?);
-        for pending in &snapshot.pending {
-            let label = format!("Approve registration \"{}\"", pending.profile);
-            menu = menu.item(&MenuItem::with_id(
-                app,
-                format!("approve:{}", pending.profile),
-                label,
-                true,
-                None::<&str>,
-            )?);
-        }
-    }
-    let autostart = app.autolaunch().is_enabled().unwrap_or(false);
-    menu.separator()
-        .item(&MenuItem::with_id(
-            app,
-            "open",
-            "Open Supercode Tray",
-            true,
-            None::<&str>,
-        )?)
-        .item(&CheckMenuItem::with_id(
-            app,
-            "autostart",
-            "Start at login",
-            true,
-            autostart,
-            None::<&str>,
-        )?)
-        .item(&MenuItem::with_id(
-            app,
-            "logs",
-            "Open logs folder",
-            true,
-            None::<&str>,
-        )?)
-        .separator()
-        .item(&MenuItem::with_id(app, "quit", "Quit", true, None::<&str>)?)
-        .build()
-}
-
 fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: &str) {
+    // Menu ids carry only opaque endpoints, catalog ids and profile names: safe to log.
+    tracing::info!(item = %id, "tray menu item chosen");
     let result = match id.split_once(':') {
         Some(("attach", runtime)) => {
             let (app, runtime) = (app.clone(), runtime.to_owned());
@@ -364,7 +218,7 @@ fn toggle_autostart<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             &format!("Could not change the setting: {e}"),
         );
     }
-    refresh_tray(app, &app.state::<Supercode>().snapshot())
+    tray::refresh(app, app.state::<Supercode>().snapshot())
 }
 
 /// Shows the window, creating it if needed; with `confirm_revive`, asks it to show that runtime's
