@@ -19,7 +19,17 @@ pub async fn attach(core: State<'_, Supercode>, id: String) -> Result<(), Comman
 /// Shared by the command and the tray menu: mint a one-time URL and open it from the backend.
 pub async fn attach_and_open(core: &Supercode, id: &str) -> Result<(), CommandError> {
     let url = core.attach(id).await?;
-    supercode_core::attach::open_in_browser(&url).map_err(Into::into)
+    // The URL carries the one-time code: it is never logged, only whether the browser started.
+    match supercode_core::attach::open_in_browser(&url) {
+        Ok(()) => {
+            tracing::info!(id, "attach: the browser was started");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(id, "attach: {e}");
+            Err(e.into())
+        }
+    }
 }
 
 /// Removes a stale receipt, nothing else.
