@@ -22,7 +22,7 @@
 // ./test-artifacts; screenshots and logs go to its e2e/ folder).
 
 import { accessSync, readFileSync, realpathSync, constants as fsConstants } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve } from 'node:path';
@@ -46,6 +46,8 @@ const SINGLE_INSTANCE_BUS_NAME = `${JSON.parse(readFileSync(join(REPO_ROOT, 'tau
 const DRIVER_READY_TIMEOUT_MS = 30_000;
 /** How often /status is re-polled while tauri-driver starts. */
 const DRIVER_POLL_INTERVAL_MS = 100;
+/** How many of the app's last log lines a failure prints (the log never holds a secret). */
+const APP_LOG_TAIL_LINES = 15;
 
 function parseArgs(argv) {
   const options = { app: undefined, files: [] };
@@ -267,6 +269,14 @@ function skipOrFail(reason) {
   process.exit(0);
 }
 
+/** The last `count` lines of the app's newest log file in `dir`, or none if it wrote none. */
+async function appLogTail(dir, count) {
+  const files = (await readdir(dir).catch(() => [])).filter((name) => name.startsWith('supercode-tray')).sort();
+  if (files.length === 0) return [];
+  const text = await readFile(join(dir, files[files.length - 1]), 'utf8').catch(() => '');
+  return text.trimEnd().split('\n').filter(Boolean).slice(-count);
+}
+
 async function main() {
   const options = parseArgs(process.argv.slice(2));
   const app = options.app ? resolve(options.app) : defaultAppBinary();
@@ -360,6 +370,8 @@ async function main() {
       if (error) {
         fail(`${label} (${secs}s)`, error);
         console.log(`       app and driver output: ${driverLog}`);
+        // CI keeps only this output in view: the app's own last log lines say what it did.
+        for (const line of await appLogTail(env.SUPERCODE_LOG_DIR, APP_LOG_TAIL_LINES)) console.log(`       app log: ${line}`);
       } else {
         passed++;
         console.log(`  ok   ${label} (${secs}s)`);
