@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus};
+use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, ReceiptFiles, ReceiptScan};
 
 use crate::approvals::ApprovalBoard;
 use crate::view::{
@@ -50,69 +50,197 @@ pub struct CatalogRuntime {
 
 /// Builds the whole snapshot. Never fails: what cannot be read is reported in `ignored`.
 pub fn snapshot(locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
-    snapshot_and_exits(locations, approvals).0
+    Sources::read(locations).0.snapshot(locations, approvals)
 }
 
-/// [`snapshot`], plus the endpoints whose receipts this read removed because their process had
-/// exited (runtimes that died without unregistering; the watcher reports them).
-pub fn snapshot_and_exits(
-    locations: &Locations,
-    approvals: &ApprovalBoard,
-) -> (Snapshot, Vec<String>) {
-    let mut ignored = Vec::new();
-    let mut exited = Vec::new();
-    let live = match live_runtime::list_live_runtimes(&locations.receipts) {
-        Ok(list) => {
-            exited = list.exited.iter().map(ToString::to_string).collect();
-            ignored.extend(list.ignored.into_iter().map(|i| IgnoredFile {
-                location: IgnoredLocation::Receipts,
-                file: i.file,
-                reason: i.reason,
-            }));
-            list.runtimes
+/// Everything a snapshot is built from, as last read from disk. [`snapshot`] reads it all afresh
+/// each time; the watcher keeps one, re-reads only the files that changed and builds each snapshot
+/// from memory ([`Sources::snapshot`]).
+#[derive(Clone, Debug)]
+pub struct Sources {
+    /// The receipt directory file by file, or why it cannot be read at all.
+    receipts: Result<ReceiptFiles, IgnoredFile>,
+    canon: CanonSources,
+}
+
+/// `$CANON_HOME` as the inventory uses it. Small (a file per catalog entry, two record files), so
+/// a change anywhere in it re-reads all of it.
+#[derive(Clone, Debug)]
+struct CanonSources {
+    catalog: Vec<CatalogRuntime>,
+    /// Catalog problems, then pending-registration problems: the order a full read reports them.
+    ignored: Vec<IgnoredFile>,
+    pending: Vec<PendingEntry>,
+}
+
+/// A pending registration before the approval board's view of it is applied: the board changes
+/// without any file changing, so it is applied at every build, never cached. Holds no poll token.
+#[derive(Clone, Debug)]
+struct PendingEntry {
+    profile: String,
+    client_type: Option<String>,
+    submitted: bool,
+    created_at: String,
+    updated_at: String,
+}
+
+impl Sources {
+    /// Reads every source. Also returns the endpoints whose receipts this read removed because
+    /// their process had exited (runtimes that died without unregistering; the watcher reports
+    /// them).
+    pub fn read(locations: &Locations) -> (Self, Vec<String>) {
+        let (receipts, exited) = read_receipts(locations);
+        let sources = Self {
+            receipts,
+            canon: CanonSources::read(locations),
+        };
+        (sources, exited)
+    }
+
+    /// Re-reads one file of the receipt directory (by bare name) after a change to it. Returns the
+    /// endpoint whose receipt this read removed because its process had exited, if it did.
+    pub(crate) fn refresh_receipt(
+        &mut self,
+        locations: &Locations,
+        file_name: &str,
+    ) -> Result<Option<String>, FullReadNeeded> {
+        let files = self.receipts.as_mut().map_err(|_| FullReadNeeded)?;
+        match files.refresh(&locations.receipts, file_name) {
+            Ok(ReceiptScan::Exited { .. }) => {
+                Ok(Some(file_name.trim_end_matches(".json").to_owned()))
+            }
+            Ok(_) => Ok(None),
+            Err(_) => Err(FullReadNeeded),
         }
-        Err(e) => {
-            ignored.push(IgnoredFile {
+    }
+
+    /// Re-reads `$CANON_HOME` (catalog entries, their derived state, pending registrations).
+    pub(crate) fn reread_canon(&mut self, locations: &Locations) {
+        self.canon = CanonSources::read(locations);
+    }
+
+    /// The receipt files that record process `pid`: what to re-read when it exits.
+    pub(crate) fn receipts_of_pid(&self, pid: u32) -> Vec<String> {
+        self.receipts
+            .as_ref()
+            .map(|files| files.names_with_pid(pid))
+            .unwrap_or_default()
+    }
+
+    /// Whether a catalog entry records process `pid` (its derived status depends on that process).
+    pub(crate) fn catalog_has_pid(&self, pid: u32) -> bool {
+        self.canon.catalog.iter().any(|c| c.pid == Some(pid))
+    }
+
+    /// The snapshot these sources make, the same as [`snapshot`] would give for the same files.
+    /// Reads no receipt and no catalog file: it merges what is in memory, applies the approval
+    /// board, and checks profile locks and the first-run marker (a few small files at most).
+    pub fn snapshot(&self, locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
+        let mut ignored = Vec::new();
+        let live = match &self.receipts {
+            // Borrowed, not copied: this runs on every change the watcher sees.
+            Ok(files) => {
+                let (runtimes, refused) = files.list_borrowed();
+                ignored.extend(refused.into_iter().map(|i| IgnoredFile {
+                    location: IgnoredLocation::Receipts,
+                    file: i.file,
+                    reason: i.reason,
+                }));
+                runtimes
+            }
+            Err(problem) => {
+                ignored.push(problem.clone());
+                Vec::new()
+            }
+        };
+        ignored.extend(self.canon.ignored.iter().cloned());
+        let pending = self
+            .canon
+            .pending
+            .iter()
+            .map(|p| p.view(approvals))
+            .collect();
+
+        let runtimes = merge(locations, live, &self.canon.catalog);
+        let first_run = runtimes.is_empty() && !seen_before(&locations.state_dir);
+        if !runtimes.is_empty() {
+            remember_seen(&locations.state_dir);
+        }
+        let store = locations.receipts.secret_store();
+        Snapshot {
+            runtimes,
+            ignored,
+            pending,
+            secret_store: SecretStoreView {
+                kind: match store.kind() {
+                    live_runtime::SecretStoreKind::Keychain => SecretStoreKindView::Keychain,
+                    live_runtime::SecretStoreKind::File => SecretStoreKindView::File,
+                },
+                description: store.describe(),
+            },
+            first_run,
+            receipt_dir: locations.receipts.path().display().to_string(),
+            canon_home: locations.canon.root().display().to_string(),
+        }
+    }
+}
+
+/// A change one file's read cannot account for: the receipt directory itself is unusable now (or
+/// was at the last full read), and only a full read says what it holds and why.
+#[derive(Debug)]
+pub(crate) struct FullReadNeeded;
+
+fn read_receipts(locations: &Locations) -> (Result<ReceiptFiles, IgnoredFile>, Vec<String>) {
+    match ReceiptFiles::scan(&locations.receipts) {
+        Ok((files, exited)) => (Ok(files), exited.iter().map(ToString::to_string).collect()),
+        Err(e) => (
+            Err(IgnoredFile {
                 location: IgnoredLocation::Receipts,
                 file: locations.receipts.path().display().to_string(),
                 reason: e.to_string(),
-            });
-            Vec::new()
-        }
-    };
-    let (catalog, catalog_ignored) = catalog_runtimes(locations);
-    ignored.extend(catalog_ignored);
-    let (pending, pending_ignored) = pending(locations, approvals);
-    ignored.extend(pending_ignored);
-
-    let runtimes = merge(locations, live, catalog);
-    let first_run = runtimes.is_empty() && !seen_before(&locations.state_dir);
-    if !runtimes.is_empty() {
-        remember_seen(&locations.state_dir);
+            }),
+            Vec::new(),
+        ),
     }
-    let store = locations.receipts.secret_store();
-    let snapshot = Snapshot {
-        runtimes,
-        ignored,
-        pending,
-        secret_store: SecretStoreView {
-            kind: match store.kind() {
-                live_runtime::SecretStoreKind::Keychain => SecretStoreKindView::Keychain,
-                live_runtime::SecretStoreKind::File => SecretStoreKindView::File,
-            },
-            description: store.describe(),
-        },
-        first_run,
-        receipt_dir: locations.receipts.path().display().to_string(),
-        canon_home: locations.canon.root().display().to_string(),
-    };
-    (snapshot, exited)
+}
+
+impl CanonSources {
+    fn read(locations: &Locations) -> Self {
+        let (catalog, mut ignored) = catalog_runtimes(locations);
+        let (pending, pending_ignored) = pending_entries(locations);
+        ignored.extend(pending_ignored);
+        Self {
+            catalog,
+            ignored,
+            pending,
+        }
+    }
+}
+
+impl PendingEntry {
+    fn view(&self, approvals: &ApprovalBoard) -> PendingView {
+        let (state, message) = approvals
+            .state_of(&self.profile)
+            .unwrap_or(if self.submitted {
+                (PendingState::Waiting, None)
+            } else {
+                (PendingState::Unsubmitted, None)
+            });
+        PendingView {
+            profile: self.profile.clone(),
+            client_type: self.client_type.clone(),
+            state,
+            created_at: self.created_at.clone(),
+            updated_at: self.updated_at.clone(),
+            message,
+        }
+    }
 }
 
 fn merge(
     locations: &Locations,
-    live: Vec<LiveRuntimeRecord>,
-    catalog: Vec<CatalogRuntime>,
+    live: Vec<&LiveRuntimeRecord>,
+    catalog: &[CatalogRuntime],
 ) -> Vec<RuntimeView> {
     let mut linked: HashSet<String> = HashSet::new();
     let mut views = Vec::new();
@@ -127,7 +255,7 @@ fn merge(
         }
         views.push(live_view(locations, record, entry));
     }
-    for entry in catalog.into_iter().filter(|c| !linked.contains(&c.id)) {
+    for entry in catalog.iter().filter(|c| !linked.contains(&c.id)) {
         views.push(catalog_view(locations, entry));
     }
     // Running first, then newest first.
@@ -140,7 +268,7 @@ fn merge(
 
 fn live_view(
     locations: &Locations,
-    record: LiveRuntimeRecord,
+    record: &LiveRuntimeRecord,
     entry: Option<&CatalogRuntime>,
 ) -> RuntimeView {
     let meta = &record.metadata;
@@ -170,7 +298,7 @@ fn live_view(
     let revive = match (&record.status, entry) {
         (LiveRuntimeStatus::Running, _) => ActionAvailability::no("It is already running."),
         (LiveRuntimeStatus::Stale { .. }, Some(entry)) => revive_availability(locations, entry),
-        (LiveRuntimeStatus::Stale { .. }, None) => supervisor_revive(&record),
+        (LiveRuntimeStatus::Stale { .. }, None) => supervisor_revive(record),
     };
     let launch_command =
         entry
@@ -228,7 +356,7 @@ fn supervisor_revive(record: &LiveRuntimeRecord) -> ActionAvailability {
     }
 }
 
-fn catalog_view(locations: &Locations, entry: CatalogRuntime) -> RuntimeView {
+fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
     let status = match entry.status.as_str() {
         "running" => RuntimeStatus::Running,
         "stale" => RuntimeStatus::Stale,
@@ -248,7 +376,7 @@ fn catalog_view(locations: &Locations, entry: CatalogRuntime) -> RuntimeView {
         ),
         _ => ActionAvailability::no("It is not running."),
     };
-    let revive = revive_availability(locations, &entry);
+    let revive = revive_availability(locations, entry);
     let name = entry
         .agent_name
         .clone()
@@ -376,6 +504,11 @@ pub fn pending(
     locations: &Locations,
     approvals: &ApprovalBoard,
 ) -> (Vec<PendingView>, Vec<IgnoredFile>) {
+    let (entries, ignored) = pending_entries(locations);
+    (entries.iter().map(|p| p.view(approvals)).collect(), ignored)
+}
+
+fn pending_entries(locations: &Locations) -> (Vec<PendingEntry>, Vec<IgnoredFile>) {
     let records = match canon_local::load_pending_registrations(&locations.canon) {
         Ok(records) => records,
         Err(e) => {
@@ -396,27 +529,17 @@ pub fn pending(
             reason: reason.to_owned(),
         })
         .collect();
-    let views = records
+    let entries = records
         .iter()
-        .map(|(name, p)| {
-            let (state, message) = approvals
-                .state_of(name)
-                .unwrap_or(if p.request_id.is_some() {
-                    (PendingState::Waiting, None)
-                } else {
-                    (PendingState::Unsubmitted, None)
-                });
-            PendingView {
-                profile: name.to_owned(),
-                client_type: p.client_type.clone(),
-                state,
-                created_at: p.created_at.clone(),
-                updated_at: p.updated_at.clone(),
-                message,
-            }
+        .map(|(name, p)| PendingEntry {
+            profile: name.to_owned(),
+            client_type: p.client_type.clone(),
+            submitted: p.request_id.is_some(),
+            created_at: p.created_at.clone(),
+            updated_at: p.updated_at.clone(),
         })
         .collect();
-    (views, ignored)
+    (entries, ignored)
 }
 
 /// Removes a stale receipt (by endpoint or runtime id) and its keychain entry; nothing else.

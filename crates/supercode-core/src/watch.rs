@@ -1,25 +1,34 @@
 //! Watching: the receipt directory and `$CANON_HOME` (via `notify`), and process exits.
 //!
-//! File events are only a cue to rescan, never the truth: watches are lost when a directory is
+//! File events are only a cue to re-read, never the truth: watches are lost when a directory is
 //! deleted, overflow happens, and a process that dies changes no file. So the watcher pairs them
-//! with process-exit detection (a pidfd per running runtime on Linux, no polling) and a slow
-//! reconcile tick as a backstop, and it re-establishes its watches after every rescan.
+//! with process-exit detection (a pidfd per listed runtime on Linux, no polling) and a slow
+//! reconcile tick as a backstop, and it re-establishes its watches before every pass.
+//!
+//! A pass is incremental: the watcher keeps what it last read ([`Sources`]), re-reads
+//! only the receipt files the events name (or the receipts of a process that exited, or
+//! `$CANON_HOME` when something in it changed), and rebuilds the snapshot from memory. So a change
+//! to one receipt costs one receipt's read whatever the directory holds. It reads everything again
+//! at start, on the tick, when events may have been lost, and when a watched directory itself
+//! was created, deleted or replaced.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 use crate::approvals::ApprovalBoard;
+use crate::inventory::{FullReadNeeded, Sources};
 use crate::view::{PendingState, RuntimeOrigin, RuntimeStatus, RuntimeView, Snapshot};
-use crate::{inventory, CoreEvent, EventSink, Locations};
+use crate::{CoreEvent, EventSink, Locations};
 
-/// How long a burst of file events is coalesced into one rescan. Writers do temp-file + rename,
+/// How long a burst of file events is coalesced into one pass. Writers do temp-file + rename,
 /// which is two or three events within a millisecond; 15 ms absorbs that and keeps the UI well
 /// inside its 100 ms budget.
 pub const DEBOUNCE: Duration = Duration::from_millis(15);
@@ -62,10 +71,76 @@ impl Drop for WatchHandle {
 /// Why the watcher wakes up.
 #[derive(Debug)]
 enum Cue {
-    /// Something changed under a watched directory.
-    Files,
+    /// These paths, under the receipt directory or `$CANON_HOME`, changed.
+    Paths(Vec<PathBuf>),
+    /// Events may have been lost (overflow, an error from the watch): only a full read is safe.
+    Rescan,
     /// A watched process exited.
     Exited(u32),
+}
+
+/// What the next pass must re-read, gathered from the cues since the last one.
+#[derive(Debug, Default)]
+struct Changes {
+    /// Everything.
+    full: bool,
+    /// Receipt files (bare names) that events named.
+    receipts: BTreeSet<String>,
+    /// Something under `$CANON_HOME`.
+    canon: bool,
+    /// Processes whose pidfd said they exited.
+    exited: HashSet<u32>,
+}
+
+impl Changes {
+    fn everything() -> Self {
+        Self {
+            full: true,
+            ..Self::default()
+        }
+    }
+
+    fn note(&mut self, cue: Cue, locations: &Locations) {
+        match cue {
+            Cue::Rescan => self.full = true,
+            Cue::Exited(pid) => {
+                self.exited.insert(pid);
+            }
+            Cue::Paths(paths) => {
+                for path in paths {
+                    self.note_path(&path, locations);
+                }
+            }
+        }
+    }
+
+    fn note_path(&mut self, path: &Path, locations: &Locations) {
+        let receipts = locations.receipts.path();
+        // The receipt directory itself (created, deleted, moved, its mode changed) or a directory
+        // above it: what it holds now is only known by reading it all.
+        if receipts.starts_with(path) {
+            self.full = true;
+            return;
+        }
+        let mut known = false;
+        if path.parent() == Some(receipts) {
+            match path.file_name().and_then(OsStr::to_str) {
+                Some(name) => {
+                    self.receipts.insert(name.to_owned());
+                }
+                // A name that is not UTF-8 is reported by a full read only.
+                None => self.full = true,
+            }
+            known = true;
+        }
+        if path.starts_with(locations.canon.root()) {
+            self.canon = true;
+            known = true;
+        }
+        if !known {
+            self.full = true;
+        }
+    }
 }
 
 /// Starts the watcher on its own thread; it publishes a snapshot at once and on every change.
@@ -101,35 +176,24 @@ async fn run(
     let (tx, mut rx) = unbounded_channel();
     let mut dirs = DirWatch::new(&locations, tx.clone());
     let mut exits = ExitWatch::default();
+    let mut sources: Option<Sources> = None;
     let mut last: Option<Snapshot> = None;
-    let mut exited: HashSet<u32> = HashSet::new();
+    let mut changes = Changes::everything();
     let mut tick = tokio::time::interval(RECONCILE_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        // Watch first, then scan: a file created after the scan is then always cued, even in a
-        // directory that was just (re)created.
-        if let Some(dirs) = dirs.as_mut() {
-            dirs.sync();
+        // Watch first, then read: a file created after the read is then always cued, even in a
+        // directory that was just (re)created, which a full read then covers.
+        if dirs.as_mut().is_some_and(DirWatch::sync) {
+            changes.full = true;
         }
-        let mut died = died_before_rescan(&locations, last.as_ref(), &exited);
-        exited.clear();
-        let (snapshot, removed) = inventory::snapshot_and_exits(&locations, &approvals);
-        // A runtime seen running whose receipt this very rescan removed because its process had
-        // exited also died, even if its pidfd has not cued yet (it raced the rescan).
-        if let Some(last) = last.as_ref() {
-            for runtime in &last.runtimes {
-                let removed_now = runtime
-                    .endpoint
-                    .as_ref()
-                    .is_some_and(|e| removed.contains(e));
-                if runtime.status == RuntimeStatus::Running
-                    && removed_now
-                    && !died.contains(&runtime.name)
-                {
-                    died.push(runtime.name.clone());
-                }
-            }
-        }
+        let (snapshot, died) = pass(
+            &locations,
+            &approvals,
+            &mut sources,
+            last.as_ref(),
+            std::mem::take(&mut changes),
+        );
         for name in died {
             sink(CoreEvent::RuntimeDied { name });
         }
@@ -144,37 +208,143 @@ async fn run(
 
         tokio::select! {
             () = cancel.cancelled() => break,
-            _ = tick.tick() => {}
+            _ = tick.tick() => changes.full = true,
             cue = rx.recv() => {
-                note(cue, &mut exited);
+                if let Some(cue) = cue {
+                    changes.note(cue, &locations);
+                }
                 tokio::time::sleep(DEBOUNCE).await;
-                drain(&mut rx, &mut exited);
+                while let Ok(cue) = rx.try_recv() {
+                    changes.note(cue, &locations);
+                }
             }
         }
     }
 }
 
-fn note(cue: Option<Cue>, exited: &mut HashSet<u32>) {
-    if let Some(Cue::Exited(pid)) = cue {
-        exited.insert(pid);
+/// One pass: re-reads what `changes` names (everything, if it says so or nothing was read yet),
+/// and returns the new snapshot with the runtimes that died since `last`.
+fn pass(
+    locations: &Locations,
+    approvals: &ApprovalBoard,
+    sources: &mut Option<Sources>,
+    last: Option<&Snapshot>,
+    changes: Changes,
+) -> (Snapshot, Vec<String>) {
+    let mut died;
+    let mut removed = Vec::new();
+    let current = match sources.take() {
+        Some(mut current) if !changes.full => {
+            let plan = Plan::new(&current, changes.receipts, changes.canon, &changes.exited);
+            died = died_before_rescan(locations, last, &changes.exited, |r| plan.touches(r));
+            match plan.apply(locations, &mut current, &mut removed) {
+                Ok(()) => current,
+                Err(FullReadNeeded) => {
+                    // The rest is judged as a full read would, before that read removes anything.
+                    died.extend(died_before_rescan(locations, last, &changes.exited, |r| {
+                        !plan.touches(r)
+                    }));
+                    read_all(locations, &mut removed)
+                }
+            }
+        }
+        _ => {
+            died = died_before_rescan(locations, last, &changes.exited, |_| true);
+            read_all(locations, &mut removed)
+        }
+    };
+    let snapshot = current.snapshot(locations, approvals);
+    *sources = Some(current);
+    // A runtime seen running whose receipt this very pass removed because its process had exited
+    // also died, even if its pidfd has not cued yet (it raced the pass).
+    if let Some(last) = last {
+        for runtime in &last.runtimes {
+            let removed_now = runtime
+                .endpoint
+                .as_ref()
+                .is_some_and(|e| removed.contains(e));
+            if runtime.status == RuntimeStatus::Running
+                && removed_now
+                && !died.contains(&runtime.name)
+            {
+                died.push(runtime.name.clone());
+            }
+        }
     }
+    (snapshot, died)
 }
 
-fn drain(rx: &mut UnboundedReceiver<Cue>, exited: &mut HashSet<u32>) {
-    while let Ok(cue) = rx.try_recv() {
-        note(Some(cue), exited);
+fn read_all(locations: &Locations, removed: &mut Vec<String>) -> Sources {
+    let (sources, exited) = Sources::read(locations);
+    removed.extend(exited);
+    sources
+}
+
+/// What an incremental pass re-reads.
+struct Plan {
+    /// Receipt files, by bare name.
+    files: BTreeSet<String>,
+    /// All of `$CANON_HOME`.
+    canon: bool,
+}
+
+impl Plan {
+    /// The files events named, plus every receipt of a process that exited; `$CANON_HOME` if
+    /// something in it changed or a catalog entry's process exited (its derived status changes).
+    fn new(
+        sources: &Sources,
+        mut files: BTreeSet<String>,
+        mut canon: bool,
+        exited: &HashSet<u32>,
+    ) -> Self {
+        for &pid in exited {
+            files.extend(sources.receipts_of_pid(pid));
+            canon |= sources.catalog_has_pid(pid);
+        }
+        Self { files, canon }
+    }
+
+    /// Whether this pass re-reads what `runtime` was built from. One it does not re-read keeps its
+    /// last state, so its death (if any) is told by the pass its own exit cue starts.
+    fn touches(&self, runtime: &RuntimeView) -> bool {
+        match (&runtime.endpoint, runtime.origin) {
+            (Some(endpoint), RuntimeOrigin::Receipt | RuntimeOrigin::Both) => self
+                .files
+                .iter()
+                .any(|name| name.strip_suffix(".json") == Some(endpoint.as_str())),
+            _ => self.canon,
+        }
+    }
+
+    fn apply(
+        &self,
+        locations: &Locations,
+        sources: &mut Sources,
+        removed: &mut Vec<String>,
+    ) -> Result<(), FullReadNeeded> {
+        for name in &self.files {
+            if let Some(endpoint) = sources.refresh_receipt(locations, name)? {
+                removed.push(endpoint);
+            }
+        }
+        if self.canon {
+            sources.reread_canon(locations);
+        }
+        Ok(())
     }
 }
 
 /// Runtimes whose process exited while their record still said running: they died rather than
-/// unregistering. Checked before the rescan, which removes dead receipts. A process counts as
-/// exited when its pidfd said so or when it is gone now: a rescan started for another reason
-/// (another runtime's file, the tick) may run before the exit cue arrives, and it would remove
-/// the receipt without the death being told.
+/// unregistering. Checked before the pass reads anything, as reading removes dead receipts, and
+/// only for the runtimes `judged` picks (those the pass re-reads). A process counts as exited
+/// when its pidfd said so or when it is gone now: a pass started for another reason (a file
+/// event, the tick) may read the receipt before the exit cue arrives, and it would remove the
+/// receipt without the death being told.
 fn died_before_rescan(
     locations: &Locations,
     last: Option<&Snapshot>,
     exited: &HashSet<u32>,
+    judged: impl Fn(&RuntimeView) -> bool,
 ) -> Vec<String> {
     let Some(last) = last else {
         return Vec::new();
@@ -182,6 +352,7 @@ fn died_before_rescan(
     last.runtimes
         .iter()
         .filter(|r| r.status == RuntimeStatus::Running)
+        .filter(|r| judged(r))
         .filter(|r| {
             r.pid
                 .is_some_and(|pid| exited.contains(&pid) || !live_runtime::pid_exists(pid))
@@ -232,20 +403,22 @@ impl DirWatch {
         let canon = locations.canon.root().to_path_buf();
         let interesting: Arc<[PathBuf]> = Arc::from(vec![receipts.clone(), canon.clone()]);
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let relevant = match &event {
-                // An error (e.g. overflow) may mean lost events: rescan.
-                Err(_) => true,
-                Ok(event) => {
-                    event.need_rescan()
-                        || (changes_something(&event.kind)
-                            && event
-                                .paths
-                                .iter()
-                                .any(|p| interesting.iter().any(|root| p.starts_with(root))))
+            let cue = match event {
+                // An error (e.g. overflow) may mean lost events.
+                Err(_) => Some(Cue::Rescan),
+                Ok(event) if event.need_rescan() => Some(Cue::Rescan),
+                Ok(event) if changes_something(&event.kind) => {
+                    let paths: Vec<PathBuf> = event
+                        .paths
+                        .into_iter()
+                        .filter(|p| interesting.iter().any(|root| p.starts_with(root)))
+                        .collect();
+                    (!paths.is_empty()).then_some(Cue::Paths(paths))
                 }
+                Ok(_) => None,
             };
-            if relevant {
-                let _ = tx.send(Cue::Files);
+            if let Some(cue) = cue {
+                let _ = tx.send(cue);
             }
         })
         .map_err(|e| {
@@ -271,7 +444,10 @@ impl DirWatch {
         })
     }
 
-    fn sync(&mut self) {
+    /// Returns whether a watched directory appeared, disappeared or was replaced since the last
+    /// call: its content may then have changed unseen, so the caller reads everything.
+    fn sync(&mut self) -> bool {
+        let mut changed = false;
         for dir in &self.wanted {
             let inode = dir_inode(dir);
             match (self.watched.get(dir).copied(), inode) {
@@ -279,14 +455,18 @@ impl DirWatch {
                 (Some(_), None) => {
                     let _ = self.watcher.unwatch(dir);
                     self.watched.remove(dir);
+                    changed = true;
                 }
                 (previous, Some(new)) => {
                     if previous.is_some() {
                         let _ = self.watcher.unwatch(dir);
+                        self.watched.remove(dir);
+                        changed = true;
                     }
                     match self.watcher.watch(dir, RecursiveMode::NonRecursive) {
                         Ok(()) => {
                             self.watched.insert(dir.clone(), new);
+                            changed = true;
                         }
                         Err(e) => tracing::debug!("cannot watch {}: {e}", dir.display()),
                     }
@@ -294,6 +474,7 @@ impl DirWatch {
                 (None, None) => {}
             }
         }
+        changed
     }
 }
 
@@ -324,7 +505,9 @@ fn dir_inode(path: &Path) -> Option<u64> {
     }
 }
 
-/// One exit waiter per running pid.
+/// One exit waiter per pid a runtime is listed with: running ones, and the live pid of a stale
+/// receipt (whose exit a full read would answer by removing the receipt; an incremental pass only
+/// re-reads that receipt when told).
 #[derive(Default)]
 struct ExitWatch {
     waiting: HashMap<u32, tokio::task::JoinHandle<()>>,
@@ -335,7 +518,10 @@ impl ExitWatch {
         let running: HashSet<u32> = snapshot
             .runtimes
             .iter()
-            .filter(|r| r.status == RuntimeStatus::Running)
+            .filter(|r| {
+                r.status == RuntimeStatus::Running
+                    || (r.status == RuntimeStatus::Stale && r.endpoint.is_some())
+            })
             .filter_map(|r| r.pid)
             .collect();
         self.waiting.retain(|pid, task| {
@@ -382,7 +568,7 @@ fn wait_for_exit(pid: u32, tx: UnboundedSender<Cue>) -> Option<tokio::task::Join
                 }
             }))
         }
-        // Already gone: rescan now.
+        // Already gone: re-read its receipts now.
         Err(rustix::io::Errno::SRCH) => {
             let _ = tx.send(Cue::Exited(pid));
             None

@@ -16,6 +16,7 @@ mod support;
 mod approvals;
 mod canary;
 mod forget;
+mod incremental;
 mod inventory;
 mod revive;
 mod watcher;

@@ -1,0 +1,457 @@
+//! Issue 6: the watcher re-reads only what an event names, yet after any sequence of changes its
+//! snapshot equals a full read of the same files, and deaths are told exactly once. Real files
+//! (written as runtimes write them, plus hostile ones), real `sleep` processes killed for real,
+//! real file events and pidfds.
+//!
+//! After each change the test writes a marker receipt and waits for the watcher to show it: file
+//! events arrive in order, so by then every event of the change has been handled. Only then does
+//! it read everything itself and compare; a dead receipt the watcher missed would make the two
+//! differ, since the full read removes it.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{symlink, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+use canon_local::LocalRuntimeStatus;
+use live_runtime::{LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use supercode_core::view::{RuntimeStatus, Snapshot};
+use supercode_core::{CoreEvent, Supercode, WatchHandle};
+
+use crate::support::{find, recorder, write_receipt, Events, Fixture, Sleeper, TIMEOUT};
+
+/// Receipt names the operations land on: few, so they overwrite each other's files.
+const SLOTS: usize = 4;
+/// `sleep` processes receipts and catalog entries point at, and that may be killed.
+const PROCESSES: usize = 3;
+/// Receipts of this process that no operation touches: what an incremental pass must keep.
+const BACKGROUND: usize = 20;
+/// Each case starts a watcher and a few processes and waits on every step: keep them few.
+const CASES: u32 = 6;
+
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    /// A valid receipt in `slot` for process `process`, written temp-file-then-rename.
+    Write {
+        slot: usize,
+        process: usize,
+    },
+    /// A receipt whose pid is `process` but whose start time is not: a reused pid (stale).
+    Stale {
+        slot: usize,
+        process: usize,
+    },
+    Remove {
+        slot: usize,
+    },
+    Hostile {
+        slot: usize,
+        kind: Hostile,
+    },
+    /// Mode 0644 (refused) or back to 0600, on a regular file only.
+    Chmod {
+        slot: usize,
+        private: bool,
+    },
+    /// A writer's temp file holding a valid receipt, left behind: never read as one.
+    Temp {
+        slot: usize,
+        process: usize,
+    },
+    /// A catalog entry saying process `process` runs (`$CANON_HOME/runtimes/*.json`).
+    Catalog {
+        process: usize,
+    },
+    Kill {
+        process: usize,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    NotJson,
+    RemoteAddress,
+    /// Another slot's receipt saved under this slot's name.
+    WrongName,
+    SymlinkToFile,
+    Directory,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let slot = 0..SLOTS;
+    let process = 0..PROCESSES;
+    prop_oneof![
+        4 => (slot.clone(), process.clone()).prop_map(|(slot, process)| Op::Write { slot, process }),
+        1 => (slot.clone(), process.clone()).prop_map(|(slot, process)| Op::Stale { slot, process }),
+        2 => slot.clone().prop_map(|slot| Op::Remove { slot }),
+        2 => (slot.clone(), prop_oneof![
+                Just(Hostile::NotJson),
+                Just(Hostile::RemoteAddress),
+                Just(Hostile::WrongName),
+                Just(Hostile::SymlinkToFile),
+                Just(Hostile::Directory),
+            ])
+            .prop_map(|(slot, kind)| Op::Hostile { slot, kind }),
+        1 => (slot.clone(), any::<bool>()).prop_map(|(slot, private)| Op::Chmod { slot, private }),
+        1 => (slot, process.clone()).prop_map(|(slot, process)| Op::Temp { slot, process }),
+        1 => process.clone().prop_map(|process| Op::Catalog { process }),
+        2 => process.prop_map(|process| Op::Kill { process }),
+    ]
+}
+
+/// A watcher over a fixture, the processes and receipt names operations use, and the deaths it
+/// must tell.
+struct Run {
+    fx: Fixture,
+    core: Supercode,
+    events: Events,
+    _watch: WatchHandle,
+    outside: tempfile::TempDir,
+    endpoints: Vec<LiveRuntimeEndpoint>,
+    sleepers: Vec<Sleeper>,
+    identities: Vec<ProcessIdentity>,
+    marker: LiveRuntimeEndpoint,
+    settled: usize,
+    expected_deaths: Vec<String>,
+}
+
+impl Run {
+    fn start() -> Self {
+        let fx = Fixture::new();
+        let me = ProcessIdentity::current();
+        for i in 0..BACKGROUND {
+            write_receipt(
+                fx.receipts(),
+                me.pid,
+                me.start_time,
+                &format!("background-{i}"),
+            );
+        }
+        let sleepers: Vec<Sleeper> = (0..PROCESSES).map(|_| Sleeper::spawn()).collect();
+        let identities = sleepers.iter().map(Sleeper::identity).collect();
+        let core = fx.core();
+        let (sink, mut events) = recorder();
+        let watch = core.watch(sink);
+        events.wait_for_snapshot("the background runtimes", TIMEOUT, |s| {
+            s.runtimes.len() == BACKGROUND
+        });
+        Self {
+            fx,
+            core,
+            events,
+            _watch: watch,
+            outside: tempfile::tempdir().unwrap(),
+            endpoints: (0..SLOTS)
+                .map(|_| LiveRuntimeEndpoint::generate())
+                .collect(),
+            sleepers,
+            identities,
+            marker: LiveRuntimeEndpoint::generate(),
+            settled: 0,
+            expected_deaths: Vec::new(),
+        }
+    }
+
+    fn receipts(&self) -> &ReceiptDir {
+        self.fx.receipts()
+    }
+
+    fn path(&self, slot: usize) -> std::path::PathBuf {
+        self.receipts().receipt_path(&self.endpoints[slot])
+    }
+
+    fn receipt(&self, slot: usize, pid: u32, start_time: u64, name: &str) -> Value {
+        receipt(&self.endpoints[slot], pid, start_time, name)
+    }
+
+    fn apply(&mut self, step: usize, op: Op) {
+        let name = format!("step{step}-{op:?}");
+        if let Op::Write { slot, process } | Op::Stale { slot, process } = op {
+            if !live_runtime::pid_exists(self.identities[process].pid) {
+                // A dead process's receipt replacing a running runtime's under the same endpoint
+                // cannot happen (endpoints are random per registration) and would read as that
+                // runtime's death: let the old one leave first, as a crashed runtime's leftover
+                // receipt appears under a name of its own.
+                clear(&self.path(slot));
+                self.settle_and_compare(&format!("step {step}: clearing slot {slot}"));
+            }
+        }
+        match op {
+            Op::Write { slot, process } => {
+                let id = self.identities[process];
+                let receipt = self.receipt(slot, id.pid, id.start_time, &name);
+                clear(&self.path(slot));
+                write_atomically(self.receipts().path(), &self.path(slot), &receipt);
+            }
+            Op::Stale { slot, process } => {
+                let id = self.identities[process];
+                let receipt = self.receipt(slot, id.pid, id.start_time + 1, &name);
+                clear(&self.path(slot));
+                write_atomically(self.receipts().path(), &self.path(slot), &receipt);
+            }
+            Op::Remove { slot } => clear(&self.path(slot)),
+            Op::Hostile { slot, kind } => {
+                let path = self.path(slot);
+                let me = ProcessIdentity::current();
+                let valid = self.receipt(slot, me.pid, me.start_time, &name);
+                clear(&path);
+                match kind {
+                    Hostile::NotJson => write_private(&path, b"{\"version\":1,"),
+                    Hostile::RemoteAddress => {
+                        let mut remote = valid;
+                        remote["address"] = json!("10.9.8.7:80");
+                        write_private(&path, &pretty(&remote));
+                    }
+                    Hostile::WrongName => {
+                        let other = receipt(
+                            &self.endpoints[(slot + 1) % SLOTS],
+                            me.pid,
+                            me.start_time,
+                            &name,
+                        );
+                        write_private(&path, &pretty(&other));
+                    }
+                    Hostile::SymlinkToFile => {
+                        let target = self.outside.path().join(format!("step{step}.json"));
+                        write_private(&target, &pretty(&valid));
+                        symlink(target, &path).unwrap();
+                    }
+                    Hostile::Directory => fs::create_dir(&path).unwrap(),
+                }
+            }
+            Op::Chmod { slot, private } => {
+                let path = self.path(slot);
+                if fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                    let mode = if private { 0o600 } else { 0o644 };
+                    fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+                }
+            }
+            Op::Temp { slot, process } => {
+                let id = self.identities[process];
+                let receipt = self.receipt(slot, id.pid, id.start_time, &name);
+                let temp = self.receipts().path().join(format!(
+                    ".{}.json.{step:08x}.{}.tmp",
+                    self.endpoints[slot],
+                    std::process::id()
+                ));
+                write_private(&temp, &pretty(&receipt));
+            }
+            Op::Catalog { process } => {
+                let pid = self.identities[process].pid;
+                let profile = format!("p{process}");
+                self.fx.add_catalog_entry(
+                    Some(&profile),
+                    &["sleep", "600"],
+                    LocalRuntimeStatus::Running,
+                    Some(pid),
+                );
+            }
+            Op::Kill { process } => {
+                let pid = self.identities[process].pid;
+                let last = self.latest();
+                // Every runtime listed running with this pid dies; each must be told once.
+                self.expected_deaths.extend(
+                    last.runtimes
+                        .iter()
+                        .filter(|r| r.status == RuntimeStatus::Running && r.pid == Some(pid))
+                        .map(|r| r.name.clone()),
+                );
+                self.sleepers[process].kill();
+                let stopped = |s: &Snapshot| {
+                    !s.runtimes.iter().any(|r| {
+                        r.pid == Some(pid)
+                            && (r.status == RuntimeStatus::Running || r.endpoint.is_some())
+                    })
+                };
+                // Nothing listed with that pid: nothing changes, so no snapshot will come.
+                if !stopped(&last) {
+                    self.events.wait_for_snapshot(
+                        "the killed process's runtimes to stop",
+                        TIMEOUT,
+                        stopped,
+                    );
+                }
+            }
+        }
+    }
+
+    /// The watcher's most recent snapshot.
+    fn latest(&mut self) -> Snapshot {
+        self.events.drain();
+        self.events
+            .seen
+            .iter()
+            .rev()
+            .find_map(|(_, e)| match e {
+                CoreEvent::Snapshot(s) => Some(s.clone()),
+                _ => None,
+            })
+            .expect("the watcher published a snapshot")
+    }
+
+    /// Waits until the watcher has handled every event so far, then checks its snapshot against
+    /// a full read.
+    fn settle_and_compare(&mut self, what: &str) -> Snapshot {
+        self.settled += 1;
+        let name = format!("marker-{}", self.settled);
+        let me = ProcessIdentity::current();
+        let marker = receipt(&self.marker, me.pid, me.start_time, &name);
+        let path = self.receipts().receipt_path(&self.marker);
+        write_atomically(self.receipts().path(), &path, &marker);
+        let id = self.marker.to_string();
+        self.events.wait_for_snapshot("the marker", TIMEOUT, |s| {
+            find(s, &id).is_some_and(|r| r.name == name)
+        });
+        let watched = self.latest();
+        let full = self.core.snapshot();
+        assert_eq!(
+            watched, full,
+            "after {what}: the watcher's snapshot differs from a full read"
+        );
+        watched
+    }
+
+    fn finish(mut self) {
+        self.events.drain();
+        let mut told = self.events.died();
+        told.sort();
+        self.expected_deaths.sort();
+        assert_eq!(
+            told,
+            self.expected_deaths,
+            "deaths told vs deaths expected; events: {}",
+            self.events.summary()
+        );
+    }
+}
+
+fn receipt(endpoint: &LiveRuntimeEndpoint, pid: u32, start_time: u64, name: &str) -> Value {
+    json!({
+        "version": 1,
+        "endpoint": endpoint,
+        "runtimeId": format!("test:{name}"),
+        "source": { "sessionId": format!("session-{name}"), "workspace": "/tmp" },
+        "process": { "pid": pid, "startTime": start_time },
+        "address": "127.0.0.1:9",
+        "registeredAt": "2026-01-02T03:04:05.678Z",
+        "metadata": { "runtimeKind": "sdk", "displayName": name },
+    })
+}
+
+fn pretty(value: &Value) -> Vec<u8> {
+    serde_json::to_vec_pretty(value).unwrap()
+}
+
+fn write_private(path: &Path, bytes: &[u8]) {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+/// As every writer must: a temp file in the same directory, then a rename over the target.
+fn write_atomically(dir: &Path, path: &Path, receipt: &Value) {
+    let temp = dir.join(format!(
+        ".{}.test.{}.tmp",
+        path.file_name().unwrap().to_string_lossy(),
+        std::process::id()
+    ));
+    write_private(&temp, &pretty(receipt));
+    fs::rename(&temp, path).unwrap();
+}
+
+fn clear(path: &Path) {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path).unwrap(),
+        Ok(_) => fs::remove_file(path).unwrap(),
+        Err(_) => {}
+    }
+}
+
+fn run(ops: &[Op]) -> Run {
+    let mut run = Run::start();
+    for (step, op) in ops.iter().enumerate() {
+        run.apply(step, *op);
+        run.settle_and_compare(&format!("step {step}: {op:?}"));
+    }
+    run
+}
+
+#[test]
+fn every_kind_of_change_leaves_the_watchers_snapshot_equal_to_a_full_read() {
+    let ops = [
+        Op::Write {
+            slot: 0,
+            process: 0,
+        },
+        Op::Write {
+            slot: 1,
+            process: 1,
+        },
+        Op::Write {
+            slot: 0,
+            process: 2,
+        },
+        Op::Stale {
+            slot: 2,
+            process: 1,
+        },
+        Op::Hostile {
+            slot: 3,
+            kind: Hostile::RemoteAddress,
+        },
+        Op::Chmod {
+            slot: 1,
+            private: false,
+        },
+        Op::Temp {
+            slot: 3,
+            process: 0,
+        },
+        Op::Catalog { process: 2 },
+        Op::Kill { process: 1 },
+        Op::Kill { process: 2 },
+        Op::Hostile {
+            slot: 0,
+            kind: Hostile::Directory,
+        },
+        Op::Remove { slot: 3 },
+        Op::Write {
+            slot: 3,
+            process: 0,
+        },
+    ];
+    let mut run = run(&ops);
+    let last = run.settle_and_compare("the whole sequence");
+    // The hostile directory is shown with its reason; the temp file never is.
+    let directory = format!("{}.json", run.endpoints[0]);
+    assert!(
+        last.ignored
+            .iter()
+            .any(|i| i.file == directory && i.reason.contains("not a regular file")),
+        "{:?}",
+        last.ignored
+    );
+    assert!(last.ignored.iter().all(|i| !i.file.starts_with('.')));
+    // Process 1 ran slot 1 (made world-readable, so refused, so not listed) and the stale
+    // receipt in slot 2 (never running); process 2 ran slot 0 and catalog entry p2.
+    assert_eq!(run.expected_deaths.len(), 2, "{:?}", run.expected_deaths);
+    run.finish();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    #[test]
+    fn any_sequence_of_changes_leaves_the_watchers_snapshot_equal_to_a_full_read(
+        ops in proptest::collection::vec(op(), 1..12)
+    ) {
+        run(&ops).finish();
+    }
+}
