@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use attach_proxy::{AttachProxy, AttachUrl};
@@ -117,14 +116,16 @@ pub(crate) fn find_record(
 /// Opens a one-time attach URL in the user's browser, from the backend. `SUPERCODE_BROWSER`, when
 /// set, names the program to use instead of the desktop default (tests use it).
 pub fn open_in_browser(url: &AttachUrl) -> Result<(), CoreError> {
+    // Both paths detach the browser (double fork), so an app that attaches all day leaves no
+    // zombie behind.
     match std::env::var_os("SUPERCODE_BROWSER").filter(|v| !v.is_empty()) {
-        Some(program) => std::process::Command::new(program)
-            .arg(url.as_str())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map(drop),
+        Some(program) => match program.into_string() {
+            Ok(program) => open::with_detached(url.as_str(), program),
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "SUPERCODE_BROWSER is not valid UTF-8",
+            )),
+        },
         None => open::that_detached(url.as_str()),
     }
     .map_err(|source| CoreError::Io {

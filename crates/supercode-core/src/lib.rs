@@ -56,7 +56,7 @@ pub type EventSink = Arc<dyn Fn(CoreEvent) + Send + Sync>;
 /// The tray's core: every location, the attach proxies and the approvals in flight.
 pub struct Supercode {
     locations: Locations,
-    proxies: attach::AttachSessions,
+    proxies: Arc<attach::AttachSessions>,
     approvals: approvals::ApprovalBoard,
     sink: std::sync::Mutex<Option<EventSink>>,
 }
@@ -71,7 +71,7 @@ impl Supercode {
     pub fn new(locations: Locations) -> Self {
         Self {
             locations,
-            proxies: attach::AttachSessions::default(),
+            proxies: Arc::default(),
             approvals: approvals::ApprovalBoard::default(),
             sink: std::sync::Mutex::new(None),
         }
@@ -165,8 +165,16 @@ impl Supercode {
     }
 
     /// Starts watching receipts and `$CANON_HOME`; events go to `sink` until the handle drops.
+    /// Every snapshot the watcher takes also stops the attach proxies of runtimes it no longer
+    /// lists as running, so a proxy does not outlive its runtime while nobody asks for a list.
     pub fn watch(&self, sink: impl Fn(CoreEvent) + Send + Sync + 'static) -> WatchHandle {
-        let sink: EventSink = Arc::new(sink);
+        let proxies = self.proxies.clone();
+        let sink: EventSink = Arc::new(move |event: CoreEvent| {
+            if let CoreEvent::Snapshot(snapshot) = &event {
+                proxies.retain_live(snapshot);
+            }
+            sink(event);
+        });
         *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink.clone());
         watch::start(self.locations.clone(), self.approvals.clone(), sink)
     }

@@ -14,6 +14,7 @@
 mod support;
 
 mod approvals;
+mod attach;
 mod canary;
 mod forget;
 mod incremental;

@@ -192,7 +192,7 @@ pub fn register(
     (registration, listener)
 }
 
-fn register_at(
+pub fn register_at(
     receipts: &ReceiptDir,
     name: &str,
     token: &str,
