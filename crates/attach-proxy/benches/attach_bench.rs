@@ -254,6 +254,10 @@ struct Row {
     wrk_cpu_us: Option<f64>,
     runtime_cpu_us: Option<f64>,
     middle_cpu_us: Option<f64>,
+    /// Under wrk, % of one core busy with wrk + runtime, and with the proxy. Isolated, a proxy
+    /// near 100 % is the bottleneck; neither near 100 % means the hand-offs between cores are.
+    client_runtime_busy: Option<f64>,
+    middle_busy: Option<f64>,
     seq_p50_us: f64,
     seq_p99_us: f64,
     mb_per_s: f64,
@@ -661,6 +665,8 @@ fn median_row(rounds: &[Row]) -> Row {
         wrk_cpu_us: mo(|r| r.wrk_cpu_us),
         runtime_cpu_us: mo(|r| r.runtime_cpu_us),
         middle_cpu_us: mo(|r| r.middle_cpu_us),
+        client_runtime_busy: mo(|r| r.client_runtime_busy),
+        middle_busy: mo(|r| r.middle_busy),
         mb_per_s: m(|r| r.mb_per_s),
         blob_client_cpu_ms: m(|r| r.blob_client_cpu_ms),
         blob_runtime_cpu_ms: m(|r| r.blob_runtime_cpu_ms),
@@ -825,6 +831,10 @@ async fn measure(
                 row.wrk_cpu_us = Some(run.wrk_cpu_us);
                 row.runtime_cpu_us = Some(run.runtime_cpu_us);
                 row.middle_cpu_us = run.middle_cpu_us;
+                // µs per request × requests per second = µs busy per second; / 1e4 gives %.
+                row.client_runtime_busy =
+                    Some((run.wrk_cpu_us + run.runtime_cpu_us) * run.rps / 1e4);
+                row.middle_busy = run.middle_cpu_us.map(|us| us * run.rps / 1e4);
             }
             rounds[index].push(row);
         }
@@ -894,6 +904,17 @@ fn print_measurement(
                 fmt_opt(r.runtime_cpu_us, 1),
                 r.middle_cpu_us
                     .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
+            )
+        },
+    );
+    line(
+        "CPU busy under that load, wrk + runtime / proxy (% of one core)",
+        &|r| {
+            format!(
+                "{} / {}",
+                fmt_opt(r.client_runtime_busy, 0),
+                r.middle_busy
+                    .map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"))
             )
         },
     );
