@@ -1182,8 +1182,8 @@ impl ReceiptFiles {
     /// caller that builds something else from them on every change (copying 10,000 records costs
     /// more than the rest of such a rebuild).
     pub fn list_borrowed(&self) -> (Vec<&LiveRuntimeRecord>, Vec<IgnoredReceipt>) {
-        let mut seen = HashSet::new();
-        let mut valid = Vec::new();
+        let mut seen = HashSet::with_capacity(self.files.len());
+        let mut valid = Vec::with_capacity(self.files.len());
         let mut ignored = self.unnamed.clone();
         for (name, state) in &self.files {
             match state {

@@ -242,8 +242,18 @@ fn merge(
     live: Vec<&LiveRuntimeRecord>,
     catalog: &[CatalogRuntime],
 ) -> Vec<RuntimeView> {
-    let mut linked: HashSet<String> = HashSet::new();
-    let mut views = Vec::new();
+    enum ViewOf<'a> {
+        Receipt(&'a LiveRuntimeRecord, Option<&'a CatalogRuntime>),
+        Catalog(&'a CatalogRuntime),
+    }
+    fn key<'a>(of: &ViewOf<'a>) -> (RuntimeStatus, Option<&'a str>) {
+        match of {
+            ViewOf::Receipt(record, _) => (live_status(record), Some(&record.registered_at)),
+            ViewOf::Catalog(entry) => (catalog_status(entry), entry.since.as_deref()),
+        }
+    }
+    let mut linked: HashSet<&str> = HashSet::new();
+    let mut order = Vec::with_capacity(live.len() + catalog.len());
     for record in live {
         let entry = record
             .metadata
@@ -251,19 +261,47 @@ fn merge(
             .as_ref()
             .and_then(|id| catalog.iter().find(|c| &c.id == id));
         if let Some(entry) = entry {
-            linked.insert(entry.id.clone());
+            linked.insert(&entry.id);
         }
-        views.push(live_view(locations, record, entry));
+        order.push(ViewOf::Receipt(record, entry));
     }
-    for entry in catalog.iter().filter(|c| !linked.contains(&c.id)) {
-        views.push(catalog_view(locations, entry));
+    for entry in catalog.iter().filter(|c| !linked.contains(c.id.as_str())) {
+        order.push(ViewOf::Catalog(entry));
     }
-    // Running first, then newest first.
-    views.sort_by(|a, b| {
-        let rank = |v: &RuntimeView| u8::from(v.status != RuntimeStatus::Running);
-        rank(a).cmp(&rank(b)).then_with(|| b.since.cmp(&a.since))
+    // Running first, then newest first (a stable sort: ties keep the order above). Sorted before
+    // the views are built, by the status and `since` each view will have: a view is hundreds of
+    // bytes, and the watcher builds them all on every change.
+    order.sort_by(|a, b| {
+        let ((a_status, a_since), (b_status, b_since)) = (key(a), key(b));
+        let rank = |status: RuntimeStatus| u8::from(status != RuntimeStatus::Running);
+        rank(a_status)
+            .cmp(&rank(b_status))
+            .then_with(|| b_since.cmp(&a_since))
     });
-    views
+    order
+        .into_iter()
+        .map(|of| match of {
+            ViewOf::Receipt(record, entry) => live_view(locations, record, entry),
+            ViewOf::Catalog(entry) => catalog_view(locations, entry),
+        })
+        .collect()
+}
+
+fn live_status(record: &LiveRuntimeRecord) -> RuntimeStatus {
+    match record.status {
+        LiveRuntimeStatus::Running => RuntimeStatus::Running,
+        LiveRuntimeStatus::Stale { .. } => RuntimeStatus::Stale,
+    }
+}
+
+fn catalog_status(entry: &CatalogRuntime) -> RuntimeStatus {
+    match entry.status.as_str() {
+        "running" => RuntimeStatus::Running,
+        "stale" => RuntimeStatus::Stale,
+        "manual" => RuntimeStatus::Manual,
+        "embedded" => RuntimeStatus::Embedded,
+        _ => RuntimeStatus::Offline,
+    }
 }
 
 fn live_view(
@@ -281,15 +319,14 @@ fn live_view(
         .or_else(|| meta.display_name.clone())
         .or_else(|| meta.profile.clone())
         .unwrap_or_else(|| record.runtime_id.clone());
-    let (status, status_reason, attach, forget) = match &record.status {
+    let status = live_status(record);
+    let (status_reason, attach, forget) = match &record.status {
         LiveRuntimeStatus::Running => (
-            RuntimeStatus::Running,
             None,
             ActionAvailability::yes(),
             ActionAvailability::no("It is running; only stale receipts can be forgotten."),
         ),
         LiveRuntimeStatus::Stale { reason } => (
-            RuntimeStatus::Stale,
             Some(reason.clone()),
             ActionAvailability::no(format!("Its receipt is stale: {reason}.")),
             ActionAvailability::yes(),
@@ -309,18 +346,19 @@ fn live_view(
                 }
                 live_runtime::LiveRuntimeSupervisor::Manual => None,
             });
+    let workspace = record.source.workspace.display().to_string();
     RuntimeView {
-        id: record.endpoint.to_string(),
-        endpoint: Some(record.endpoint.to_string()),
+        id: record.endpoint.as_str().to_owned(),
+        endpoint: Some(record.endpoint.as_str().to_owned()),
         runtime_id: record.runtime_id.clone(),
         catalog_id: entry.map(|e| e.id.clone()),
         source: Some(SourceView {
             session_id: record.source.session_id.clone(),
-            workspace: record.source.workspace.display().to_string(),
+            workspace: workspace.clone(),
         }),
         name,
         kind: entry.map_or_else(|| meta.runtime_kind.clone(), |e| e.runtime.clone()),
-        workspace: Some(record.source.workspace.display().to_string()),
+        workspace: Some(workspace),
         workspace_roots: meta
             .workspace_roots
             .iter()
@@ -357,13 +395,7 @@ fn supervisor_revive(record: &LiveRuntimeRecord) -> ActionAvailability {
 }
 
 fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
-    let status = match entry.status.as_str() {
-        "running" => RuntimeStatus::Running,
-        "stale" => RuntimeStatus::Stale,
-        "manual" => RuntimeStatus::Manual,
-        "embedded" => RuntimeStatus::Embedded,
-        _ => RuntimeStatus::Offline,
-    };
+    let status = catalog_status(entry);
     let status_reason = match (status, entry.pid) {
         (RuntimeStatus::Stale, Some(pid)) => Some(format!(
             "The catalog says running, but PID {pid} has exited."
