@@ -446,28 +446,60 @@ fn check_private_dir(dir: &Path) -> io::Result<bool> {
 /// Writes `bytes` to `dir/name` atomically with mode 0600: a `.`-prefixed temp file in the same
 /// directory, fsync, rename over the target, fsync the directory. Readers never see a partial file.
 pub(crate) fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let temp = dir.join(format!(
-        ".{name}.{:08x}.{}.tmp",
-        rand::random::<u32>(),
-        std::process::id()
-    ));
-    let written = (|| {
+    StagedFile::write(dir, name, bytes)?.publish()
+}
+
+/// The first half of [`write_atomically`]: the bytes are durable in a `.<name>.<random>.<pid>.tmp`
+/// file next to `name`, not yet visible under it. Dropped unpublished, the temp file is removed.
+pub(crate) struct StagedFile {
+    dir: PathBuf,
+    name: String,
+    temp: Option<PathBuf>,
+}
+
+impl StagedFile {
+    pub(crate) fn write(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<Self> {
+        let temp = dir.join(format!(
+            ".{name}.{:08x}.{}.tmp",
+            rand::random::<u32>(),
+            std::process::id()
+        ));
         let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&temp)?;
+        // From here on the temp file exists: an error below drops `staged`, which removes it.
+        let staged = Self {
+            dir: dir.to_path_buf(),
+            name: name.to_owned(),
+            temp: Some(temp),
+        };
         file.write_all(bytes)?;
         file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, dir.join(name))?;
-        File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
+        Ok(staged)
     }
-    written
+
+    /// Renames the temp file over `name` and makes the rename durable.
+    pub(crate) fn publish(mut self) -> io::Result<()> {
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
+        if let Err(e) = fs::rename(&temp, self.dir.join(&self.name)) {
+            let _ = fs::remove_file(&temp);
+            return Err(e);
+        }
+        File::open(&self.dir)?.sync_all()
+    }
+}
+
+impl Drop for StagedFile {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = fs::remove_file(temp);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -793,8 +825,10 @@ fn format_rfc3339(at: OffsetDateTime) -> String {
 }
 
 /// Deletes a leftover `.*.tmp` file once it is older than [`STALE_TEMP_FILE_AGE`] and its writer
-/// (the pid before `.tmp`) is gone.
-fn clean_stale_temp(dir: &Path, name: &str) {
+/// (the pid before `.tmp`) is gone. A staged receipt whose receipt never appeared belonged to a
+/// registration killed between storing its token and publishing: that token is deleted too.
+fn clean_stale_temp(receipts: &ReceiptDir, name: &str) {
+    let dir = receipts.path.as_path();
     let path = dir.join(name);
     let Ok(meta) = fs::symlink_metadata(&path) else {
         return;
@@ -812,8 +846,16 @@ fn clean_stale_temp(dir: &Path, name: &str) {
         .and_then(|stem| stem.rsplit('.').next())
         .and_then(|pid| pid.parse::<u32>().ok())
         .is_some_and(pid_exists);
-    if old && !writer_alive {
-        let _ = fs::remove_file(&path);
+    if old && !writer_alive && fs::remove_file(&path).is_ok() {
+        let staged_for = name
+            .strip_prefix('.')
+            .and_then(|rest| rest.split_once(".json."))
+            .and_then(|(endpoint, _)| endpoint.parse::<LiveRuntimeEndpoint>().ok());
+        if let Some(endpoint) = staged_for {
+            if !receipts.receipt_path(&endpoint).exists() {
+                let _ = receipts.secrets.delete(&secret_account(&endpoint));
+            }
+        }
     }
 }
 
@@ -1011,11 +1053,15 @@ pub fn register_live_runtime_with_metadata(
     });
     let bytes = serde_json::to_vec_pretty(&receipt).map_err(not_json)?;
     let account = secret_account(&endpoint);
-    // The token must be in place before the receipt becomes visible, so no reader ever finds a
-    // receipt without its token.
-    dir.secrets.set(&account, &token)?;
     let name = receipt_file_name(&endpoint);
-    if let Err(e) = write_atomically(&dir.path, &name, &bytes) {
+    // Staged, then the token, then published. The token must be in place before the receipt
+    // becomes visible, so no reader ever finds a receipt without its token; and the staged temp
+    // file, which names the endpoint, exists before the token does, so a process killed between
+    // the two leaves a temp file from which a later scan removes the orphaned token too.
+    let staged = StagedFile::write(&dir.path, &name, &bytes)
+        .map_err(|e| io_error(&dir.path.join(&name))(e))?;
+    dir.secrets.set(&account, &token)?;
+    if let Err(e) = staged.publish() {
         let _ = dir.secrets.delete(&account);
         return Err(io_error(&dir.path.join(name))(e));
     }
@@ -1096,7 +1142,7 @@ impl ReceiptFiles {
         for name in names {
             if name.starts_with('.') {
                 if name.ends_with(".tmp") {
-                    clean_stale_temp(&dir.path, &name);
+                    clean_stale_temp(dir, &name);
                 }
                 continue;
             }

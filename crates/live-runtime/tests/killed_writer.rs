@@ -1,7 +1,8 @@
 //! A runtime SIGKILLed at random points while it writes receipts through the library: its temp
 //! files are never read as receipts, its complete receipts are removed once its pid is dead, and
 //! its leftover temp files are deleted by a later list once they are older than
-//! `STALE_TEMP_FILE_AGE` (and kept while younger).
+//! `STALE_TEMP_FILE_AGE` (and kept while younger), together with any token a writer killed
+//! between storing it and publishing its receipt left behind.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -10,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use live_runtime::{
-    list_live_runtimes, register_live_runtime_with_metadata, LiveRuntimeMetadata, ReceiptDir,
-    SecretStore, STALE_TEMP_FILE_AGE,
+    list_live_runtimes, register_live_runtime_with_metadata, secret_account, LiveRuntimeEndpoint,
+    LiveRuntimeMetadata, ReceiptDir, SecretStore, STALE_TEMP_FILE_AGE,
 };
 use rand::Rng;
 
@@ -122,15 +123,18 @@ fn sigkilled_writers_leave_no_readable_partial_receipt_and_their_leftovers_are_c
             .all(|name| name.starts_with('.') && name.ends_with(".tmp")),
         "only temp files may remain, found {left:?}"
     );
-    // Not asserted: a writer killed between storing its token and renaming its receipt into
-    // place leaves a token no receipt points to, and nothing removes it (see the report).
-    eprintln!(
-        "{} temp file(s) and {} secret(s) left by {KILLS} killed writers",
-        left.len(),
+    let secrets = || -> Vec<String> {
         entries(&tmp.path().join("secrets"))
-            .iter()
+            .into_iter()
             .filter(|n| !n.starts_with('.'))
-            .count()
+            .collect()
+    };
+    // A writer killed between storing its token and publishing its receipt leaves a token no
+    // receipt points to; its staged temp file, written first, is what names it.
+    eprintln!(
+        "{} temp file(s) and {} orphaned token(s) left by {KILLS} killed writers",
+        left.len(),
+        secrets().len()
     );
 
     // Young leftovers stay (their writer might still be finishing on a slow disk)...
@@ -166,4 +170,77 @@ fn sigkilled_writers_leave_no_readable_partial_receipt_and_their_leftovers_are_c
         vec![own_temp],
         "old temp files of dead writers must be deleted, a live writer's kept"
     );
+    assert_eq!(
+        secrets(),
+        Vec::<String>::new(),
+        "every token of a dead writer is gone with its receipt or its staged temp file"
+    );
+}
+
+/// The state a registration killed between storing its token and publishing leaves, built by
+/// hand so it is certain: the staged receipt (named as the library names it, by a writer that is
+/// gone, and old) and the token. A list deletes both; a staged rewrite of a receipt that exists
+/// (an adopter killed mid-rewrite) goes without its receipt's token.
+#[test]
+fn a_registration_killed_before_publishing_leaves_no_token_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let receipts = tmp.path().join("receipts");
+    let dir = ReceiptDir::new(&receipts, SecretStore::file(tmp.path().join("secrets")));
+    crate::common::make_receipt_dir(&dir);
+    let dead_pid = {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    let older = SystemTime::now() - STALE_TEMP_FILE_AGE - Duration::from_secs(60);
+    let stage = |endpoint: &LiveRuntimeEndpoint| {
+        let name = format!(".{endpoint}.json.0badf00d.{dead_pid}.tmp");
+        let path = crate::common::write_file(&receipts, &name, b"{\"version\":1", 0o600);
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(older)
+            .unwrap();
+    };
+
+    // Killed mid-registration: a staged receipt and its token, no receipt.
+    let orphan = LiveRuntimeEndpoint::generate();
+    let account = secret_account(&orphan);
+    dir.secret_store()
+        .set(&account, &token("orphaned-token"))
+        .unwrap();
+    stage(&orphan);
+
+    // A live registration whose receipt a dead process was rewriting.
+    let live = register_live_runtime_with_metadata(
+        &dir,
+        "rt-live",
+        source("live"),
+        loopback(41_001),
+        token("live-token"),
+        LiveRuntimeMetadata::default(),
+    )
+    .unwrap();
+    stage(live.endpoint());
+
+    let list = list_live_runtimes(&dir).unwrap();
+    assert_eq!(list.runtimes.len(), 1, "{list:?}");
+    assert!(list.ignored.is_empty(), "{list:?}");
+    assert_eq!(
+        entries(&receipts),
+        vec![format!("{}.json", live.endpoint())],
+        "both stale temp files deleted, the live receipt kept"
+    );
+    assert!(
+        dir.secret_store().get(&account).unwrap().is_none(),
+        "the orphaned token was deleted"
+    );
+    let kept = dir
+        .secret_store()
+        .get(&secret_account(live.endpoint()))
+        .unwrap()
+        .expect("the live runtime keeps its token");
+    assert_eq!(kept.expose(), "live-token");
 }
