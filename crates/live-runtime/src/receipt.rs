@@ -941,6 +941,9 @@ impl LiveRuntimeRegistration {
     }
 
     fn remove_own(&self) -> Result<()> {
+        // Token first, receipt second: a process killed in between leaves a receipt of a dead
+        // pid, which the next scan removes, rather than a token nothing points to any more.
+        self.dir.secrets.delete(&secret_account(&self.endpoint))?;
         let path = self.dir.receipt_path(&self.endpoint);
         if let FileRead::Bytes(bytes) = read_private_file(&path) {
             let ours = serde_json::from_slice::<Value>(&bytes).is_ok_and(|value| {
@@ -960,7 +963,6 @@ impl LiveRuntimeRegistration {
                 }
             }
         }
-        self.dir.secrets.delete(&secret_account(&self.endpoint))?;
         Ok(())
     }
 }
