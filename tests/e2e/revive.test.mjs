@@ -60,14 +60,15 @@ test('revive shows the launch command and brings a killed runtime back as a new 
       async () => {
         const again = await receiptOf(t.env.SUPERCODE_RUNTIME_DIR, `demo:${NAME}`);
         if (again) revivedPids.push(again.process.pid);
-        const row = (await runtimeRows(app)).find((r) => r.name === NAME && r.status === 'running');
+        // The catalog may say running (new pid, heartbeat) a moment before the watcher has read
+        // the new receipt: wait for the row that is the new receipt, not the catalog's own.
+        const row = (await runtimeRows(app)).find((r) => r.name === NAME && r.status === 'running' && r.id === again?.endpoint);
         return again && row ? { receipt: again, row } : undefined;
       },
       REVIVE_TIMEOUT_MS,
     );
     assert.notEqual(revived.receipt.process.pid, first.pid, 'a new process');
     assert.equal(await isRunning(revived.receipt.process.pid), true, 'the revived process is alive');
-    assert.equal(revived.row.id, revived.receipt.endpoint, 'the running row is the new receipt');
     assert.notEqual(revived.receipt.endpoint, receipt.endpoint, 'with a fresh endpoint');
     assert.equal(revived.row.badge, 'Running');
     assert.deepEqual(await app.findAll('[data-testid="row-error"]'), [], 'no row reports an error');
