@@ -258,6 +258,10 @@ struct Row {
     /// near 100 % is the bottleneck; neither near 100 % means the hand-offs between cores are.
     client_runtime_busy: Option<f64>,
     middle_busy: Option<f64>,
+    /// Under wrk, % busy of CPU 0 and CPU 1 with anything (other builds included), from
+    /// `/proc/stat`: tells a proxy short of CPU from a proxy waiting on hand-offs.
+    cpu0_busy: Option<f64>,
+    cpu1_busy: Option<f64>,
     seq_p50_us: f64,
     seq_p99_us: f64,
     mb_per_s: f64,
@@ -667,6 +671,8 @@ fn median_row(rounds: &[Row]) -> Row {
         middle_cpu_us: mo(|r| r.middle_cpu_us),
         client_runtime_busy: mo(|r| r.client_runtime_busy),
         middle_busy: mo(|r| r.middle_busy),
+        cpu0_busy: mo(|r| r.cpu0_busy),
+        cpu1_busy: mo(|r| r.cpu1_busy),
         mb_per_s: m(|r| r.mb_per_s),
         blob_client_cpu_ms: m(|r| r.blob_client_cpu_ms),
         blob_runtime_cpu_ms: m(|r| r.blob_runtime_cpu_ms),
@@ -674,6 +680,36 @@ fn median_row(rounds: &[Row]) -> Row {
         ws_p50_us: m(|r| r.ws_p50_us),
         ws_p99_us: m(|r| r.ws_p99_us),
     }
+}
+
+/// Per CPU (`cpuN` lines of `/proc/stat`): (busy, total) jiffies; busy is all but idle and iowait.
+fn core_times() -> Vec<(u64, u64)> {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.starts_with("cpu") && !line.starts_with("cpu "))
+        .map(|line| {
+            let fields: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|f| f.parse().ok())
+                .collect();
+            let total: u64 = fields.iter().sum();
+            let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+            (total - idle, total)
+        })
+        .collect()
+}
+
+/// % busy per CPU between two [`core_times`] samples.
+fn core_busy(before: &[(u64, u64)], after: &[(u64, u64)]) -> Vec<f64> {
+    before
+        .iter()
+        .zip(after)
+        .map(|(&(busy0, total0), &(busy1, total1))| {
+            100.0 * busy1.saturating_sub(busy0) as f64 / total1.saturating_sub(total0).max(1) as f64
+        })
+        .collect()
 }
 
 fn load_average() -> String {
@@ -824,7 +860,11 @@ async fn measure(
                 target.name
             );
             let mut row = Row::default();
-            if let Some(run) = wrk(target, parties, placement, dir, seconds).await {
+            let cores_before = core_times();
+            let run = wrk(target, parties, placement, dir, seconds).await;
+            let busy = core_busy(&cores_before, &core_times());
+            (row.cpu0_busy, row.cpu1_busy) = (busy.first().copied(), busy.get(1).copied());
+            if let Some(run) = run {
                 row.rps = Some(run.rps);
                 row.load_p50_us = Some(run.p50_us);
                 row.load_p99_us = Some(run.p99_us);
@@ -917,6 +957,10 @@ fn print_measurement(
                     .map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"))
             )
         },
+    );
+    line(
+        "CPU 0 / CPU 1 busy under that load, all processes (%)",
+        &|r| format!("{} / {}", fmt_opt(r.cpu0_busy, 0), fmt_opt(r.cpu1_busy, 0)),
     );
     line(
         &format!(
