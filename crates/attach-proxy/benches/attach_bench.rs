@@ -11,7 +11,7 @@
 //! Every row is measured twice (see [`Placement`]): unpinned, and CPU-isolated (client and runtime
 //! share CPU 0, the proxy under test has CPU 1), because on a 2-core machine an unpinned proxy can
 //! only take CPU from the client and the runtime. `ATTACH_BENCH_PLACEMENT=unpinned|isolated`
-//! runs one of them only.
+//! runs one of them only; `ATTACH_BENCH_CONNECTIONS` changes wrk's connection count (default 10).
 //!
 //! `cargo bench -p attach-proxy --bench attach_bench -- --instructions` instead counts the user-space
 //! instructions the proxy and the runtime execute per request and per 10 MB body, each in its own
@@ -53,7 +53,16 @@ const BLOB_REPEATS: usize = 20;
 /// Measurement rounds; each cell is the median over them.
 const ROUNDS: usize = 7;
 /// wrk connections: a handful, like one busy browser tab set, not a server load test.
+/// `ATTACH_BENCH_CONNECTIONS` overrides it, e.g. to see whether more requests in flight hide the
+/// hand-offs between cores in the CPU-isolated rows.
 const WRK_CONNECTIONS: u32 = 10;
+
+fn wrk_connections() -> u32 {
+    std::env::var("ATTACH_BENCH_CONNECTIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(WRK_CONNECTIONS)
+}
 /// Bound for waiting on nginx to listen (it has no readiness signal besides the socket).
 const NGINX_START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Kernel clock ticks per second (`USER_HZ`, 100 on every Linux architecture we run on): the unit
@@ -512,7 +521,7 @@ async fn wrk(
     let cpu_before = (runtime.cpu_ns(), target.middle.map(Threads::cpu_ns));
     let output = command
         .arg("-t1")
-        .arg(format!("-c{WRK_CONNECTIONS}"))
+        .arg(format!("-c{}", wrk_connections()))
         .arg(format!("-d{seconds}s"))
         .arg("--latency")
         .arg("-s")
@@ -925,7 +934,10 @@ fn print_measurement(
         writeln!(table, "| {metric} | {} |", cells.join(" | ")).unwrap();
     };
     line(
-        &format!("req/s, GET /api/health, wrk -t1 -c{WRK_CONNECTIONS} -d{seconds}s keep-alive"),
+        &format!(
+            "req/s, GET /api/health, wrk -t1 -c{} -d{seconds}s keep-alive",
+            wrk_connections()
+        ),
         &|r| fmt_opt(r.rps, 0),
     );
     line("latency under that load p50 / p99 (µs)", &|r| {
