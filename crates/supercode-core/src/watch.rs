@@ -179,12 +179,18 @@ async fn run(
     let mut sources: Option<Sources> = None;
     let mut last: Option<Snapshot> = None;
     let mut changes = Changes::everything();
-    let mut tick = tokio::time::interval(RECONCILE_INTERVAL);
+    // The first pass reads everything already, so the first tick is one interval away (a tick
+    // at once would read it all again).
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + RECONCILE_INTERVAL,
+        RECONCILE_INTERVAL,
+    );
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Watch first, then read: a file created after the read is then always cued, even in a
         // directory that was just (re)created, which a full read then covers.
-        if dirs.as_mut().is_some_and(DirWatch::sync) {
+        let renew = changes.full;
+        if dirs.as_mut().is_some_and(|dirs| dirs.sync(renew)) {
             changes.full = true;
         }
         let (snapshot, died) = pass(
@@ -446,12 +452,16 @@ impl DirWatch {
 
     /// Returns whether a watched directory appeared, disappeared or was replaced since the last
     /// call: its content may then have changed unseen, so the caller reads everything.
-    fn sync(&mut self) -> bool {
+    ///
+    /// With `renew` (before every full read) every watch is established again, whatever the
+    /// inodes say: a directory deleted and recreated between two calls can come back with the
+    /// same inode number, and its old watch died with the old directory.
+    fn sync(&mut self, renew: bool) -> bool {
         let mut changed = false;
         for dir in &self.wanted {
             let inode = dir_inode(dir);
             match (self.watched.get(dir).copied(), inode) {
-                (Some(old), Some(new)) if old == new => {}
+                (Some(old), Some(new)) if old == new && !renew => {}
                 (Some(_), None) => {
                     let _ = self.watcher.unwatch(dir);
                     self.watched.remove(dir);
