@@ -4,20 +4,23 @@
 //! real file events and pidfds.
 //!
 //! After each change the test writes a marker receipt and waits for the watcher to show it: file
-//! events arrive in order, so by then every event of the change has been handled. Only then does
-//! it read everything itself and compare; a dead receipt the watcher missed would make the two
-//! differ, since the full read removes it.
+//! events arrive in order, so by then every event of the change has been handled (unless the
+//! watcher's own reconcile tick read the directory mid-change; it must then catch up by events,
+//! within a quarter of the tick). Only then does it read everything itself and compare; a dead
+//! receipt the watcher missed would make the two differ, since the full read removes it.
 
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{symlink, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use canon_local::LocalRuntimeStatus;
 use live_runtime::{LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use supercode_core::view::{RuntimeStatus, Snapshot};
+use supercode_core::watch::RECONCILE_INTERVAL;
 use supercode_core::{CoreEvent, Supercode, WatchHandle};
 
 use crate::support::{find, recorder, write_receipt, Events, Fixture, Sleeper, TIMEOUT};
@@ -30,6 +33,11 @@ const PROCESSES: usize = 3;
 const BACKGROUND: usize = 20;
 /// Each case starts a watcher and a few processes and waits on every step: keep them few.
 const CASES: u32 = 6;
+/// How long the watcher may take to match a full read once its marker is shown: well inside the
+/// reconcile tick, so only its own file events and pidfds can explain catching up.
+fn catch_up() -> Duration {
+    RECONCILE_INTERVAL / 4
+}
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
@@ -304,13 +312,27 @@ impl Run {
         self.events.wait_for_snapshot("the marker", TIMEOUT, |s| {
             find(s, &id).is_some_and(|r| r.name == name)
         });
-        let watched = self.latest();
-        let full = self.core.snapshot();
-        assert_eq!(
-            watched, full,
-            "after {what}: the watcher's snapshot differs from a full read"
-        );
-        watched
+        // A full read of the watcher's own (the reconcile tick) can run while the change is being
+        // made, and show the new marker before the change's files: the change's events are then
+        // still queued, and the watcher's next pass must bring it level, well before the next tick.
+        let deadline = Instant::now() + catch_up();
+        loop {
+            let watched = self.latest();
+            let full = self.core.snapshot();
+            if watched == full || Instant::now() >= deadline {
+                assert_eq!(
+                    watched, full,
+                    "after {what}: the watcher's snapshot differs from a full read"
+                );
+                return watched;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            self.events.wait_for_snapshot(
+                &format!("the watcher to catch up with a full read after {what}"),
+                left,
+                |_| true,
+            );
+        }
     }
 
     fn finish(mut self) {
