@@ -213,8 +213,7 @@ fn scale_run(sizes: &[usize], trials: usize) {
         let watcher = new_thread_named("supercode-watch", &threads_before);
         let notifier = new_thread_named("notify-rs inoti", &threads_before);
         let cpu = || cpu_time(watcher) + cpu_time(notifier);
-        // Past the start-up passes (the reconcile tick fires once at once, and may be the pass
-        // that shows the warm-up receipt): a removal only a file event can explain.
+        // Past the start-up read: a write and a removal answered, the second by its file event.
         let warm = write_receipt(&receipts, me, "warm-up");
         events.until(|s| has(s, &warm));
         wait_idle(watcher);
