@@ -244,7 +244,7 @@ fn wait_until_up(
 ) -> Result<ReviveOutcome, CoreError> {
     let deadline = Instant::now() + REVIVE_READY_TIMEOUT;
     loop {
-        if is_up(locations, plan, started_at) {
+        if is_up(locations, plan, child.pid, started_at) {
             return Ok(ReviveOutcome {
                 id: plan.id.clone(),
                 message: format!("{} is running again (PID {}).", plan.name, child.pid),
@@ -277,13 +277,23 @@ fn wait_until_up(
     }
 }
 
-/// Up means: a running receipt for it, or its catalog entry running with a heartbeat (or start)
-/// newer than the revive.
-fn is_up(locations: &Locations, plan: &RevivePlan, started_at: time::OffsetDateTime) -> bool {
+/// Up means: a running receipt for it or from the process it started, or its catalog entry
+/// running with a heartbeat (or start) newer than the revive.
+///
+/// The spawned process's own receipt counts even when it names another catalog id: a runtime
+/// may resolve its command or cwd differently from what the catalog recorded (a symlinked cwd,
+/// a relative argv[0]), and it is up all the same.
+fn is_up(
+    locations: &Locations,
+    plan: &RevivePlan,
+    spawned_pid: u32,
+    started_at: time::OffsetDateTime,
+) -> bool {
     if let Ok(list) = live_runtime::list_live_runtimes(&locations.receipts) {
         let found = list.runtimes.iter().any(|r| {
             r.status == LiveRuntimeStatus::Running
-                && (plan.catalog_id.is_some() && r.metadata.canon_runtime_id == plan.catalog_id
+                && (r.pid == spawned_pid
+                    || plan.catalog_id.is_some() && r.metadata.canon_runtime_id == plan.catalog_id
                     || plan.runtime_id.as_deref() == Some(r.runtime_id.as_str()))
         });
         if found {

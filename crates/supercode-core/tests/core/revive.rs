@@ -241,3 +241,53 @@ async fn revive_of_an_unknown_id_is_not_found() {
     let error = CommandError::from(fx.core().revive("sdk:nobody:0000").await.unwrap_err());
     assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
 }
+
+/// A runtime whose receipt names no catalog id (or another one, e.g. because it resolved its cwd
+/// through a symlink) is still up once the process revive started has registered.
+#[tokio::test]
+async fn revive_counts_the_started_process_registering_itself_as_up() {
+    let Some(bin) = tray_binary("revive_counts_the_started_process_registering_itself_as_up")
+    else {
+        return;
+    };
+    let fx = Fixture::new();
+    fx.add_profile("r", "k");
+    // `env` execs the runtime in place (same pid) with the fixture's directories, which a real
+    // revive would inherit from the tray; the runtime registers a receipt and no catalog entry.
+    let mut launch: Vec<String> = vec!["/usr/bin/env".into()];
+    for (name, value) in fx.child_env() {
+        launch.push(format!("{name}={}", value.to_string_lossy()));
+    }
+    let bin = bin.to_string_lossy().into_owned();
+    launch.extend([bin, "demo-runtime".into(), "--name".into(), "r".into()]);
+    let launch: Vec<&str> = launch.iter().map(String::as_str).collect();
+    let id = fx.add_catalog_entry(Some("r"), &launch, LocalRuntimeStatus::Offline, None);
+    let core = fx.core();
+
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(TIMEOUT, core.revive(&id))
+        .await
+        .expect("revive answers within the test's bound");
+    let elapsed = started.elapsed();
+    let live = core
+        .snapshot()
+        .runtimes
+        .iter()
+        .find(|r| r.name == "r" && r.status == RuntimeStatus::Running)
+        .cloned();
+    if let Some(pid) = live.as_ref().and_then(|r| r.pid) {
+        kill_pid(pid);
+    }
+    let outcome = outcome.unwrap();
+    let live = live.expect("the revived runtime is listed running");
+    assert!(
+        outcome
+            .message
+            .contains(&format!("PID {}", live.pid.unwrap())),
+        "{outcome:?}"
+    );
+    assert!(
+        elapsed < supercode_core::revive::REVIVE_READY_TIMEOUT,
+        "reported up when it registered, not after the ready timeout ({elapsed:?})"
+    );
+}
