@@ -456,7 +456,14 @@ pub fn revive_availability(locations: &Locations, entry: &CatalogRuntime) -> Act
         "embedded" => {
             return ActionAvailability::no("It runs embedded in another host; restart that host.")
         }
-        _ => return ActionAvailability::no("It was started by hand; start it again the same way."),
+        "manual" => {
+            return ActionAvailability::no("It was started by hand; start it again the same way.")
+        }
+        other => {
+            return ActionAvailability::no(format!(
+                "Its catalog entry says revive capability \"{other}\", which this version of Supercode Tray does not know, so it is not revived; start it the way it was started."
+            ))
+        }
     }
     if entry.launch_command.is_empty() {
         return ActionAvailability::no("No launch command was recorded for it.");

@@ -92,6 +92,50 @@ fn a_catalog_entry_whose_profile_is_missing_from_agents_json_cannot_be_revived()
 }
 
 #[test]
+fn a_manual_or_unknown_revive_capability_is_not_revivable_and_says_which() {
+    let fx = Fixture::new();
+    fx.add_profile("m", "k");
+    let cwd = fx.workspace().to_string_lossy().into_owned();
+    let mut ids = Vec::new();
+    for (n, capability) in [
+        canon_local::ReviveCapability::Manual,
+        canon_local::ReviveCapability::Other("resume".into()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let launch = vec![format!("run-{n}")];
+        let id = canon_local::build_local_runtime_id("sdk", Some("m"), &cwd, &launch).unwrap();
+        let entry = canon_local::LocalRuntimeCatalogEntry::new(
+            id.clone(),
+            "sdk",
+            Some("m".into()),
+            cwd.clone(),
+            launch,
+            LocalRuntimeStatus::Offline,
+            capability,
+        );
+        canon_local::upsert_local_runtime_entry(fx.canon(), &entry).unwrap();
+        ids.push(id);
+    }
+
+    let snapshot = fx.core().snapshot();
+
+    let reason = |id: &str| {
+        let view = find(&snapshot, id).unwrap();
+        assert!(!view.revive.available, "{view:?}");
+        view.revive.reason.clone().unwrap()
+    };
+    let manual = reason(&ids[0]);
+    assert!(manual.contains("started by hand"), "{manual}");
+    let unknown = reason(&ids[1]);
+    assert!(
+        unknown.contains("\"resume\"") && unknown.contains("does not know"),
+        "{unknown}"
+    );
+}
+
+#[test]
 fn a_profile_lock_held_by_a_live_process_makes_revive_unavailable_naming_the_pid() {
     let fx = Fixture::new();
     fx.add_profile("carol", "k");
