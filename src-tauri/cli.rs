@@ -7,7 +7,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use supercode_core::{view::PendingView, Supercode};
+use supercode_core::view::{PendingState, PendingView};
+use supercode_core::Supercode;
 
 mod demo;
 mod output;
@@ -119,13 +120,30 @@ async fn dispatch(command: Command) -> Result<(), String> {
         }
         Command::Pending { json } => output::print_pending(&core.pending(), json),
         Command::Approve { profile } => {
+            // Progress goes to stderr once per change of state; the outcome is the one line on
+            // stdout, so it is not also printed as progress.
+            let mut last_progress = None;
             let view = core
                 .approve(&profile, |view: &PendingView| {
-                    eprintln!("{}: {}", view.profile, output::pending_state_text(view));
+                    let text = output::pending_state_text(view);
+                    let settled = matches!(
+                        view.state,
+                        PendingState::Approved | PendingState::Rejected | PendingState::Expired
+                    );
+                    if !settled && last_progress.as_ref() != Some(&text) {
+                        eprintln!("{}: {text}", view.profile);
+                        last_progress = Some(text);
+                    }
                 })
                 .await
                 .map_err(|e| e.to_string())?;
             println!("{}: {}", view.profile, output::pending_state_text(&view));
+            if view.state != PendingState::Approved {
+                return Err(format!(
+                    "the registration for {} was not approved",
+                    view.profile
+                ));
+            }
         }
         Command::Reject { profile } => {
             core.reject(&profile).map_err(|e| e.to_string())?;

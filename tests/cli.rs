@@ -1,0 +1,402 @@
+//! The command line as a user runs it: the real `supercode-tray` binary, real demo runtimes
+//! started with `demo-runtime --token-file`, SIGKILL, and the contract-following test Canon
+//! server. Every byte the commands print, every file they leave and every process command line
+//! is checked for the canary token, the API key and the runtimes' loopback addresses.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
+const TOKEN_CANARY: &str = "canary-cli-token-3e8b61f0d4a2";
+const API_KEY_CANARY: &str = "canary-cli-apikey-92c4e7a1b5";
+/// How long a demo runtime gets to print its endpoint (it is already compiled).
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A private set of directories, as the CLI finds them through its environment.
+struct Home {
+    dir: tempfile::TempDir,
+    extra_env: Vec<(&'static str, OsString)>,
+}
+
+impl Home {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["canon", "workspace"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        Self {
+            dir,
+            extra_env: Vec::new(),
+        }
+    }
+
+    fn path(&self, sub: &str) -> PathBuf {
+        self.dir.path().join(sub)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(TRAY);
+        command
+            .args(args)
+            .env("SUPERCODE_RUNTIME_DIR", self.path("receipts"))
+            .env("SUPERCODE_SECRET_STORE", "file")
+            .env("SUPERCODE_SECRET_DIR", self.path("secrets"))
+            .env("CANON_HOME", self.path("canon"))
+            .env("SUPERCODE_LOG_DIR", self.path("logs"))
+            .env("SUPERCODE_STATE_DIR", self.path("state"))
+            .env_remove("CANON_BASE_URL")
+            .env_remove("RUST_LOG")
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs a subcommand to completion; everything it printed is kept for the canary check.
+    fn run(&self, args: &[&str], printed: &mut String) -> Output {
+        let output = self.command(args).output().unwrap();
+        printed.push_str(&String::from_utf8_lossy(&output.stdout));
+        printed.push_str(&String::from_utf8_lossy(&output.stderr));
+        output
+    }
+
+    fn list_json(&self, printed: &mut String) -> Value {
+        let output = self.run(&["list", "--json"], printed);
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
+    /// Starts `demo-runtime --token-file` and waits for the endpoint it prints first.
+    fn start_demo(&self, name: &str, token_file: &Path) -> Demo {
+        let mut child = self
+            .command(&[
+                "demo-runtime",
+                "--name",
+                name,
+                "--token-file",
+                token_file.to_str().unwrap(),
+                "--workspace",
+                self.path("workspace").to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            let _ = tx.send(first);
+            let mut rest = String::new();
+            let _ = reader.read_to_string(&mut rest);
+            rest
+        });
+        let endpoint = rx
+            .recv_timeout(START_TIMEOUT)
+            .unwrap_or_else(|_| panic!("demo runtime {name} printed no endpoint"))
+            .trim()
+            .to_owned();
+        assert!(endpoint.starts_with("lre_"), "{endpoint:?}");
+        Demo { child, endpoint }
+    }
+
+    /// Every file under `sub` (the whole home for ""), as text; the file secret store excepted.
+    fn files_text(&self, sub: &str) -> String {
+        let mut text = String::new();
+        let mut stack = vec![self.path(sub)];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let kind = entry.file_type().unwrap();
+                if kind.is_dir() {
+                    stack.push(path);
+                } else if kind.is_file() && !path.starts_with(self.path("secrets")) {
+                    text.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        text
+    }
+}
+
+struct Demo {
+    child: Child,
+    endpoint: String,
+}
+
+impl Demo {
+    /// Stops it (SIGKILL) and returns what it printed on stderr.
+    fn kill(&mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = stderr.read_to_string(&mut err);
+        }
+        err
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn runtimes(list: &Value) -> &Vec<Value> {
+    list["runtimes"].as_array().unwrap()
+}
+
+fn status_of<'a>(list: &'a Value, endpoint: &str) -> Option<&'a str> {
+    runtimes(list)
+        .iter()
+        .find(|r| r["endpoint"] == endpoint)
+        .and_then(|r| r["status"].as_str())
+}
+
+/// Every process's command line and environment on this machine, NUL-separated.
+fn all_command_lines() -> String {
+    let me = std::process::id().to_string();
+    let mut text = String::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(bytes) = std::fs::read(entry.path().join("cmdline")) {
+            text.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        // Our own environment is the test's; the others (the demo runtimes above all) must not
+        // carry the token either.
+        if name != me {
+            if let Ok(bytes) = std::fs::read(entry.path().join("environ")) {
+                text.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    text
+}
+
+fn assert_clean(what: &str, text: &str, secrets: &[&str]) {
+    for secret in secrets {
+        assert!(
+            !text.contains(secret),
+            "{what} contains the secret {secret:?}"
+        );
+    }
+}
+
+/// Issue 2's "done when": demo runtimes are listed running; one killed with SIGKILL is gone from
+/// the next list; the canary token given with `--token-file` appears in no output, receipt, log
+/// or command line, and the runtimes' loopback addresses in no output or log (only in receipts).
+#[test]
+fn demo_runtimes_are_listed_running_a_sigkilled_one_leaves_and_the_canary_shows_nowhere() {
+    let home = Home::new();
+    let token_file = home.path("canary.token");
+    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let mut printed = String::new();
+
+    let mut alpha = home.start_demo("alpha", &token_file);
+    let beta = home.start_demo("beta", &token_file);
+
+    let list = home.list_json(&mut printed);
+    assert_eq!(list["version"], 1);
+    assert_eq!(list["secretStore"]["kind"], "file");
+    assert_eq!(status_of(&list, &alpha.endpoint), Some("running"), "{list}");
+    assert_eq!(status_of(&list, &beta.endpoint), Some("running"), "{list}");
+    let table = home.run(&["list"], &mut printed);
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(table.contains("alpha") && table.contains("beta"), "{table}");
+
+    // The loopback addresses, which no output may show either.
+    let secrets = live_runtime::SecretStore::file(home.path("secrets"));
+    let dir = live_runtime::ReceiptDir::new(home.path("receipts"), secrets);
+    let mut ports = Vec::new();
+    for endpoint in [&alpha.endpoint, &beta.endpoint] {
+        let endpoint: live_runtime::LiveRuntimeEndpoint = endpoint.parse().unwrap();
+        let record = live_runtime::list_live_runtimes(&dir)
+            .unwrap()
+            .runtimes
+            .into_iter()
+            .find(|r| r.endpoint == endpoint)
+            .unwrap();
+        let resolved = live_runtime::resolve_live_runtime(&dir, &endpoint, &record.source).unwrap();
+        assert_eq!(resolved.token.expose(), TOKEN_CANARY);
+        ports.push(format!(":{}", resolved.address.expose().port()));
+    }
+
+    let killed_err = alpha.kill();
+    let deadline = Instant::now() + START_TIMEOUT;
+    let list = loop {
+        let list = home.list_json(&mut printed);
+        if status_of(&list, &alpha.endpoint).is_none() || Instant::now() > deadline {
+            break list;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        status_of(&list, &alpha.endpoint),
+        None,
+        "the killed runtime is gone from the next list: {list}"
+    );
+    assert_eq!(status_of(&list, &beta.endpoint), Some("running"));
+
+    let mut secrets: Vec<&str> = vec![TOKEN_CANARY];
+    secrets.extend(ports.iter().map(String::as_str));
+    assert_clean("the CLI's output", &printed, &secrets);
+    assert_clean("the killed runtime's stderr", &killed_err, &[TOKEN_CANARY]);
+    assert_clean(
+        "a command line or environment",
+        &all_command_lines(),
+        &[TOKEN_CANARY],
+    );
+    std::fs::remove_file(&token_file).unwrap();
+    // A receipt names its runtime's address (that is what it is for), never its token.
+    assert_clean("a file left behind", &home.files_text(""), &[TOKEN_CANARY]);
+    for sub in ["logs", "state", "canon"] {
+        assert_clean(sub, &home.files_text(sub), &secrets);
+    }
+    assert!(
+        home.path("logs").is_dir(),
+        "the CLI logged to its log directory, which was checked"
+    );
+    drop(beta);
+}
+
+#[test]
+fn errors_exit_1_on_stderr_and_usage_errors_exit_2() {
+    let home = Home::new();
+    let mut printed = String::new();
+    let token_file = home.path("token");
+    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let demo = home.start_demo("gamma", &token_file);
+
+    let unknown = home.run(
+        &["forget", "lre_00000000000000000000000000000000"],
+        &mut printed,
+    );
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(unknown.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&unknown.stderr).starts_with("error: "));
+
+    let live = home.run(&["forget", &demo.endpoint], &mut printed);
+    assert_eq!(live.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&live.stderr).into_owned();
+    assert!(message.contains("running"), "{message}");
+    let list = home.list_json(&mut printed);
+    assert_eq!(
+        status_of(&list, &demo.endpoint),
+        Some("running"),
+        "a refused forget leaves the receipt"
+    );
+
+    let usage = home.run(&["list", "--no-such-flag"], &mut printed);
+    assert_eq!(usage.status.code(), Some(2));
+    let usage = home.run(&["approve"], &mut printed);
+    assert_eq!(usage.status.code(), Some(2));
+    assert_clean("the CLI's output", &printed, &[TOKEN_CANARY]);
+}
+
+/// Issue 3's "done when" for approval, from the command line: `pending --json` shows the
+/// package's pending registration without its poll token; `approve` completes it against the
+/// contract-following server, printing each state once; `agents.json` then holds the profile in
+/// the package's shape and nothing printed holds the API key or the poll token.
+#[test]
+fn approve_completes_a_pending_registration_and_prints_each_state_once() {
+    let mut home = Home::new();
+    let canon = canon_local::CanonHome::at(home.path("canon")).unwrap();
+    canon_local::get_or_create_pending_registration(&canon, "newbie", Some("codex")).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(canon_local::test_server::TestServer::start(
+            canon_local::test_server::TestServerConfig {
+                pending_polls: 3,
+                api_key: API_KEY_CANARY.into(),
+                poll_interval_ms: Some(50),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    home.extra_env
+        .push(("CANON_BASE_URL", server.base_url().into()));
+    let mut printed = String::new();
+
+    let pending = home.run(&["pending", "--json"], &mut printed);
+    assert!(pending.status.success(), "{pending:?}");
+    let pending: Value = serde_json::from_slice(&pending.stdout).unwrap();
+    assert_eq!(pending[0]["profile"], "newbie");
+    assert_eq!(pending[0]["clientType"], "codex");
+    assert_eq!(pending[0]["state"], "unsubmitted");
+    assert!(pending[0].get("pollToken").is_none(), "{pending}");
+
+    let approve = home.run(&["approve", "newbie"], &mut printed);
+    let stdout = String::from_utf8_lossy(&approve.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&approve.stderr).into_owned();
+    assert!(approve.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.starts_with("newbie: approved"), "{stdout}");
+    let progress: Vec<&str> = stderr.lines().collect();
+    assert!(!progress.is_empty(), "progress is shown");
+    for pair in progress.windows(2) {
+        assert_ne!(pair[0], pair[1], "a state is printed once: {stderr}");
+    }
+    assert!(!stderr.contains("approved"), "{stderr}");
+
+    let agents: Value =
+        serde_json::from_str(&std::fs::read_to_string(canon.agents_path()).unwrap()).unwrap();
+    assert_eq!(agents["newbie"]["apiKey"], API_KEY_CANARY);
+    assert_eq!(agents["newbie"]["clientType"], "codex");
+    let after = home.run(&["pending", "--json"], &mut printed);
+    let after: Value = serde_json::from_slice(&after.stdout).unwrap();
+    assert_eq!(after, serde_json::json!([]));
+
+    let state = server.state();
+    assert_eq!(state.registrations.len(), 1);
+    assert!(state.registrations[0].acked, "the approval was acked");
+    assert_clean("the CLI's output", &printed, &[API_KEY_CANARY]);
+}
+
+/// A rejected registration is the command's failure: its state on stdout, exit 1.
+#[test]
+fn approve_exits_1_when_the_registration_is_rejected() {
+    let mut home = Home::new();
+    let canon = canon_local::CanonHome::at(home.path("canon")).unwrap();
+    canon_local::get_or_create_pending_registration(&canon, "nope", Some("codex")).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(canon_local::test_server::TestServer::start(
+            canon_local::test_server::TestServerConfig {
+                reject: true,
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    home.extra_env
+        .push(("CANON_BASE_URL", server.base_url().into()));
+    let mut printed = String::new();
+
+    let approve = home.run(&["approve", "nope"], &mut printed);
+
+    assert_eq!(approve.status.code(), Some(1), "{approve:?}");
+    let stdout = String::from_utf8_lossy(&approve.stdout).into_owned();
+    assert!(stdout.starts_with("nope: rejected"), "{stdout}");
+    assert!(String::from_utf8_lossy(&approve.stderr).contains("error: "));
+}
