@@ -307,6 +307,32 @@ fn errors_exit_1_on_stderr_and_usage_errors_exit_2() {
     assert_clean("the CLI's output", &printed, &[TOKEN_CANARY]);
 }
 
+/// A pending registration for `profile` written as the package writes it, and the
+/// contract-following Canon server the CLI is pointed at (kept alive by the returned runtime).
+fn pending_with_server(
+    home: &mut Home,
+    profile: &str,
+    config: canon_local::test_server::TestServerConfig,
+) -> (
+    canon_local::CanonHome,
+    tokio::runtime::Runtime,
+    canon_local::test_server::TestServer,
+) {
+    let canon = canon_local::CanonHome::at(home.path("canon")).unwrap();
+    canon_local::get_or_create_pending_registration(&canon, profile, Some("codex")).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(canon_local::test_server::TestServer::start(config))
+        .unwrap();
+    home.extra_env
+        .push(("CANON_BASE_URL", server.base_url().into()));
+    (canon, runtime, server)
+}
+
 /// Issue 3's "done when" for approval, from the command line: `pending --json` shows the
 /// package's pending registration without its poll token; `approve` completes it against the
 /// contract-following server, printing each state once; `agents.json` then holds the profile in
@@ -314,25 +340,16 @@ fn errors_exit_1_on_stderr_and_usage_errors_exit_2() {
 #[test]
 fn approve_completes_a_pending_registration_and_prints_each_state_once() {
     let mut home = Home::new();
-    let canon = canon_local::CanonHome::at(home.path("canon")).unwrap();
-    canon_local::get_or_create_pending_registration(&canon, "newbie", Some("codex")).unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = runtime
-        .block_on(canon_local::test_server::TestServer::start(
-            canon_local::test_server::TestServerConfig {
-                pending_polls: 3,
-                api_key: API_KEY_CANARY.into(),
-                poll_interval_ms: Some(50),
-                ..Default::default()
-            },
-        ))
-        .unwrap();
-    home.extra_env
-        .push(("CANON_BASE_URL", server.base_url().into()));
+    let (canon, _runtime, server) = pending_with_server(
+        &mut home,
+        "newbie",
+        canon_local::test_server::TestServerConfig {
+            pending_polls: 3,
+            api_key: API_KEY_CANARY.into(),
+            poll_interval_ms: Some(50),
+            ..Default::default()
+        },
+    );
     let mut printed = String::new();
 
     let pending = home.run(&["pending", "--json"], &mut printed);
@@ -374,23 +391,14 @@ fn approve_completes_a_pending_registration_and_prints_each_state_once() {
 #[test]
 fn approve_exits_1_when_the_registration_is_rejected() {
     let mut home = Home::new();
-    let canon = canon_local::CanonHome::at(home.path("canon")).unwrap();
-    canon_local::get_or_create_pending_registration(&canon, "nope", Some("codex")).unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = runtime
-        .block_on(canon_local::test_server::TestServer::start(
-            canon_local::test_server::TestServerConfig {
-                reject: true,
-                ..Default::default()
-            },
-        ))
-        .unwrap();
-    home.extra_env
-        .push(("CANON_BASE_URL", server.base_url().into()));
+    let (_canon, _runtime, _server) = pending_with_server(
+        &mut home,
+        "nope",
+        canon_local::test_server::TestServerConfig {
+            reject: true,
+            ..Default::default()
+        },
+    );
     let mut printed = String::new();
 
     let approve = home.run(&["approve", "nope"], &mut printed);
