@@ -6,6 +6,7 @@
 
 use std::process::ExitCode;
 
+use supercode_core::view::PendingState;
 use supercode_core::{CoreEvent, Supercode, WatchHandle};
 use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder};
 use tauri_plugin_autostart::ManagerExt as _;
@@ -173,11 +174,18 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: &str) {
             tauri::async_runtime::spawn(async move {
                 let core = app.state::<Supercode>();
                 match core.approve(&profile, |_| {}).await {
-                    Ok(view) => notify(
-                        &app,
-                        "Registration",
-                        &format!("{}: {:?}", view.profile, view.state),
-                    ),
+                    Ok(view) => {
+                        let title = match view.state {
+                            PendingState::Approved => "Registration approved",
+                            PendingState::Rejected => "Registration rejected",
+                            _ => "Registration not approved yet",
+                        };
+                        let body = match &view.message {
+                            Some(message) => format!("\"{}\": {message}", view.profile),
+                            None => format!("\"{}\"", view.profile),
+                        };
+                        notify(&app, title, &body);
+                    }
                     Err(e) => notify(&app, "Approval failed", &e.to_string()),
                 }
             });

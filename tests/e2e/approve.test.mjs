@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 import { assert, test } from './harness.mjs';
+import { notificationTexts, startNotificationServer } from './notifications.mjs';
 import { startProcess } from './processes.mjs';
 import {
   canary,
@@ -18,6 +19,7 @@ import {
   startRecording,
   writePendingRegistrations,
 } from './support.mjs';
+import { startTrayHost } from './tray.mjs';
 
 const PROFILE = 'nova';
 /** The API key the fake Canon issues; it must end up in agents.json and the keychain only. */
@@ -30,9 +32,16 @@ const SERVER_READY_TIMEOUT_MS = 30_000;
 const APPROVAL_TIMEOUT_MS = 60_000;
 
 let canonBaseUrl;
+let host;
+let notifications;
 
-/** Starts the fake Canon before the app, whose CANON_BASE_URL must name it. */
+/**
+ * Starts the fake Canon before the app, whose CANON_BASE_URL must name it, and the stand-in tray
+ * host and notification server, which must own their bus names before the app starts.
+ */
 export async function env({ app, artifactsDir, fileSlug }) {
+  host = await startTrayHost({ artifactsDir, fileSlug });
+  notifications = await startNotificationServer({ artifactsDir, fileSlug });
   const server = process.env.CANON_TEST_SERVER ?? join(dirname(app), 'canon-test-server');
   try {
     await access(server, fsConstants.X_OK);
@@ -111,4 +120,37 @@ test('approving a pending registration saves the issued key and acknowledges it'
   const leaks = findLeaks([...ipc.map((text, i) => ({ where: `IPC payload ${i}`, text })), ...dom.map((text, i) => ({ where: `DOM record ${i}`, text }))], [API_KEY]);
   assert.deepEqual(leaks, [], 'the API key never reached the webview');
   await paintedScreenshot(t, app, 'approved');
+});
+
+// Proves: "Approve registration" in the tray menu carries a registration through approval without
+// the window: agents.json gets the profile with the key Canon issued, the entry leaves the menu,
+// and a "Registration approved" notification names the profile and carries no key. Runs after
+// the window's approval, whose assertions count Canon's registrations from a fresh server.
+test('Approve registration in the tray menu completes it and says so', async (t) => {
+  const profile = 'orion';
+  const label = `Approve registration "${profile}"`;
+  await writePendingRegistrations(t.env.CANON_HOME, [profile]);
+  await t.openApp();
+  const pids = await t.appPids();
+  assert.equal(pids.length, 1, `one app process runs (found ${pids.length})`);
+  const tray = await host.itemOf(pids[0]);
+
+  await tray.click(label);
+
+  const agents = await t.waitUntil(
+    `agents.json to hold ${profile}`,
+    async () => {
+      const saved = await readJsonIfExists(join(t.env.CANON_HOME, 'agents.json'));
+      return saved?.[profile] ? saved : undefined;
+    },
+    APPROVAL_TIMEOUT_MS,
+  );
+  assert.ok(agents[profile].apiKey === API_KEY, 'agents.json holds the API key Canon issued (value withheld)');
+  await tray.waitForMenu('the Approve entry to go', (m) => !m.some((e) => e.label === label));
+  const told = await notifications.waitFor(
+    `a "Registration approved" notification naming ${profile}`,
+    (n) => n.pid === pids[0] && n.summary === 'Registration approved' && n.body.includes(`"${profile}"`),
+  );
+  console.log(`       (body ${JSON.stringify(told.body)})`);
+  assert.deepEqual(findLeaks(notificationTexts(notifications.all()), [API_KEY]), [], 'no notification carries the API key');
 });
