@@ -73,13 +73,6 @@ export async function env({ app, artifactsDir, fileSlug }) {
   return { CANON_BASE_URL: canonBaseUrl };
 }
 
-/** The one app process of this test. */
-async function appPid(t) {
-  const pids = await t.appPids();
-  assert.equal(pids.length, 1, `one app process runs (found ${pids.length})`);
-  return pids[0];
-}
-
 /** Asserts that no notification holds any of `secrets` or a loopback address. */
 function assertNoLeaks(secrets) {
   const texts = notificationTexts(notifications.all());
@@ -104,7 +97,7 @@ test('a SIGKILLed runtime is notified as stopped, a cleanly stopped one is not',
   const clean = await t.startDemoRuntime('notify-clean', { args: ['--token-file', tokenFile] });
   const doomed = await t.startDemoRuntime('notify-doomed', { args: ['--token-file', tokenFile] });
   const app = await t.openApp();
-  const pid = await appPid(t);
+  const pid = await t.appPid();
   for (const name of ['notify-clean', 'notify-doomed']) {
     await waitForRow(app, `${name} listed as running`, name, (row) => row.status === 'running');
   }
@@ -136,7 +129,7 @@ test('a registration submitted for approval is notified as waiting, by profile',
   try {
     await writePendingRegistrations(t.env.CANON_HOME, [profile]);
     const app = await t.openApp();
-    const pid = await appPid(t);
+    const pid = await t.appPid();
     await app.waitFor(`${profile} listed as not yet submitted`, async () => (await pendingRows(app)).some((p) => p.profile === profile && p.state === 'unsubmitted'));
     const before = notifications.all().length;
 
@@ -170,7 +163,7 @@ test('a registration written as submitted while the app runs is notified as wait
   const pendingFile = join(t.env.CANON_HOME, 'pending-registrations.json');
   try {
     const app = await t.openApp();
-    const pid = await appPid(t);
+    const pid = await t.appPid();
     await app.waitForElement('[data-testid="secret-store"], [data-testid="empty-state"]');
     const now = new Date().toISOString();
     await writeCanonJson(pendingFile, {

@@ -28,7 +28,7 @@ import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { DEFAULT_TEST_TIMEOUT_MS, takeRegisteredTests } from './harness.mjs';
+import { DEFAULT_TEST_TIMEOUT_MS, assert, takeRegisteredTests } from './harness.mjs';
 import { groupProcessesOf, runningProcesses, startDemoRuntime, startProcess, stopAllProcesses, stopPids, waitForBusNameReleased } from './processes.mjs';
 import { DEFAULT_WAIT_TIMEOUT_MS, Session, WAIT_POLL_INTERVAL_MS, WebDriverError, driverStatus } from './webdriver.mjs';
 
@@ -162,6 +162,13 @@ class TestContext {
   /** Pids of the app processes running now (started through this test's sessions or earlier). */
   appPids() {
     return groupProcessesOf(this.driver.proc.pid, realpathSync(this.app));
+  }
+
+  /** The pid of the one app process running now; fails when there is none or more than one. */
+  async appPid() {
+    const pids = await this.appPids();
+    assert.equal(pids.length, 1, `one app process runs (found ${pids.length})`);
+    return pids[0];
   }
 
   /**

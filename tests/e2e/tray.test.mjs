@@ -44,10 +44,9 @@ export async function env({ stateDir, artifactsDir, fileSlug }) {
 /** Starts the app and returns its WebDriver session, its pid and its tray item. */
 async function openTray(t) {
   const app = await t.openApp();
-  const pids = await t.appPids();
-  assert.equal(pids.length, 1, `one app process runs (found ${pids.length})`);
-  const tray = await host.itemOf(pids[0]);
-  return { app, pid: pids[0], tray };
+  const pid = await t.appPid();
+  const tray = await host.itemOf(pid);
+  return { app, pid, tray };
 }
 
 const attachLabel = (name) => `Attach ${name} (demo)`;
