@@ -95,29 +95,20 @@ fn a_catalog_entry_whose_profile_is_missing_from_agents_json_cannot_be_revived()
 fn a_manual_or_unknown_revive_capability_is_not_revivable_and_says_which() {
     let fx = Fixture::new();
     fx.add_profile("m", "k");
-    let cwd = fx.workspace().to_string_lossy().into_owned();
-    let mut ids = Vec::new();
-    for (n, capability) in [
+    let ids = [
         canon_local::ReviveCapability::Manual,
         canon_local::ReviveCapability::Other("resume".into()),
     ]
-    .into_iter()
-    .enumerate()
-    {
-        let launch = vec![format!("run-{n}")];
-        let id = canon_local::build_local_runtime_id("sdk", Some("m"), &cwd, &launch).unwrap();
-        let entry = canon_local::LocalRuntimeCatalogEntry::new(
-            id.clone(),
-            "sdk",
-            Some("m".into()),
-            cwd.clone(),
-            launch,
+    .map(|capability| {
+        let launch = format!("run-{}", capability.as_str());
+        fx.add_catalog_entry_with(
+            Some("m"),
+            &[&launch],
             LocalRuntimeStatus::Offline,
+            None,
             capability,
-        );
-        canon_local::upsert_local_runtime_entry(fx.canon(), &entry).unwrap();
-        ids.push(id);
-    }
+        )
+    });
 
     let snapshot = fx.core().snapshot();
 

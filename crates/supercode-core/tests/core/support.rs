@@ -142,13 +142,26 @@ impl Fixture {
         .unwrap();
     }
 
-    /// Writes a catalog entry for `profile` running `launch` in the workspace; returns its id.
+    /// Writes a revivable catalog entry for `profile` running `launch` in the workspace; returns
+    /// its id.
     pub fn add_catalog_entry(
         &self,
         profile: Option<&str>,
         launch: &[&str],
         status: LocalRuntimeStatus,
         pid: Option<u32>,
+    ) -> String {
+        self.add_catalog_entry_with(profile, launch, status, pid, ReviveCapability::Revivable)
+    }
+
+    /// [`Fixture::add_catalog_entry`] with the revive capability the entry records.
+    pub fn add_catalog_entry_with(
+        &self,
+        profile: Option<&str>,
+        launch: &[&str],
+        status: LocalRuntimeStatus,
+        pid: Option<u32>,
+        capability: ReviveCapability,
     ) -> String {
         let cwd = self.workspace().to_string_lossy().into_owned();
         let launch: Vec<String> = launch.iter().map(|s| (*s).to_owned()).collect();
@@ -160,7 +173,7 @@ impl Fixture {
             cwd,
             launch,
             status,
-            ReviveCapability::Revivable,
+            capability,
         );
         entry.pid = pid.map(i64::from);
         entry.last_stopped_at = Some(canon_local::json::iso_now());
