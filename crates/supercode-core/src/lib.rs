@@ -165,18 +165,20 @@ impl Supercode {
     }
 
     /// Starts watching receipts and `$CANON_HOME`; events go to `sink` until the handle drops.
-    /// Every snapshot the watcher takes also stops the attach proxies of runtimes it no longer
-    /// lists as running, so a proxy does not outlive its runtime while nobody asks for a list.
+    /// Every snapshot the watcher takes, published or not, also stops the attach proxies of
+    /// runtimes it does not list as running: a proxy then does not outlive its runtime while
+    /// nobody asks for a list, even for a runtime that came and went between two scans (whose
+    /// going changes nothing the watcher had published).
     pub fn watch(&self, sink: impl Fn(CoreEvent) + Send + Sync + 'static) -> WatchHandle {
         let proxies = self.proxies.clone();
-        let sink: EventSink = Arc::new(move |event: CoreEvent| {
-            if let CoreEvent::Snapshot(snapshot) = &event {
-                proxies.retain_live(snapshot);
-            }
-            sink(event);
-        });
+        let sink: EventSink = Arc::new(sink);
         *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink.clone());
-        watch::start(self.locations.clone(), self.approvals.clone(), sink)
+        watch::start(
+            self.locations.clone(),
+            self.approvals.clone(),
+            sink,
+            Box::new(move |snapshot| proxies.retain_live(snapshot)),
+        )
     }
 
     /// Sends a fresh snapshot to the sink, if one is installed.

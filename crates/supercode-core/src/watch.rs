@@ -143,8 +143,18 @@ impl Changes {
     }
 }
 
-/// Starts the watcher on its own thread; it publishes a snapshot at once and on every change.
-pub fn start(locations: Locations, approvals: ApprovalBoard, sink: EventSink) -> WatchHandle {
+/// Called with every snapshot the watcher takes, including the many that change nothing and so
+/// are not published.
+pub type PassObserver = Box<dyn Fn(&Snapshot) + Send>;
+
+/// Starts the watcher on its own thread; it publishes a snapshot at once and on every change, and
+/// hands every snapshot it takes to `on_pass`.
+pub fn start(
+    locations: Locations,
+    approvals: ApprovalBoard,
+    sink: EventSink,
+    on_pass: PassObserver,
+) -> WatchHandle {
     let cancel = CancellationToken::new();
     let token = cancel.clone();
     let thread = std::thread::Builder::new()
@@ -160,7 +170,7 @@ pub fn start(locations: Locations, approvals: ApprovalBoard, sink: EventSink) ->
                     return;
                 }
             };
-            runtime.block_on(run(locations, approvals, sink, token));
+            runtime.block_on(run(locations, approvals, sink, on_pass, token));
         })
         .map_err(|e| tracing::error!("the watcher thread could not start: {e}"))
         .ok();
@@ -171,6 +181,7 @@ async fn run(
     locations: Locations,
     approvals: ApprovalBoard,
     sink: EventSink,
+    on_pass: PassObserver,
     cancel: CancellationToken,
 ) {
     let (tx, mut rx) = unbounded_channel();
@@ -200,6 +211,7 @@ async fn run(
             last.as_ref(),
             std::mem::take(&mut changes),
         );
+        on_pass(&snapshot);
         for name in died {
             sink(CoreEvent::RuntimeDied { name });
         }

@@ -1,15 +1,18 @@
 //! The watcher (issues 4 and 6): file changes and process exits reach the sink promptly, without
 //! waiting for the reconcile tick; deaths are told apart from clean exits.
 
+use std::fs::OpenOptions;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use canon_local::PendingPatch;
 use live_runtime::Sensitive;
+use supercode_core::approvals::ApprovalBoard;
 use supercode_core::view::{PendingState, RuntimeStatus};
 use supercode_core::watch::RECONCILE_INTERVAL;
 use supercode_core::CoreEvent;
 
-use crate::support::{find, recorder, register, Fixture, RuntimeProcess, TIMEOUT};
+use crate::support::{find, recorder, register, wait_until, Fixture, RuntimeProcess, TIMEOUT};
 
 /// What "promptly" means here: well inside the reconcile tick, so only the file watch or the
 /// pidfd can explain it, yet loose enough for a loaded CI machine.
@@ -276,4 +279,49 @@ fn an_idle_watcher_does_not_rescan_because_of_its_own_reads() {
         opens <= 1,
         "the idle watcher opened the receipt {opens} times in {window:?}"
     );
+}
+
+// Proves: every pass the watcher takes reaches its pass observer, the passes that change nothing
+// (and so publish nothing) too. `Supercode::watch` stops attach proxies there, which is what
+// stops the proxy of a runtime that came, was attached and went between two passes: its going
+// changes no snapshot the watcher had published.
+#[test]
+fn every_pass_reaches_the_pass_observer_even_when_it_publishes_nothing() {
+    let fx = Fixture::new();
+    let (registration, _listener) = register(fx.receipts(), "steady", "tok", None);
+    let log: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let (sink_log, pass_log) = (log.clone(), log.clone());
+    let entries = || log.lock().unwrap().clone();
+    let _watch = supercode_core::watch::start(
+        fx.locations.clone(),
+        ApprovalBoard::default(),
+        Arc::new(move |event| {
+            if matches!(event, CoreEvent::Snapshot(_)) {
+                sink_log.lock().unwrap().push("published");
+            }
+        }),
+        Box::new(move |_| pass_log.lock().unwrap().push("pass")),
+    );
+    wait_until("the first snapshot", TIMEOUT, || {
+        entries().contains(&"published").then_some(())
+    });
+
+    // Writes that change nothing: the watcher re-reads the receipt and finds it the same.
+    let receipt = fx.receipts().receipt_path(registration.endpoint());
+    let start = entries().len();
+    for round in 1..=2 {
+        drop(OpenOptions::new().append(true).open(&receipt).unwrap());
+        wait_until("a pass after the write", TIMEOUT, || {
+            let passes = entries()[start..].iter().filter(|&&e| e == "pass").count();
+            (passes >= round).then_some(())
+        });
+    }
+    // The watcher publishes right after the pass it publishes for, so whatever the first of
+    // these passes published is in the log by the time the second pass is.
+    let after = entries()[start..].to_vec();
+    assert!(
+        !after.contains(&"published"),
+        "an unchanged pass published a snapshot: {after:?}"
+    );
+    assert!(after.len() >= 2, "{after:?}");
 }
