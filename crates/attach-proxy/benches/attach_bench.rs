@@ -141,6 +141,8 @@ struct Parties {
     proxy_thread: u32,
     runtime: u32,
     nginx: Option<u32>,
+    /// The TCP relay process (see [`serve_relay_process`]).
+    relay: u32,
 }
 
 impl Parties {
@@ -200,6 +202,7 @@ fn place(parties: &Parties, placement: Placement, cpus: usize) {
     if let Some(nginx) = parties.nginx {
         set_affinity(nginx, proxy, true);
     }
+    set_affinity(parties.relay, proxy, true);
 }
 
 fn cpus_allowed(pid: u32, tid: u32) -> String {
@@ -242,6 +245,12 @@ fn placement_report(parties: &Parties) -> String {
         )
         .unwrap();
     }
+    write!(
+        report,
+        "; tcp-relay: {}",
+        describe_affinity(parties.relay, &task_ids(parties.relay))
+    )
+    .unwrap();
     report
 }
 
@@ -739,6 +748,9 @@ async fn main() {
     if std::env::var_os(PROXY_ROLE_ENV).is_some() {
         return serve_proxy_process().await;
     }
+    if std::env::var_os(RELAY_ROLE_ENV).is_some() {
+        return serve_relay_process().await;
+    }
     if std::env::args().any(|arg| arg == "--instructions") {
         return count_per_message(Counter::Instructions).await;
     }
@@ -775,12 +787,14 @@ async fn main() {
         .unwrap();
     let cookie = session_cookie(&proxy).await;
     let nginx = start_nginx(dir.path(), runtime_addr, &token).await;
+    let (mut relay, relay_addr) = spawn_relay_process(runtime_addr).await;
     let bench = std::process::id();
     let parties = Parties {
         bench,
         proxy_thread: find_proxy_thread(bench),
         runtime: runtime.id().expect("runtime process runs"),
         nginx: nginx.as_ref().map(|n| n.pid),
+        relay: relay.id().expect("relay process runs"),
     };
 
     let mut bearer: HeaderValue = format!("Bearer {token}").parse().unwrap();
@@ -789,7 +803,7 @@ async fn main() {
         Target {
             name: "direct",
             addr: runtime_addr,
-            headers: vec![(hyper::header::AUTHORIZATION, bearer)],
+            headers: vec![(hyper::header::AUTHORIZATION, bearer.clone())],
             middle: None,
         },
         Target {
@@ -810,6 +824,13 @@ async fn main() {
             middle: Some(Threads::Process(nginx.pid)),
         });
     }
+    // The client sends the token itself here: the relay only copies bytes.
+    targets.push(Target {
+        name: "tcp-relay",
+        addr: relay_addr,
+        headers: vec![(hyper::header::AUTHORIZATION, bearer)],
+        middle: Some(Threads::Process(parties.relay)),
+    });
     let origins: Vec<Option<String>> = targets
         .iter()
         .map(|t| (t.name == "attach-proxy").then(|| proxy.origin()))
@@ -833,6 +854,8 @@ async fn main() {
         let _ = nginx.child.kill().await;
     }
     proxy.shutdown().await;
+    drop(relay.stdin.take());
+    let _ = relay.wait().await;
     drop(runtime.stdin.take());
     let _ = runtime.wait().await;
 }
@@ -1040,6 +1063,75 @@ const RUNTIME_ROLE_ENV: &str = "ATTACH_BENCH_RUNTIME_PROCESS";
 
 /// Environment variable that makes this binary serve an attach proxy (for `--instructions`).
 const PROXY_ROLE_ENV: &str = "ATTACH_BENCH_PROXY_PROCESS";
+
+/// Environment variable that makes this binary serve a TCP relay (see [`serve_relay_process`]).
+const RELAY_ROLE_ENV: &str = "ATTACH_BENCH_RELAY_PROCESS";
+
+/// Buffer per direction of the TCP relay: enough for a request or a large read of a body.
+const RELAY_BUFFER: usize = 256 * 1024;
+
+/// Starts this binary again as a TCP relay to `upstream`; returns it and its address.
+async fn spawn_relay_process(upstream: SocketAddr) -> (tokio::process::Child, SocketAddr) {
+    let (child, mut lines) = spawn_role(RELAY_ROLE_ENV, &[], &format!("{upstream}\n")).await;
+    let addr = lines
+        .next_line()
+        .await
+        .unwrap()
+        .expect("relay process prints its address")
+        .parse()
+        .unwrap();
+    (child, addr)
+}
+
+/// The floor under every proxy in the tables: a TCP relay that copies bytes both ways on one
+/// thread (a single-threaded tokio runtime, one upstream connection per client connection,
+/// `TCP_NODELAY` on both) and parses nothing, so it can neither check a session nor add the
+/// token; the client sends the token itself. No HTTP proxy can do less per request, so "% of
+/// direct" of this row bounds what any proxy gets on this machine in this placement. Serves
+/// until stdin closes.
+async fn serve_relay_process() {
+    use std::io::{BufRead, Read};
+    let mut upstream = String::new();
+    std::io::stdin().lock().read_line(&mut upstream).unwrap();
+    let upstream: SocketAddr = upstream.trim().parse().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    // The benchmark's private pipe: the parent needs the address to connect.
+    println!("{}", listener.local_addr().unwrap());
+    std::thread::Builder::new()
+        .name("tcp-relay".to_owned())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_io()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let Ok((mut client, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    tokio::spawn(async move {
+                        let Ok(mut runtime) = tokio::net::TcpStream::connect(upstream).await else {
+                            return;
+                        };
+                        let _ = client.set_nodelay(true);
+                        let _ = runtime.set_nodelay(true);
+                        let _ = tokio::io::copy_bidirectional_with_sizes(
+                            &mut client,
+                            &mut runtime,
+                            RELAY_BUFFER,
+                            RELAY_BUFFER,
+                        )
+                        .await;
+                    });
+                }
+            });
+        })
+        .unwrap();
+    let _ =
+        tokio::task::spawn_blocking(|| std::io::stdin().lock().read_to_end(&mut Vec::new())).await;
+}
 
 /// Starts this binary again as a demo-runtime process, under `wrapper` (e.g. valgrind) if not
 /// empty. The token goes over stdin (not argv or the environment); the child prints its address
