@@ -272,6 +272,10 @@ struct Row {
     wrk_cpu_us: Option<f64>,
     runtime_cpu_us: Option<f64>,
     middle_cpu_us: Option<f64>,
+    /// Of the CPU µs per request of wrk and the runtime, those spent in the kernel: what a hop
+    /// between them changes, since their user-space work per request stays the same.
+    wrk_kernel_us: Option<f64>,
+    runtime_kernel_us: Option<f64>,
     /// Under wrk, % of one core busy with wrk + runtime, and with the proxy. Isolated, a proxy
     /// near 100 % is the bottleneck; neither near 100 % means the hand-offs between cores are.
     client_runtime_busy: Option<f64>,
@@ -478,6 +482,9 @@ struct WrkResult {
     wrk_cpu_us: f64,
     runtime_cpu_us: f64,
     middle_cpu_us: Option<f64>,
+    /// Of those, µs per request in the kernel (stime), for wrk and the runtime.
+    wrk_kernel_us: f64,
+    runtime_kernel_us: f64,
 }
 
 /// wrk's `done` hook prints the requests it completed and its own CPU time (utime + stime of
@@ -492,6 +499,7 @@ done = function(summary, latency, requests)
   for v in stat:match("%) (.*)"):gmatch("%S+") do fields[#fields + 1] = v end
   io.write(string.format("bench-requests: %d\n", summary.requests))
   io.write(string.format("bench-cpu-ticks: %d\n", tonumber(fields[12]) + tonumber(fields[13])))
+  io.write(string.format("bench-kernel-ticks: %d\n", tonumber(fields[13])))
 end
 "#;
 
@@ -528,6 +536,7 @@ async fn wrk(
     };
     let runtime = parties.runtime_threads();
     let cpu_before = (runtime.cpu_ns(), target.middle.map(Threads::cpu_ns));
+    let kernel_before = kernel_ticks(parties.runtime);
     let output = command
         .arg("-t1")
         .arg(format!("-c{}", wrk_connections()))
@@ -541,6 +550,7 @@ async fn wrk(
         .await
         .ok()?;
     let cpu_after = (runtime.cpu_ns(), target.middle.map(Threads::cpu_ns));
+    let kernel_after = kernel_ticks(parties.runtime);
     let text = String::from_utf8_lossy(&output.stdout);
     if text.contains("Non-2xx") {
         panic!("wrk saw errors for {}:\n{text}", target.name);
@@ -556,19 +566,34 @@ async fn wrk(
     let p99_us = parse_wrk_latency(&field("99%")?)?;
     let requests: f64 = field("bench-requests:")?.parse().ok()?;
     let wrk_ticks: f64 = field("bench-cpu-ticks:")?.parse().ok()?;
+    let wrk_kernel_ticks: f64 = field("bench-kernel-ticks:")?.parse().ok()?;
+    let ticks_per_request_us = |ticks: f64| ticks / USER_HZ * 1e6 / requests.max(1.0);
     let per_request_us =
         |before: u64, after: u64| after.saturating_sub(before) as f64 / 1e3 / requests.max(1.0);
     Some(WrkResult {
         rps,
         p50_us,
         p99_us,
-        wrk_cpu_us: wrk_ticks / USER_HZ * 1e6 / requests.max(1.0),
+        wrk_cpu_us: ticks_per_request_us(wrk_ticks),
+        wrk_kernel_us: ticks_per_request_us(wrk_kernel_ticks),
+        runtime_kernel_us: ticks_per_request_us(kernel_after.saturating_sub(kernel_before) as f64),
         runtime_cpu_us: per_request_us(cpu_before.0, cpu_after.0),
         middle_cpu_us: cpu_before
             .1
             .zip(cpu_after.1)
             .map(|(before, after)| per_request_us(before, after)),
     })
+}
+
+/// Kernel time (stime) of every thread of a process so far, in clock ticks, from `/proc/PID/stat`.
+fn kernel_ticks(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let (_, fields) = stat.rsplit_once(") ")?;
+            fields.split_whitespace().nth(12)?.parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 struct Nginx {
@@ -687,6 +712,8 @@ fn median_row(rounds: &[Row]) -> Row {
         wrk_cpu_us: mo(|r| r.wrk_cpu_us),
         runtime_cpu_us: mo(|r| r.runtime_cpu_us),
         middle_cpu_us: mo(|r| r.middle_cpu_us),
+        wrk_kernel_us: mo(|r| r.wrk_kernel_us),
+        runtime_kernel_us: mo(|r| r.runtime_kernel_us),
         client_runtime_busy: mo(|r| r.client_runtime_busy),
         middle_busy: mo(|r| r.middle_busy),
         cpu0_busy: mo(|r| r.cpu0_busy),
@@ -902,6 +929,8 @@ async fn measure(
                 row.load_p99_us = Some(run.p99_us);
                 row.wrk_cpu_us = Some(run.wrk_cpu_us);
                 row.runtime_cpu_us = Some(run.runtime_cpu_us);
+                row.wrk_kernel_us = Some(run.wrk_kernel_us);
+                row.runtime_kernel_us = Some(run.runtime_kernel_us);
                 row.middle_cpu_us = run.middle_cpu_us;
                 // µs per request × requests per second = µs busy per second; / 1e4 gives %.
                 row.client_runtime_busy =
@@ -982,6 +1011,13 @@ fn print_measurement(
             )
         },
     );
+    line("of which in the kernel, wrk / runtime (µs)", &|r| {
+        format!(
+            "{} / {}",
+            fmt_opt(r.wrk_kernel_us, 1),
+            fmt_opt(r.runtime_kernel_us, 1)
+        )
+    });
     line(
         "CPU busy under that load, wrk + runtime / proxy (% of one core)",
         &|r| {
