@@ -161,15 +161,24 @@ async fn dispatch(command: Command) -> Result<(), String> {
     Ok(())
 }
 
-/// `attach ID`: the one-time URL is the first line on stdout; the proxy serves until interrupted.
+/// `attach ID`: the one-time URL is the first line on stdout; the proxy serves until interrupted,
+/// or until its runtime goes away (its receipt removed, or its process exited), as in the tray.
 async fn attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), String> {
+    // Watching from before the attach, so a runtime that goes right after it is still seen.
+    let _watch = core.watch(|_| {});
     let url = core.attach(id).await.map_err(|e| e.to_string())?;
     println!("{}", url.as_str());
     if !no_open {
         supercode_core::attach::open_in_browser(&url).map_err(|e| e.to_string())?;
     }
     eprintln!("Serving the attach proxy; press Ctrl-C to stop.");
-    let _ = tokio::signal::ctrl_c().await;
-    core.shutdown_proxies().await;
-    Ok(())
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {
+            core.shutdown_proxies().await;
+            Ok(())
+        }
+        () = core.proxies_stopped() => {
+            Err(format!("{id} stopped, so its attach proxy is closed"))
+        }
+    }
 }

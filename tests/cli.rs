@@ -404,3 +404,74 @@ fn approve_exits_1_when_the_registration_is_rejected() {
     assert!(stdout.starts_with("nope: rejected"), "{stdout}");
     assert!(String::from_utf8_lossy(&approve.stderr).contains("error: "));
 }
+
+/// The proxy's own loopback address, from the attach URL.
+fn proxy_address(url: &str) -> std::net::SocketAddr {
+    url.strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|authority| authority.parse().ok())
+        .unwrap_or_else(|| panic!("not an attach URL: {url:?}"))
+}
+
+fn accepts(address: std::net::SocketAddr) -> bool {
+    std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok()
+}
+
+// Proves (issue 5): `attach ID --no-open` prints the one-time URL first and serves; when its
+// runtime dies (SIGKILL), the proxy closes and the command ends with exit 1 and a message
+// instead of serving 502 pages until someone presses Ctrl-C.
+#[test]
+fn attach_serves_until_its_runtime_dies_then_exits_1_and_closes_the_proxy() {
+    let home = Home::new();
+    let token_file = home.path("token");
+    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let mut demo = home.start_demo("delta", &token_file);
+
+    let mut attach = home
+        .command(&["attach", &demo.endpoint, "--no-open"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(attach.stdout.take().unwrap());
+    let mut url = String::new();
+    stdout.read_line(&mut url).unwrap();
+    let url = url.trim().to_owned();
+    assert!(url.contains("/__attach/"), "first line is the URL: {url:?}");
+    let proxy = proxy_address(&url);
+    assert!(accepts(proxy), "the proxy serves while its runtime runs");
+    assert!(
+        attach.try_wait().unwrap().is_none(),
+        "attach keeps serving while its runtime runs"
+    );
+
+    demo.kill();
+    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    let status = loop {
+        if let Some(status) = attach.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = attach.kill();
+            panic!("attach still serves {START_TIMEOUT:?} after its runtime was killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    attach
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("stopped, so its attach proxy is closed"),
+        "stderr says why: {err}"
+    );
+    assert!(!accepts(proxy), "the proxy's port is closed");
+    let mut printed = url;
+    stdout.read_to_string(&mut printed).unwrap();
+    printed.push_str(&err);
+    assert_clean("attach's output", &printed, &[TOKEN_CANARY]);
+}

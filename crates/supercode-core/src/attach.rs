@@ -18,6 +18,8 @@ use crate::{CoreError, Locations};
 #[derive(Default)]
 pub struct AttachSessions {
     proxies: Mutex<HashMap<LiveRuntimeEndpoint, Arc<AttachProxy>>>,
+    /// Woken whenever [`AttachSessions::retain_live`] stops a proxy.
+    stopped: tokio::sync::Notify,
 }
 
 impl AttachSessions {
@@ -74,12 +76,33 @@ impl AttachSessions {
 
     /// Stops the proxies of runtimes that are no longer running.
     pub fn retain_live(&self, snapshot: &Snapshot) {
-        self.lock().retain(|endpoint, _| {
-            snapshot.runtimes.iter().any(|r| {
-                r.status == RuntimeStatus::Running
-                    && r.endpoint.as_deref() == Some(endpoint.as_str())
-            })
-        });
+        let stopped = {
+            let mut proxies = self.lock();
+            let before = proxies.len();
+            proxies.retain(|endpoint, _| {
+                snapshot.runtimes.iter().any(|r| {
+                    r.status == RuntimeStatus::Running
+                        && r.endpoint.as_deref() == Some(endpoint.as_str())
+                })
+            });
+            proxies.len() < before
+        };
+        if stopped {
+            self.stopped.notify_waiters();
+        }
+    }
+
+    /// Resolves once no proxy runs any more because their runtimes went away (at once if none
+    /// runs). Only [`AttachSessions::retain_live`] wakes it.
+    pub async fn all_stopped(&self) {
+        loop {
+            // Registered before the check, so a stop between the check and the wait still wakes.
+            let stopped = self.stopped.notified();
+            if self.lock().is_empty() {
+                return;
+            }
+            stopped.await;
+        }
     }
 
     /// Stops every proxy.

@@ -118,6 +118,12 @@ impl Supercode {
         self.proxies.shutdown_all().await;
     }
 
+    /// Resolves once every attach proxy has stopped because its runtime went away, as a
+    /// [`Supercode::watch`] or a snapshot saw it (at once if none runs).
+    pub async fn proxies_stopped(&self) {
+        self.proxies.all_stopped().await;
+    }
+
     /// Relaunches a stopped runtime from its recorded launch command and waits until it is up.
     pub async fn revive(&self, id: &str) -> Result<ReviveOutcome, CoreError> {
         let outcome = logged("revive", id, revive::revive(&self.locations, id).await);
