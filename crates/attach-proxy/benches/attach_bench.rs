@@ -1108,15 +1108,7 @@ const RELAY_BUFFER: usize = 256 * 1024;
 
 /// Starts this binary again as a TCP relay to `upstream`; returns it and its address.
 async fn spawn_relay_process(upstream: SocketAddr) -> (tokio::process::Child, SocketAddr) {
-    let (child, mut lines) = spawn_role(RELAY_ROLE_ENV, &[], &format!("{upstream}\n")).await;
-    let addr = lines
-        .next_line()
-        .await
-        .unwrap()
-        .expect("relay process prints its address")
-        .parse()
-        .unwrap();
-    (child, addr)
+    spawn_listening_role(RELAY_ROLE_ENV, &[], &format!("{upstream}\n")).await
 }
 
 /// The floor under every proxy in the tables: a TCP relay that copies bytes both ways on one
@@ -1176,12 +1168,21 @@ async fn spawn_runtime_process(
     token: &str,
     wrapper: &[String],
 ) -> (tokio::process::Child, SocketAddr) {
-    let (child, mut lines) = spawn_role(RUNTIME_ROLE_ENV, wrapper, &format!("{token}\n")).await;
+    spawn_listening_role(RUNTIME_ROLE_ENV, wrapper, &format!("{token}\n")).await
+}
+
+/// [`spawn_role`] for a role whose first line on stdout is the address it listens on.
+async fn spawn_listening_role(
+    role: &str,
+    wrapper: &[String],
+    input: &str,
+) -> (tokio::process::Child, SocketAddr) {
+    let (child, mut lines) = spawn_role(role, wrapper, input).await;
     let addr = lines
         .next_line()
         .await
         .unwrap()
-        .expect("runtime process prints its address")
+        .unwrap_or_else(|| panic!("{role} child prints its address"))
         .parse()
         .unwrap();
     (child, addr)
