@@ -4,7 +4,7 @@
 //! kept, so the maps hold nothing a memory dump could replay, and a lookup's timing depends on a
 //! digest the requester cannot steer rather than on the secret itself.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -64,34 +64,57 @@ impl AttachCodes {
     }
 }
 
-/// Session ids handed to browsers that redeemed a code. They live as long as the proxy.
-#[derive(Default)]
+/// Session ids handed to browsers that redeemed a code, with when each was last used. A session
+/// unused for longer than its idle timeout is over: the next request gets "attach again".
 pub(crate) struct Sessions {
-    // std Mutex: held only for a set operation, never across an await.
-    ids: Mutex<HashSet<Digest32>>,
+    // std Mutex: held only for a map operation, never across an await.
+    last_used: Mutex<HashMap<Digest32, Instant>>,
+    idle_timeout: Duration,
 }
 
 impl Sessions {
-    /// Starts a session and returns its id (the cookie value).
+    pub(crate) fn new(idle_timeout: Duration) -> Self {
+        Self {
+            last_used: Mutex::default(),
+            idle_timeout,
+        }
+    }
+
+    /// Starts a session and returns its id (the cookie value). Sessions idle for too long are
+    /// forgotten on the way, so the map only holds live ones.
     pub(crate) fn open(&self) -> String {
         let id = random_hex(SECRET_BYTES);
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(digest(&id));
+        let now = Instant::now();
+        let mut last_used = self.lock();
+        last_used.retain(|_, used| now.duration_since(*used) <= self.idle_timeout);
+        last_used.insert(digest(&id), now);
         id
     }
 
-    /// True when `id` belongs to a session this proxy opened.
-    pub(crate) fn contains(&self, id: &str) -> bool {
+    /// True when `id` belongs to a session this proxy opened that has not been idle for longer
+    /// than the timeout; using it counts as activity.
+    pub(crate) fn touch(&self, id: &str) -> bool {
         if id.len() != 2 * SECRET_BYTES {
             return false;
         }
         let key = digest(id);
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&key)
+        let now = Instant::now();
+        let mut last_used = self.lock();
+        match last_used.get_mut(&key) {
+            Some(used) if now.duration_since(*used) <= self.idle_timeout => {
+                *used = now;
+                true
+            }
+            Some(_) => {
+                last_used.remove(&key);
+                false
+            }
+            None => false,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Digest32, Instant>> {
+        self.last_used.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -129,11 +152,25 @@ mod tests {
         let a = codes.mint(Duration::from_secs(30));
         let b = codes.mint(Duration::from_secs(30));
         assert_ne!(a, b);
-        let sessions = Sessions::default();
+        let sessions = Sessions::new(Duration::from_secs(60));
         let s = sessions.open();
-        assert!(sessions.contains(&s));
-        assert!(!sessions.contains(&a), "a code is not a session");
-        assert!(!sessions.contains(&sessions_free_id()));
+        assert!(sessions.touch(&s));
+        assert!(!sessions.touch(&a), "a code is not a session");
+        assert!(!sessions.touch(&sessions_free_id()));
+    }
+
+    #[test]
+    fn a_session_idle_for_longer_than_its_timeout_is_over() {
+        let sessions = Sessions::new(Duration::from_millis(50));
+        let kept = sessions.open();
+        let idle = sessions.open();
+        for _ in 0..4 {
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(sessions.touch(&kept), "use keeps a session alive");
+        }
+        assert!(!sessions.touch(&idle), "80 ms idle is past a 50 ms timeout");
+        assert!(!sessions.touch(&idle), "an expired session stays over");
+        assert!(sessions.touch(&kept));
     }
 
     fn sessions_free_id() -> String {

@@ -1,9 +1,12 @@
 //! The per-request path: checks, header rewriting, streaming forwarding, WebSocket tunnels.
 //!
-//! Order of checks for every request: `Host` must be the proxy's own (DNS rebinding), then either
-//! the attach route redeems a code, or the session cookie must be valid, then unsafe methods and
-//! WebSocket upgrades must come from the proxy's own `Origin` (CSRF, cross-site WebSocket
-//! hijacking). Only then is the request forwarded with the bearer token added.
+//! Order of checks for every request: `Host` must be the proxy's own (DNS rebinding), then
+//! `Sec-Fetch-Site` must not name another site (every `127.0.0.1` port is "same-site" to a
+//! browser, so another runtime's page would otherwise ride on this session), then either the
+//! attach route redeems a code, or the session cookie must be valid and not idle for too long,
+//! then unsafe methods and WebSocket upgrades must come from the proxy's own `Origin` (CSRF,
+//! cross-site WebSocket hijacking). Only then is the request forwarded with the bearer token
+//! added, over a connection whose other end the kernel says is the user's own socket.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -22,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
 use crate::body::ProxyBody;
-use crate::{pages, UPSTREAM_CONNECT_TIMEOUT};
+use crate::owner::{self, SocketTable};
+use crate::{pages, AttachOptions, UPSTREAM_CONNECT_TIMEOUT};
 
 /// Path prefix of the attach route: `/__attach/<code>`.
 pub(crate) const ATTACH_PATH_PREFIX: &str = "/__attach/";
@@ -46,6 +50,9 @@ static HOP_BY_HOP: [HeaderName; 8] = [
     header::PROXY_AUTHORIZATION,
 ];
 
+/// Fetch metadata: which site a browser request comes from.
+static SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
+
 /// Request headers dropped besides [`HOP_BY_HOP`]: `Proxy-Authenticate` is ours, and hyper's
 /// client does not implement 100-continue (the body is sent right away anyway).
 static REQUEST_ONLY_DROPPED: [HeaderName; 2] = [header::PROXY_AUTHENTICATE, header::EXPECT];
@@ -64,6 +71,11 @@ pub(crate) struct Shared {
     sessions: Sessions,
     pub(crate) code_ttl: Duration,
     stop: CancellationToken,
+    /// The kernel's socket table, asked about both ends of every connection. std Mutex: held
+    /// for one synchronous query, never across an await (and uncontended: one thread per proxy).
+    pub(crate) sockets: Mutex<SocketTable>,
+    /// The only user whose sockets this proxy talks to.
+    pub(crate) own_uid: u32,
 }
 
 impl Shared {
@@ -71,7 +83,7 @@ impl Shared {
         upstream_addr: SocketAddr,
         authorization: HeaderValue,
         port: u16,
-        code_ttl: Duration,
+        options: &AttachOptions,
         stop: CancellationToken,
     ) -> Self {
         let upstream = upstream_addr.to_string();
@@ -85,9 +97,11 @@ impl Shared {
             own_hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
             cookie_name: format!("{SESSION_COOKIE_PREFIX}{}", random_hex(8)),
             codes: AttachCodes::default(),
-            sessions: Sessions::default(),
-            code_ttl,
+            sessions: Sessions::new(options.session_idle_timeout),
+            code_ttl: options.code_ttl,
             stop,
+            sockets: Mutex::new(SocketTable::new()),
+            own_uid: owner::own_uid(),
         }
     }
 
@@ -106,7 +120,7 @@ impl Shared {
             if !name.starts_with(SESSION_COOKIE_PREFIX) {
                 cookies.only_sessions = false;
             } else if !cookies.session && name == self.cookie_name {
-                cookies.session = self.sessions.contains(value);
+                cookies.session = self.sessions.touch(value);
             }
         }
         cookies
@@ -178,6 +192,12 @@ async fn connect_upstream(
         tokio::net::TcpStream::connect(shared.upstream_addr),
     );
     let stream = connect.await.map_err(drop)?.map_err(drop)?;
+    if !runtime_end_is_own(shared, &stream) {
+        tracing::warn!(
+            "the socket at the runtime's address belongs to another user; token not sent"
+        );
+        return Err(());
+    }
     let _ = stream.set_nodelay(true);
     let (sender, connection) =
         hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream))
@@ -198,6 +218,23 @@ async fn connect_upstream(
         }
     }
     Ok(sender)
+}
+
+/// True when the kernel says the runtime's end of `stream` is a socket of the proxy's own user,
+/// so the token may be written to it. Fails closed: a socket that cannot be looked up is not ours.
+fn runtime_end_is_own(shared: &Shared, stream: &tokio::net::TcpStream) -> bool {
+    if owner::Platform::check() == owner::Platform::Unchecked {
+        return true;
+    }
+    let (Ok(local), Ok(remote)) = (stream.local_addr(), stream.peer_addr()) else {
+        return false;
+    };
+    let found = shared
+        .sockets
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .connection(remote, local);
+    matches!(found, Ok(Some(found)) if found.uid == shared.own_uid)
 }
 
 /// A ready sender: the link's idle one if it is still usable, else a fresh connection.
@@ -223,6 +260,9 @@ pub(crate) async fn handle(
     let Some(host) = own_host(shared, &request) else {
         return pages::wrong_host();
     };
+    if !fetched_by_own_site(request.headers()) {
+        return pages::cross_origin();
+    }
     if let Some(code) = request.uri().path().strip_prefix(ATTACH_PATH_PREFIX) {
         return redeem(shared, request.method(), code);
     }
@@ -254,6 +294,18 @@ fn own_host<'r>(shared: &Shared, request: &'r Request<Incoming>) -> Option<&'r H
         }
     }
     Some(host)
+}
+
+/// `Sec-Fetch-Site` is `same-origin` (the runtime's own page), `none` (typed, bookmarked, opened
+/// by the tray) or absent (clients that do not send fetch metadata). `same-site` is refused too:
+/// every `127.0.0.1` port is the same site, so that is another runtime's page.
+fn fetched_by_own_site(headers: &HeaderMap) -> bool {
+    let mut sites = headers.get_all(&SEC_FETCH_SITE).iter();
+    match (sites.next(), sites.next()) {
+        (None, _) => true,
+        (Some(site), None) => matches!(site.as_bytes(), b"same-origin" | b"none"),
+        _ => false,
+    }
 }
 
 /// `Origin` must be exactly `http://` + the (already validated) `Host`.
@@ -378,6 +430,42 @@ fn rewrite_request_headers(shared: &Shared, headers: &mut HeaderMap, cookies: Co
     }
 }
 
+/// Turns runtime response headers into browser response headers.
+fn rewrite_response_headers(headers: &mut HeaderMap) {
+    strip_hop_by_hop(headers);
+    strip_session_set_cookies(headers);
+}
+
+/// Drops every `Set-Cookie` that would set a cookie under the proxies' prefix: a runtime must not
+/// plant or overwrite an attach session (its own or another runtime's proxy's), since cookies on
+/// `127.0.0.1` reach every port. The runtime's other cookies pass.
+fn strip_session_set_cookies(headers: &mut HeaderMap) {
+    let is_session = |value: &HeaderValue| {
+        let name = value
+            .as_bytes()
+            .split(|b| *b == b'=')
+            .next()
+            .unwrap_or_default();
+        let name = name.trim_ascii();
+        name.len() >= SESSION_COOKIE_PREFIX.len()
+            && name[..SESSION_COOKIE_PREFIX.len()]
+                .eq_ignore_ascii_case(SESSION_COOKIE_PREFIX.as_bytes())
+    };
+    if !headers.get_all(header::SET_COOKIE).iter().any(is_session) {
+        return;
+    }
+    let kept: Vec<HeaderValue> = headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .filter(|value| !is_session(value))
+        .cloned()
+        .collect();
+    headers.remove(header::SET_COOKIE);
+    for value in kept {
+        headers.append(header::SET_COOKIE, value);
+    }
+}
+
 /// Drops every attach-session cookie (any proxy's), keeping the runtime's own cookies.
 fn strip_session_cookies(headers: &mut HeaderMap) {
     if !cookie_pairs(headers).any(|(name, _)| name.starts_with(SESSION_COOKIE_PREFIX)) {
@@ -450,7 +538,7 @@ async fn forward(
     };
     link.put_back(sender);
     let (mut parts, body) = response.into_parts();
-    strip_hop_by_hop(&mut parts.headers);
+    rewrite_response_headers(&mut parts.headers);
     Response::from_parts(parts, ProxyBody::Streamed(body))
 }
 
@@ -503,7 +591,7 @@ async fn forward_upgrade(
     };
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         let (mut parts, body) = response.into_parts();
-        strip_hop_by_hop(&mut parts.headers);
+        rewrite_response_headers(&mut parts.headers);
         return Response::from_parts(parts, ProxyBody::Streamed(body));
     }
     let runtime_side = hyper::upgrade::on(&mut response);
@@ -523,7 +611,7 @@ async fn forward_upgrade(
         }
     });
     let (mut parts, _) = response.into_parts();
-    strip_hop_by_hop(&mut parts.headers);
+    rewrite_response_headers(&mut parts.headers);
     parts
         .headers
         .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
@@ -563,6 +651,44 @@ mod tests {
     }
 
     #[test]
+    fn runtimes_cannot_set_cookies_under_the_session_prefix() {
+        let mut map = headers(&[
+            ("set-cookie", "theme=dark; Path=/"),
+            ("set-cookie", "sc_attach_0123=forged; Path=/"),
+            ("set-cookie", " SC_ATTACH_x=forged"),
+            ("set-cookie", "sc_attachment=kept"),
+        ]);
+        strip_session_set_cookies(&mut map);
+        let kept: Vec<&[u8]> = map
+            .get_all("set-cookie")
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        assert_eq!(kept, [&b"theme=dark; Path=/"[..], b"sc_attachment=kept"]);
+    }
+
+    #[test]
+    fn only_same_origin_and_user_initiated_fetches_are_served() {
+        assert!(fetched_by_own_site(&HeaderMap::new()));
+        for ok in ["same-origin", "none"] {
+            assert!(
+                fetched_by_own_site(&headers(&[("sec-fetch-site", ok)])),
+                "{ok}"
+            );
+        }
+        for refused in ["same-site", "cross-site", "Same-Origin", ""] {
+            assert!(
+                !fetched_by_own_site(&headers(&[("sec-fetch-site", refused)])),
+                "{refused}"
+            );
+        }
+        assert!(!fetched_by_own_site(&headers(&[
+            ("sec-fetch-site", "same-origin"),
+            ("sec-fetch-site", "cross-site"),
+        ])));
+    }
+
+    #[test]
     fn connection_listed_and_standard_hop_by_hop_headers_are_removed() {
         let mut map = headers(&[
             ("connection", "keep-alive, x-private-hop"),
@@ -585,7 +711,7 @@ mod tests {
             "127.0.0.1:9".parse().unwrap(),
             HeaderValue::from_static("Bearer t"),
             4000,
-            Duration::from_secs(30),
+            &AttachOptions::default(),
             CancellationToken::new(),
         );
         let ours = format!("{}={}", shared.cookie_name, shared.sessions.open());

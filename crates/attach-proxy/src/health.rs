@@ -1,4 +1,5 @@
-//! [`check_health`]: is the runtime up and does it accept its token?
+//! [`check_health`]: is the runtime up and does it accept its token? And [`verify_listener`]:
+//! is the socket at its address still the runtime's, so that the token may go there?
 
 use std::net::SocketAddr;
 
@@ -8,29 +9,81 @@ use hyper_util::rt::TokioIo;
 use live_runtime::{BearerToken, Sensitive};
 
 use crate::body::ProxyBody;
+use crate::owner::{self, Platform, SocketTable};
 use crate::{bearer_header, AttachError, HEALTH_TIMEOUT};
 
-/// Sends `GET /` with the token to the runtime on a fresh connection, within [`HEALTH_TIMEOUT`].
+/// Checks that the socket listening at `upstream` belongs to this user and, when `pid` is given,
+/// is held by that process (the receipt's). A port that another user, or another program, took
+/// over after the runtime closed its listener fails, so no token is ever sent to it.
+///
+/// Where the platform cannot tell (see [`owner::Platform`]) this passes.
+pub fn verify_listener(
+    upstream: &Sensitive<SocketAddr>,
+    pid: Option<u32>,
+) -> Result<(), AttachError> {
+    if Platform::check() == Platform::Unchecked {
+        return Ok(());
+    }
+    let found = SocketTable::new()
+        .listener(*upstream.expose())
+        .map_err(|source| AttachError::OwnerUnknown { source })?;
+    let Some(listener) = found else {
+        return Err(AttachError::NotListening);
+    };
+    if listener.uid != owner::own_uid() {
+        return Err(AttachError::ForeignListener { uid: listener.uid });
+    }
+    if let Some(pid) = pid {
+        if owner::process_holds_socket(pid, listener.inode) == Some(false) {
+            return Err(AttachError::NotTheRuntime { pid });
+        }
+    }
+    Ok(())
+}
+
+/// Checks the listener (see [`verify_listener`]), then sends `GET /` with the token to the
+/// runtime on a fresh connection whose runtime end the kernel says is this user's, all within
+/// [`HEALTH_TIMEOUT`].
 ///
 /// Healthy means any status below 500 except 401 and 403: a runtime's `/` may redirect or 404,
 /// but a refused token or a server error means attaching would only show an error page.
 pub async fn check_health(
     upstream: &Sensitive<SocketAddr>,
     token: &BearerToken,
+    pid: Option<u32>,
 ) -> Result<(), AttachError> {
+    verify_listener(upstream, pid)?;
     let authorization = bearer_header(token)?;
     tokio::time::timeout(HEALTH_TIMEOUT, probe(*upstream.expose(), authorization))
         .await
         .map_err(|_| AttachError::HealthTimeout)?
 }
 
+/// Connects to `addr` and checks, before anything is written, that the kernel says the other
+/// end is a socket of this user: the listener could have changed since it was verified.
+async fn connect_own(addr: SocketAddr) -> Result<tokio::net::TcpStream, AttachError> {
+    let stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| AttachError::UpstreamUnreachable { source: e.into() })?;
+    if Platform::check() == Platform::Unchecked {
+        return Ok(stream);
+    }
+    let local = stream
+        .local_addr()
+        .map_err(|source| AttachError::OwnerUnknown { source })?;
+    match SocketTable::new().connection(addr, local) {
+        Ok(Some(end)) if end.uid == owner::own_uid() => Ok(stream),
+        Ok(Some(end)) => Err(AttachError::ForeignListener { uid: end.uid }),
+        Ok(None) => Err(AttachError::NotListening),
+        Err(source) => Err(AttachError::OwnerUnknown { source }),
+    }
+}
+
 async fn probe(addr: SocketAddr, authorization: HeaderValue) -> Result<(), AttachError> {
     let unreachable = |source: Box<dyn std::error::Error + Send + Sync>| {
         AttachError::UpstreamUnreachable { source }
     };
-    let stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| unreachable(e.into()))?;
+    let stream = connect_own(addr).await?;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream))
             .await

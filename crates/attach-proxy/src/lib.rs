@@ -14,7 +14,10 @@
 //!   pass-through on a dedicated runtime connection.
 //! - `pages`: the short HTML pages the proxy itself answers with when it refuses a request.
 //! - `body`: the one body type the proxy sends either way (streamed, static page or empty).
-//! - `health`: [`check_health`], a one-off authenticated probe of a runtime.
+//! - `health`: [`check_health`], a one-off authenticated probe of a runtime, and
+//!   [`verify_listener`], the check that the runtime's port is still the runtime's.
+//! - `owner`: which OS user owns each end of a loopback connection (the kernel's socket table);
+//!   the accept loop closes every connection that is not the user's own before reading a byte.
 //!
 //! See `docs/attach.md` for the flow and the security properties.
 #![deny(missing_docs)]
@@ -23,6 +26,9 @@ mod access;
 mod body;
 mod forward;
 mod health;
+#[cfg(feature = "test-support")]
+pub mod other_user;
+pub mod owner;
 mod pages;
 
 use std::fmt;
@@ -33,13 +39,14 @@ use std::time::Duration;
 use hyper::header::HeaderValue;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use live_runtime::{BearerToken, Sensitive};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-pub use health::check_health;
+pub use health::{check_health, verify_listener};
 
 /// How long a minted attach code stays redeemable.
 ///
@@ -72,6 +79,23 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// response that is almost done complete without making shutdown feel slow. SSE streams and
 /// WebSocket tunnels are closed at once.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
+/// How long a browser session may go unused before it is over and the browser must attach again.
+///
+/// A session cookie lives in the browser, where any page on another `127.0.0.1` port is
+/// "same-site" and a forgotten tab or a later user of the browser profile could ride on it; an
+/// hour covers a working stretch with the tab in the background (every request, SSE reconnects
+/// included, counts as use), and attaching again is one click in the tray.
+pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// Most browser connections one proxy serves at once. A browser opens six per host plus its
+/// streams and WebSockets; 256 leaves room for many tabs while bounding what a local flood of
+/// connections can make the proxy hold. Connections over the cap are closed at once.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// Least time between two log lines about refused connections. Another user can connect in a
+/// loop; each refusal is counted, but the log gets one line (with the count) per interval.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Pause after a failed `accept` (for example out of file descriptors) before trying again, so
 /// the accept loop does not spin on a persistent error. 100 ms is invisible to a person.
@@ -127,6 +151,28 @@ pub enum AttachError {
     /// The runtime did not answer within [`HEALTH_TIMEOUT`].
     #[error("the runtime did not answer within {HEALTH_TIMEOUT:?}; it may be hung, restart it")]
     HealthTimeout,
+    /// The socket at the runtime's address belongs to another OS user (a port grabbed after the
+    /// runtime closed it), so the token was not sent.
+    #[error("the runtime is not answering: the program now listening on its port belongs to another user (uid {uid}), so its token was not sent; the runtime has probably exited, revive or forget it")]
+    ForeignListener {
+        /// The uid that owns the socket.
+        uid: u32,
+    },
+    /// The socket at the runtime's address is the user's, but not held by the runtime's process.
+    #[error("the runtime is not answering: its port is held by another program than its process (PID {pid}), so its token was not sent; revive or forget it")]
+    NotTheRuntime {
+        /// The receipt's process.
+        pid: u32,
+    },
+    /// Nothing listens at the runtime's address any more.
+    #[error("the runtime is not answering: nothing listens on its port any more; check that it is still running, or revive it from the tray")]
+    NotListening,
+    /// The kernel could not be asked who owns the runtime's socket, so the token was not sent.
+    #[error("could not check who listens on the runtime's port ({source}), so its token was not sent; try again")]
+    OwnerUnknown {
+        /// The error from the socket table.
+        source: std::io::Error,
+    },
 }
 
 /// Knobs for [`AttachProxy::start_with_options`]. `Default` is what the app uses.
@@ -134,12 +180,15 @@ pub enum AttachError {
 pub struct AttachOptions {
     /// How long a minted code stays redeemable; [`ATTACH_CODE_TTL`] by default.
     pub code_ttl: Duration,
+    /// How long a session may go unused; [`SESSION_IDLE_TIMEOUT`] by default.
+    pub session_idle_timeout: Duration,
 }
 
 impl Default for AttachOptions {
     fn default() -> Self {
         Self {
             code_ttl: ATTACH_CODE_TTL,
+            session_idle_timeout: SESSION_IDLE_TIMEOUT,
         }
     }
 }
@@ -182,6 +231,7 @@ pub struct AttachProxy {
     /// Resolves when the proxy's thread has stopped serving and torn its runtime down.
     stopped: Option<oneshot::Receiver<()>>,
     finished: Arc<AtomicBool>,
+    refused: Arc<AtomicU64>,
 }
 
 impl fmt::Debug for AttachProxy {
@@ -222,7 +272,7 @@ impl AttachProxy {
             *upstream.expose(),
             authorization,
             port,
-            options.code_ttl,
+            &options,
             stop.clone(),
         ));
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -231,14 +281,18 @@ impl AttachProxy {
             .map_err(|source| AttachError::Thread { source })?;
         let (stopped_tx, stopped) = oneshot::channel();
         let finished = Arc::new(AtomicBool::new(false));
+        let refused = Arc::new(AtomicU64::new(0));
         let (thread_shared, thread_stop, thread_finished) =
             (shared.clone(), stop.clone(), finished.clone());
+        let gate = Gate::new(refused.clone());
         std::thread::Builder::new()
             .name(format!("attach-proxy-{port}"))
             .spawn(move || {
                 runtime.block_on(async move {
                     match TcpListener::from_std(listener) {
-                        Ok(listener) => accept_loop(listener, thread_shared, thread_stop).await,
+                        Ok(listener) => {
+                            accept_loop(listener, thread_shared, gate, thread_stop).await
+                        }
                         Err(error) => tracing::warn!(%error, "attach proxy listener failed"),
                     }
                 });
@@ -254,7 +308,14 @@ impl AttachProxy {
             stop,
             stopped: Some(stopped),
             finished,
+            refused,
         })
+    }
+
+    /// How many connections this proxy has closed unread: from another OS user, ones whose
+    /// owner could not be told, and ones over [`MAX_CONNECTIONS`].
+    pub fn refused_connections(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
     }
 
     /// The proxy's own origin, `http://127.0.0.1:PORT` (not a secret).
@@ -300,7 +361,97 @@ fn bearer_header(token: &BearerToken) -> Result<HeaderValue, AttachError> {
     Ok(value)
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<forward::Shared>, stop: CancellationToken) {
+/// Decides, before a byte is read, whether an accepted connection is served.
+struct Gate {
+    refused: Arc<AtomicU64>,
+    /// Refusals since the last log line, and when that line was written.
+    unlogged: u64,
+    logged_at: Option<Instant>,
+}
+
+/// Why a connection was closed unread.
+#[derive(Debug, Clone, Copy)]
+enum Refusal {
+    OtherUser(u32),
+    OwnerUnknown,
+    OverCapacity,
+}
+
+impl Gate {
+    fn new(refused: Arc<AtomicU64>) -> Self {
+        Self {
+            refused,
+            unlogged: 0,
+            logged_at: None,
+        }
+    }
+
+    /// `Ok` when the kernel says the other end of `stream` is a socket of the proxy's own user
+    /// and the proxy has room for it. One socket-table query: a refusal costs that and a close.
+    fn admit(
+        &mut self,
+        shared: &forward::Shared,
+        stream: &tokio::net::TcpStream,
+        peer: SocketAddr,
+        open: usize,
+    ) -> Result<(), Refusal> {
+        if open >= MAX_CONNECTIONS {
+            return Err(Refusal::OverCapacity);
+        }
+        if owner::Platform::check() == owner::Platform::Unchecked {
+            return Ok(());
+        }
+        let local = stream.local_addr().map_err(|_| Refusal::OwnerUnknown)?;
+        let found = shared
+            .sockets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .connection(peer, local);
+        match found {
+            Ok(Some(owner)) if owner.uid == shared.own_uid => Ok(()),
+            Ok(Some(owner)) => Err(Refusal::OtherUser(owner.uid)),
+            Ok(None) | Err(_) => Err(Refusal::OwnerUnknown),
+        }
+    }
+
+    /// Counts a refusal and logs it, at most once per [`REFUSAL_LOG_INTERVAL`].
+    fn refused(&mut self, refusal: Refusal) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        self.unlogged += 1;
+        let now = Instant::now();
+        if self
+            .logged_at
+            .is_some_and(|at| now.duration_since(at) < REFUSAL_LOG_INTERVAL)
+        {
+            return;
+        }
+        let count = std::mem::take(&mut self.unlogged);
+        self.logged_at = Some(now);
+        match refusal {
+            Refusal::OtherUser(uid) => tracing::warn!(
+                uid,
+                count,
+                "attach proxy closed a connection from another OS user without reading it"
+            ),
+            Refusal::OwnerUnknown => tracing::warn!(
+                count,
+                "attach proxy closed a connection whose owner the kernel could not tell"
+            ),
+            Refusal::OverCapacity => tracing::warn!(
+                count,
+                limit = MAX_CONNECTIONS,
+                "attach proxy closed a connection over its connection limit"
+            ),
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<forward::Shared>,
+    mut gate: Gate,
+    stop: CancellationToken,
+) {
     // Connection tasks live in this set so that stopping the proxy really closes them.
     let mut connections = JoinSet::new();
     let mut timer_anchor = tokio::time::interval(TIMER_ANCHOR_PERIOD);
@@ -309,10 +460,14 @@ async fn accept_loop(listener: TcpListener, shared: Arc<forward::Shared>, stop: 
             _ = stop.cancelled() => break,
             _ = timer_anchor.tick() => {}
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    connections.spawn(serve_connection(stream, shared.clone(), stop.clone()));
-                }
+                Ok((stream, peer)) => match gate.admit(&shared, &stream, peer, connections.len()) {
+                    Ok(()) => {
+                        let _ = stream.set_nodelay(true);
+                        connections.spawn(serve_connection(stream, shared.clone(), stop.clone()));
+                    }
+                    // Dropped unread: the peer sees the connection close.
+                    Err(refusal) => gate.refused(refusal),
+                },
                 Err(error) => {
                     tracing::warn!(%error, "attach proxy could not accept a connection");
                     tokio::select! {

@@ -14,5 +14,7 @@ mod flow;
 mod forwarding;
 #[path = "attach_proxy/lifecycle.rs"]
 mod lifecycle;
+#[path = "attach_proxy/other_user.rs"]
+mod other_user;
 #[path = "attach_proxy/refusals.rs"]
 mod refusals;

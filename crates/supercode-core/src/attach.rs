@@ -46,7 +46,9 @@ impl AttachSessions {
         })
         .await
         .map_err(|e| CoreError::Refused(format!("attach was interrupted: {e}")))??;
-        attach_proxy::check_health(&resolved.address, &resolved.token).await?;
+        // The token goes only to a listener of this user held by the receipt's own process.
+        let pid = Some(resolved.record.pid);
+        attach_proxy::check_health(&resolved.address, &resolved.token, pid).await?;
 
         let endpoint = resolved.record.endpoint.clone();
         if let Some(proxy) = self.running_proxy(&endpoint) {

@@ -42,6 +42,7 @@ async fn a_replayed_code_is_refused_with_the_expired_page() {
 async fn an_expired_code_is_refused() {
     let rig = Rig::start_with(AttachOptions {
         code_ttl: Duration::ZERO,
+        ..AttachOptions::default()
     })
     .await;
     let url = rig.proxy.mint_code();

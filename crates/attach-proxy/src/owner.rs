@@ -1,0 +1,437 @@
+//! Which OS user owns a loopback TCP socket: the other end of a browser connection, the runtime's
+//! end of a connection to it, and the socket listening at a runtime's address.
+//!
+//! Any local user can connect to a `127.0.0.1` port, and any local user can listen on a port a
+//! runtime has just closed. The proxy therefore asks the kernel who owns the exact socket at the
+//! other end of each connection before it reads a byte from it or writes a token to it.
+//!
+//! On Linux the kernel's socket table answers: first the `sock_diag` netlink interface (one
+//! exact-match query per connection, the same interface `ss` uses), then `/proc/net/tcp{,6}` when
+//! netlink is unavailable (some sandboxes). Both report the uid that created the socket; an
+//! accepted socket carries the uid of its listener. No other platform is supported yet: there
+//! [`Platform::check`] says so, `doctor` reports it, and `docs/attach.md` documents it.
+
+use std::io;
+use std::net::SocketAddr;
+
+/// What the kernel says about one socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketOwner {
+    /// The uid that created the socket (for an accepted socket, its listener's).
+    pub uid: u32,
+    /// The socket's inode; 0 for a connection still waiting in its listener's accept queue.
+    pub inode: u64,
+}
+
+/// Whether this platform can tell who owns a loopback socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    /// Connections are checked (Linux).
+    Checked,
+    /// The platform gives no way to tell; connections are not checked.
+    Unchecked,
+}
+
+impl Platform {
+    /// What this build does.
+    pub fn check() -> Platform {
+        if cfg!(target_os = "linux") {
+            Platform::Checked
+        } else {
+            Platform::Unchecked
+        }
+    }
+}
+
+/// The effective uid of this process: the only user whose sockets the proxy talks to.
+pub fn own_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Answers ownership questions, keeping one netlink socket open between queries.
+///
+/// Not `Sync`: each proxy thread owns one (behind a `Mutex` where tasks share it).
+pub(crate) struct SocketTable {
+    #[cfg(target_os = "linux")]
+    diag: Option<linux::SockDiag>,
+}
+
+impl SocketTable {
+    pub(crate) fn new() -> Self {
+        Self {
+            #[cfg(target_os = "linux")]
+            diag: linux::SockDiag::open().ok(),
+        }
+    }
+
+    /// The owner of the TCP socket whose own address is `local` and whose peer is `remote`, or
+    /// `None` when no such socket exists (it closed, or it is not on this machine).
+    pub(crate) fn connection(
+        &mut self,
+        local: SocketAddr,
+        remote: SocketAddr,
+    ) -> io::Result<Option<SocketOwner>> {
+        self.lookup(local, Some(remote))
+    }
+
+    /// The owner of the socket a connection to `addr` would reach: the listener at `addr`.
+    pub(crate) fn listener(&mut self, addr: SocketAddr) -> io::Result<Option<SocketOwner>> {
+        self.lookup(addr, None)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn lookup(
+        &mut self,
+        local: SocketAddr,
+        remote: Option<SocketAddr>,
+    ) -> io::Result<Option<SocketOwner>> {
+        if let Some(diag) = self.diag.as_mut() {
+            match diag.lookup(local, remote) {
+                Ok(found) => return Ok(found),
+                // A netlink socket that failed once is not trusted again; /proc answers instead.
+                Err(_) => self.diag = None,
+            }
+        }
+        linux::proc_net_lookup(local, remote)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn lookup(
+        &mut self,
+        _local: SocketAddr,
+        _remote: Option<SocketAddr>,
+    ) -> io::Result<Option<SocketOwner>> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this platform does not tell who owns a socket",
+        ))
+    }
+}
+
+/// Whether the process `pid` holds the socket with `inode` (Linux: one of its `/proc/PID/fd`
+/// entries is `socket:[inode]`). `None` where the platform does not tell.
+pub(crate) fn process_holds_socket(pid: u32, inode: u64) -> Option<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        Some(linux::process_holds_socket(pid, inode))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (pid, inode);
+        None
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::io::{self, BufRead, Read};
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+    use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
+    use netlink_packet_sock_diag::constants::{AF_INET, AF_INET6, IPPROTO_TCP};
+    use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, StateFlags};
+    use netlink_packet_sock_diag::SockDiagMessage;
+    use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr as NetlinkAddr};
+
+    use super::SocketOwner;
+
+    /// Largest `/proc/net/tcp{,6}` read before giving up. A line is 150 bytes, so this is
+    /// about 100,000 sockets: far beyond a desktop, and it keeps a flood of sockets opened by
+    /// another user from making every check arbitrarily slow (the check then fails closed).
+    const PROC_NET_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+    /// Most `/proc/PID/fd` entries looked at for one socket; a runtime holds a few dozen.
+    const MAX_FDS_SCANNED: usize = 65_536;
+
+    /// Room for one `inet_diag_msg` answer or an error (with the request echoed back).
+    const ANSWER_BUFFER: usize = 8 * 1024;
+
+    /// A `NETLINK_SOCK_DIAG` socket for exact-match queries.
+    pub(super) struct SockDiag {
+        socket: Socket,
+        sequence: u32,
+        answer: Vec<u8>,
+    }
+
+    impl SockDiag {
+        pub(super) fn open() -> io::Result<Self> {
+            let mut socket = Socket::new(NETLINK_SOCK_DIAG)?;
+            socket.bind_auto()?;
+            socket.connect(&NetlinkAddr::new(0, 0))?;
+            // The kernel answers an exact-match query while handling the send, so the answer
+            // is queued before `send` returns; a non-blocking receive can never hang on it.
+            socket.set_non_blocking(true)?;
+            Ok(Self {
+                socket,
+                sequence: 0,
+                answer: vec![0; ANSWER_BUFFER],
+            })
+        }
+
+        pub(super) fn lookup(
+            &mut self,
+            local: SocketAddr,
+            remote: Option<SocketAddr>,
+        ) -> io::Result<Option<SocketOwner>> {
+            self.sequence = self.sequence.wrapping_add(1);
+            let request = exact_request(local, remote, self.sequence);
+            self.socket.send(&request, 0)?;
+            let received = self.socket.recv(&mut &mut self.answer[..], 0)?;
+            let message = NetlinkMessage::<SockDiagMessage>::deserialize(&self.answer[..received])
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            if message.header.sequence_number != self.sequence {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "sock_diag answered another query",
+                ));
+            }
+            match message.payload {
+                NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(response)) => {
+                    Ok(Some(SocketOwner {
+                        uid: response.header.uid,
+                        inode: u64::from(response.header.inode),
+                    }))
+                }
+                NetlinkPayload::Error(error) => match error.code {
+                    Some(code) => {
+                        let error = io::Error::from_raw_os_error(-code.get());
+                        // ENOENT: the kernel has no socket with that address pair.
+                        if error.kind() == io::ErrorKind::NotFound {
+                            Ok(None)
+                        } else {
+                            Err(error)
+                        }
+                    }
+                    None => Err(io::Error::new(io::ErrorKind::InvalidData, "empty answer")),
+                },
+                _ => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "unexpected sock_diag answer",
+                )),
+            }
+        }
+    }
+
+    /// One `SOCK_DIAG_BY_FAMILY` request for the socket whose own address is `local` (and whose
+    /// peer is `remote`; without one, the listener a connection to `local` would reach).
+    fn exact_request(local: SocketAddr, remote: Option<SocketAddr>, sequence: u32) -> Vec<u8> {
+        let unspecified = |addr: &SocketAddr| match addr {
+            SocketAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+            SocketAddr::V6(_) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+        };
+        let remote = remote.unwrap_or_else(|| unspecified(&local));
+        let family = if local.is_ipv4() { AF_INET } else { AF_INET6 };
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST;
+        header.sequence_number = sequence;
+        let mut message = NetlinkMessage::new(
+            header,
+            SockDiagMessage::InetRequest(InetRequest {
+                family,
+                protocol: IPPROTO_TCP,
+                extensions: ExtensionFlags::empty(),
+                states: StateFlags::all(),
+                socket_id: SocketId {
+                    source_port: local.port(),
+                    destination_port: remote.port(),
+                    source_address: local.ip(),
+                    destination_address: remote.ip(),
+                    interface_id: 0,
+                    // INET_DIAG_NOCOOKIE: match on the addresses alone.
+                    cookie: [0xff; 8],
+                },
+            })
+            .into(),
+        );
+        message.finalize();
+        let mut buffer = vec![0; message.buffer_len()];
+        message.serialize(&mut buffer);
+        buffer
+    }
+
+    /// The same question answered from `/proc/net/tcp` and `/proc/net/tcp6`.
+    pub(super) fn proc_net_lookup(
+        local: SocketAddr,
+        remote: Option<SocketAddr>,
+    ) -> io::Result<Option<SocketOwner>> {
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            if let Some(owner) = scan_table(table, local, remote)? {
+                return Ok(Some(owner));
+            }
+        }
+        Ok(None)
+    }
+
+    /// `st` of a listening socket in `/proc/net/tcp`.
+    const PROC_LISTEN: &str = "0A";
+
+    fn scan_table(
+        path: &str,
+        local: SocketAddr,
+        remote: Option<SocketAddr>,
+    ) -> io::Result<Option<SocketOwner>> {
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let mut reader = io::BufReader::new(file.take(PROC_NET_MAX_BYTES + 1));
+        let mut line = String::new();
+        let mut read = 0u64;
+        let mut wildcard_listener = None;
+        while {
+            line.clear();
+            reader.read_line(&mut line)? > 0
+        } {
+            read += line.len() as u64;
+            if read > PROC_NET_MAX_BYTES {
+                return Err(io::Error::other("the socket table is too large to check"));
+            }
+            let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+            // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+            let [_, own, peer, state, _, _, _, uid, _, inode, ..] = fields[..] else {
+                continue;
+            };
+            let (Some(own), Some(peer)) = (parse_proc_addr(own), parse_proc_addr(peer)) else {
+                continue;
+            };
+            let owner = || -> Option<SocketOwner> {
+                Some(SocketOwner {
+                    uid: uid.parse().ok()?,
+                    inode: inode.parse().ok()?,
+                })
+            };
+            match remote {
+                Some(remote) if same(own, local) && same(peer, remote) => return Ok(owner()),
+                None if state == PROC_LISTEN && own.port() == local.port() => {
+                    if same(own, local) {
+                        return Ok(owner());
+                    }
+                    if own.ip().is_unspecified() {
+                        wildcard_listener = owner();
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(wildcard_listener)
+    }
+
+    /// Equal, treating an IPv4-mapped IPv6 address as the IPv4 address it maps.
+    fn same(a: SocketAddr, b: SocketAddr) -> bool {
+        let canonical = |addr: SocketAddr| SocketAddr::new(addr.ip().to_canonical(), addr.port());
+        canonical(a) == canonical(b)
+    }
+
+    /// `0100007F:1F90` (IPv4) or 32 hex digits `:PORT` (IPv6): each 32-bit word in host order.
+    fn parse_proc_addr(field: &str) -> Option<SocketAddr> {
+        let (ip, port) = field.split_once(':')?;
+        let port = u16::from_str_radix(port, 16).ok()?;
+        let word = |hex: &str| u32::from_str_radix(hex, 16).ok().map(u32::to_ne_bytes);
+        let ip = match ip.len() {
+            8 => IpAddr::V4(Ipv4Addr::from(word(ip)?)),
+            32 => {
+                let mut bytes = [0u8; 16];
+                for (i, chunk) in bytes.chunks_mut(4).enumerate() {
+                    chunk.copy_from_slice(&word(ip.get(i * 8..i * 8 + 8)?)?);
+                }
+                IpAddr::V6(Ipv6Addr::from(bytes))
+            }
+            _ => return None,
+        };
+        Some(SocketAddr::new(ip, port))
+    }
+
+    pub(super) fn process_holds_socket(pid: u32, inode: u64) -> bool {
+        let wanted = format!("socket:[{inode}]");
+        let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        entries.take(MAX_FDS_SCANNED).flatten().any(|entry| {
+            std::fs::read_link(entry.path())
+                .is_ok_and(|target| target.as_os_str() == wanted.as_str())
+        })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn proc_net_addresses_parse_in_host_order() {
+            assert_eq!(
+                parse_proc_addr("0100007F:1F90"),
+                Some("127.0.0.1:8080".parse().unwrap())
+            );
+            assert_eq!(
+                parse_proc_addr("00000000000000000000000001000000:0016"),
+                Some("[::1]:22".parse().unwrap())
+            );
+            assert_eq!(
+                parse_proc_addr("0000000000000000FFFF00000100007F:0050"),
+                Some("[::ffff:127.0.0.1]:80".parse().unwrap())
+            );
+            assert_eq!(parse_proc_addr("zz:1"), None);
+        }
+
+        #[test]
+        fn a_mapped_address_is_the_address_it_maps() {
+            assert!(same(
+                "[::ffff:127.0.0.1]:80".parse().unwrap(),
+                "127.0.0.1:80".parse().unwrap()
+            ));
+            assert!(!same(
+                "127.0.0.1:80".parse().unwrap(),
+                "127.0.0.1:81".parse().unwrap()
+            ));
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// Both ways of asking (netlink and /proc) find this process's own connection and listener,
+    /// with this process's uid and the listener's real inode.
+    #[test]
+    fn netlink_and_proc_agree_on_our_own_sockets() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listen_addr = listener.local_addr().unwrap();
+        let client = std::net::TcpStream::connect(listen_addr).unwrap();
+        let client_addr = client.local_addr().unwrap();
+
+        let mut table = SocketTable::new();
+        assert!(table.diag.is_some(), "sock_diag is available on Linux");
+        let via_netlink = table.connection(client_addr, listen_addr).unwrap().unwrap();
+        assert_eq!(via_netlink.uid, own_uid());
+        let listener_owner = table.listener(listen_addr).unwrap().unwrap();
+        assert_eq!(listener_owner.uid, own_uid());
+        assert!(process_holds_socket(std::process::id(), listener_owner.inode).unwrap());
+
+        let via_proc = linux::proc_net_lookup(client_addr, Some(listen_addr))
+            .unwrap()
+            .unwrap();
+        assert_eq!(via_proc, via_netlink);
+        let listener_via_proc = linux::proc_net_lookup(listen_addr, None).unwrap().unwrap();
+        assert_eq!(listener_via_proc, listener_owner);
+
+        // The accepted end, before and after accept: same uid, inode 0 until it has a file.
+        let queued = table.connection(listen_addr, client_addr).unwrap().unwrap();
+        assert_eq!((queued.uid, queued.inode), (own_uid(), 0));
+        let (_accepted, _) = listener.accept().unwrap();
+        let accepted = table.connection(listen_addr, client_addr).unwrap().unwrap();
+        assert_eq!(accepted.uid, own_uid());
+        assert_ne!(accepted.inode, 0);
+    }
+
+    #[test]
+    fn a_closed_socket_has_no_owner() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let mut table = SocketTable::new();
+        assert_eq!(table.listener(addr).unwrap(), None);
+        assert_eq!(linux::proc_net_lookup(addr, None).unwrap(), None);
+    }
+}
