@@ -83,6 +83,17 @@ async fn start_chromedriver() -> (Child, u16) {
 
 #[tokio::test]
 async fn chromium_attaches_sees_the_live_page_and_never_sees_the_token_or_session_cookie() {
+    let rig = Rig::start().await;
+    with_chromium(|driver, session| async move { drive(&driver, &session, &rig).await }).await;
+}
+
+/// Runs `checks` against a fresh headless Chromium session (skipped, with a message, when the
+/// browser is not installed), then always closes the browser, then reports what they found.
+async fn with_chromium<F, Fut>(checks: F)
+where
+    F: FnOnce(WebDriver, String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     let missing: Vec<&str> = [CHROMIUM, CHROMEDRIVER]
         .into_iter()
         .filter(|path| !Path::new(path).exists())
@@ -96,7 +107,6 @@ async fn chromium_attaches_sees_the_live_page_and_never_sees_the_token_or_sessio
         return;
     }
 
-    let rig = Rig::start().await;
     let profile = tempfile::tempdir().unwrap();
     let (mut chromedriver, port) = start_chromedriver().await;
     let driver = WebDriver {
@@ -125,16 +135,19 @@ async fn chromium_attaches_sees_the_live_page_and_never_sees_the_token_or_sessio
         "/session/{}",
         session["sessionId"].as_str().expect("a session id")
     );
+    let closer = WebDriver {
+        http: driver.http.clone(),
+        base: driver.base.clone(),
+    };
 
-    // Run the checks, then always close the browser, then report what the checks found.
     let outcome = timeout(
         BROWSER_TIMEOUT,
-        std::panic::AssertUnwindSafe(drive(&driver, &session_path, &rig)).catch_unwind(),
+        std::panic::AssertUnwindSafe(checks(driver, session_path.clone())).catch_unwind(),
     )
     .await;
     let _ = timeout(
         Duration::from_secs(20),
-        driver.call(reqwest::Method::DELETE, &session_path, None),
+        closer.call(reqwest::Method::DELETE, &session_path, None),
     )
     .await;
     let _ = chromedriver.kill().await;
@@ -228,4 +241,181 @@ async fn drive(driver: &WebDriver, session: &str, rig: &Rig) {
             .contains("This attach link has expired or was already used"),
         "{replay}"
     );
+}
+
+/// A runtime that records the path of every request it is sent and answers each with a page.
+struct RecordingRuntime {
+    addr: std::net::SocketAddr,
+    paths: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl RecordingRuntime {
+    async fn start() -> RecordingRuntime {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let paths = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let recorded = paths.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let recorded = recorded.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+                        recorded
+                            .lock()
+                            .unwrap()
+                            .push(request.uri().path().to_owned());
+                        async {
+                            Ok::<_, std::convert::Infallible>(
+                                hyper::Response::builder()
+                                    .header("content-type", "text/html")
+                                    .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                                        b"<h1 id=\"runtime-name\">recorder</h1>",
+                                    )))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        RecordingRuntime { addr, paths }
+    }
+
+    /// The paths requested so far, but the browser's own favicon fetches.
+    fn paths(&self) -> Vec<String> {
+        let paths = self.paths.lock().unwrap();
+        paths
+            .iter()
+            .filter(|p| *p != "/favicon.ico")
+            .cloned()
+            .collect()
+    }
+}
+
+/// Serves one HTML page on its own 127.0.0.1 port: "another runtime's page", same-site to every
+/// attach proxy.
+async fn serve_other_site_page() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|_request: hyper::Request<_>| async {
+                    Ok::<_, std::convert::Infallible>(
+                        hyper::Response::builder()
+                            .header("content-type", "text/html")
+                            .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                                b"<!doctype html><title>other runtime</title><h1>other</h1>",
+                            )))
+                            .unwrap(),
+                    )
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    origin
+}
+
+// Issue 12: a page on another 127.0.0.1 port (another runtime's, same-site to the browser, so
+// the SameSite=Strict session cookie rides along) frames and fetches an attached runtime's
+// proxy: both are refused before they reach the runtime, while the runtime's own page, opened
+// directly, still works.
+#[tokio::test]
+async fn another_runtimes_page_can_neither_frame_nor_fetch_an_attached_runtime() {
+    let runtime = RecordingRuntime::start().await;
+    let proxy = attach_proxy::AttachProxy::start(
+        live_runtime::Sensitive::new(runtime.addr),
+        live_runtime::Sensitive::new(CANARY_TOKEN.to_owned()),
+    )
+    .await
+    .unwrap();
+    let other_page = serve_other_site_page().await;
+    let proxy = &proxy;
+    let runtime = &runtime;
+    let other_page = &other_page;
+    with_chromium(|driver, session| async move {
+        let session = session.as_str();
+        driver
+            .post(
+                &format!("{session}/timeouts"),
+                json!({ "script": SCRIPT_TIMEOUT_MS, "pageLoad": SCRIPT_TIMEOUT_MS }),
+            )
+            .await;
+        driver
+            .post(
+                &format!("{session}/url"),
+                json!({ "url": proxy.mint_code().as_str() }),
+            )
+            .await;
+        assert_eq!(runtime.paths(), ["/"], "the attach landed on the runtime's page");
+
+        driver
+            .post(&format!("{session}/url"), json!({ "url": other_page }))
+            .await;
+        let fetched = driver
+            .post(
+                &format!("{session}/execute/async"),
+                json!({ "script": r#"
+                    const [target, done] = [arguments[0], arguments[arguments.length - 1]];
+                    const frame = document.createElement('iframe');
+                    const framed = new Promise((resolve) => { frame.onload = resolve; });
+                    frame.src = target + '/framed';
+                    document.body.appendChild(frame);
+                    const fetched = fetch(target + '/fetched', { credentials: 'include', mode: 'no-cors' })
+                      .then(() => 'settled', () => 'rejected');
+                    Promise.all([framed, fetched]).then(([, f]) => done(f));
+                "#, "args": [proxy.origin()] }),
+            )
+            .await;
+        assert!(fetched == "settled" || fetched == "rejected", "{fetched}");
+        let frame = driver
+            .post(
+                &format!("{session}/element"),
+                json!({ "using": "css selector", "value": "iframe" }),
+            )
+            .await;
+        driver
+            .post(&format!("{session}/frame"), json!({ "id": frame }))
+            .await;
+        let framed_text = driver
+            .post(
+                &format!("{session}/execute/sync"),
+                json!({ "script": "return document.body.innerText;", "args": [] }),
+            )
+            .await;
+        assert!(
+            framed_text
+                .as_str()
+                .unwrap()
+                .contains("The request came from another site"),
+            "the frame shows the refusal: {framed_text}"
+        );
+        driver
+            .post(&format!("{session}/frame"), json!({ "id": null }))
+            .await;
+        assert_eq!(runtime.paths(), ["/"], "nothing from the other page reached the runtime");
+
+        // The control: the same browser, the same session, the runtime's own address.
+        driver
+            .post(
+                &format!("{session}/url"),
+                json!({ "url": format!("{}/direct", proxy.origin()) }),
+            )
+            .await;
+        let name = driver
+            .post(
+                &format!("{session}/execute/sync"),
+                json!({ "script": "return document.getElementById('runtime-name').textContent;", "args": [] }),
+            )
+            .await;
+        assert_eq!(name, "recorder");
+        assert_eq!(runtime.paths(), ["/", "/direct"]);
+    })
+    .await;
 }
