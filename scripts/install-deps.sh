@@ -69,6 +69,8 @@ test_pkgs=(
   dbus dbus-x11 gnome-keyring libsecret-tools
   "chromium|chromium-browser" "chromium-driver|chromium-chromedriver" webkit2gtk-driver
   "nginx-light|nginx" wrk imagemagick procps
+  # the second-OS-user tests: curl stands in for a browser, setpriv and useradd come with the base
+  curl util-linux passwd
   # the package check: validate the .deb's desktop entry and launch the app from it
   desktop-file-utils libglib2.0-bin
   # the stand-in tray host of the tray e2e tests (tests/e2e/tray-host.py)

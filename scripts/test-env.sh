@@ -108,6 +108,8 @@ if [ "$inside" -eq 1 ]; then
 
   export SUPERCODE_REQUIRE_KEYCHAIN=1 SUPERCODE_REQUIRE_BROWSER=1
   export SUPERCODE_REQUIRE_NODE=1 SUPERCODE_REQUIRE_E2E=1
+  # As root (CI), the tests create a second OS user; skipping them there would hide a failure.
+  if [ "$(id -u)" -eq 0 ]; then export SUPERCODE_REQUIRE_OTHER_USER=1; fi
   # Not exec: the keyring must be stopped after CMD, and CMD's status is passed on.
   set +e
   "$@"

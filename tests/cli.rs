@@ -475,3 +475,90 @@ fn attach_serves_until_its_runtime_dies_then_exits_1_and_closes_the_proxy() {
     printed.push_str(&err);
     assert_clean("attach's output", &printed, &[TOKEN_CANARY]);
 }
+
+/// The ignored test that the second user's processes run (this binary, re-run as that user).
+#[test]
+#[ignore = "run only as the second user, by the test below"]
+fn as_the_other_user() {
+    attach_proxy::other_user::run_requested_role();
+}
+
+// Issue 12: while the user attaches, a second OS user watches every process's command line,
+// finds the one-time link on the browser's (here a stand-in that takes two seconds to start,
+// then fetches like a browser), and tries it first. It gets nothing back, and the user's own
+// browser still attaches with that same link.
+#[test]
+fn another_user_who_reads_the_attach_link_off_a_command_line_cannot_use_it() {
+    let Some(other) = attach_proxy::other_user::OtherUser::get() else {
+        return;
+    };
+    let mut home = Home::new();
+    let token_file = home.path("token");
+    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let mut demo = home.start_demo("epsilon", &token_file);
+    let browser = home.path("browser.sh");
+    let (status_file, page_file, jar) = (home.path("status"), home.path("page"), home.path("jar"));
+    std::fs::write(
+        &browser,
+        format!(
+            "#!/bin/sh\nsleep 2\nexec curl -s -L -c '{jar}' -b '{jar}' -o '{page}' -w '%{{http_code}}' \"$1\" > '{status}'\n",
+            jar = jar.display(),
+            page = page_file.display(),
+            status = status_file.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    home.extra_env
+        .push(("SUPERCODE_BROWSER", browser.clone().into()));
+
+    let snoop = attach_proxy::other_user::Role::Snoop {
+        duration: Duration::from_secs(8),
+    };
+    let snooper = other.spawn("as_the_other_user", &snoop);
+    let mut attach = home
+        .command(&["attach", &demo.endpoint])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    while std::fs::read_to_string(&status_file).map_or(true, |s| s.is_empty()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stand-in browser did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let result = attach_proxy::other_user::finish(snooper);
+    let _ = Command::new("kill")
+        .args(["-INT", &attach.id().to_string()])
+        .status();
+    let _ = attach.wait();
+    demo.kill();
+
+    let field = |key: &str| -> String {
+        let start = result.find(&format!("{key}=")).unwrap() + key.len() + 1;
+        result[start..].split(' ').next().unwrap().to_owned()
+    };
+    assert!(
+        field("seen").parse::<u32>().unwrap() >= 1,
+        "the other user saw the link on a command line, so the test watched the right place: {result}"
+    );
+    assert_eq!(
+        field("answered"),
+        "0",
+        "the other user got an answer: {result}"
+    );
+    assert_clean("the other user's findings", &result, &[TOKEN_CANARY]);
+    assert_eq!(std::fs::read_to_string(&status_file).unwrap(), "200");
+    let page = std::fs::read_to_string(&page_file).unwrap();
+    assert!(
+        page.contains("epsilon"),
+        "the user's own browser attached: {page}"
+    );
+}

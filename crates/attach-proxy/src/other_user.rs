@@ -12,6 +12,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -95,7 +97,7 @@ impl OtherUser {
                 &self.gid.to_string(),
             ])
             .args(["--clear-groups", "--"])
-            .arg(std::env::current_exe().expect("the test binary"))
+            .arg(runnable_by_anyone())
             .args([
                 entry_test,
                 "--exact",
@@ -178,6 +180,33 @@ fn result_line(stdout: &str) -> String {
         .find_map(|line| line.strip_prefix(RESULT_PREFIX))
         .unwrap_or_else(|| panic!("the other user's role printed no result: {stdout}"))
         .to_owned()
+}
+
+/// The test binary at a path every user can run: itself when every directory above it lets
+/// others through (a usual checkout), else a copy in the system's temp directory, made once.
+fn runnable_by_anyone() -> PathBuf {
+    static RUNNABLE: OnceLock<PathBuf> = OnceLock::new();
+    RUNNABLE
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("the test binary");
+            let open_to_others = |path: &Path, bits: u32| {
+                std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & bits == bits)
+            };
+            if open_to_others(&exe, 0o005)
+                && exe.ancestors().skip(1).all(|d| open_to_others(d, 0o001))
+            {
+                return exe;
+            }
+            let dir =
+                std::env::temp_dir().join(format!("supercode-other-user-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("a directory for the copy");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let copy = dir.join(exe.file_name().expect("a file name"));
+            std::fs::copy(&exe, &copy).expect("the test binary copies");
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+            copy
+        })
+        .clone()
 }
 
 fn create() -> Result<OtherUser, String> {

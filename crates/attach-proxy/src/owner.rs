@@ -50,14 +50,21 @@ pub fn own_uid() -> u32 {
 
 /// Answers ownership questions, keeping one netlink socket open between queries.
 ///
-/// Not `Sync`: each proxy thread owns one (behind a `Mutex` where tasks share it).
-pub(crate) struct SocketTable {
+/// Each proxy owns one (behind a `Mutex` its tasks share).
+pub struct SocketTable {
     #[cfg(target_os = "linux")]
     diag: Option<linux::SockDiag>,
 }
 
+impl Default for SocketTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl SocketTable {
-    pub(crate) fn new() -> Self {
+    /// Opens the netlink socket (Linux; on failure every query reads `/proc` instead).
+    pub fn new() -> Self {
         Self {
             #[cfg(target_os = "linux")]
             diag: linux::SockDiag::open().ok(),
@@ -66,7 +73,7 @@ impl SocketTable {
 
     /// The owner of the TCP socket whose own address is `local` and whose peer is `remote`, or
     /// `None` when no such socket exists (it closed, or it is not on this machine).
-    pub(crate) fn connection(
+    pub fn connection(
         &mut self,
         local: SocketAddr,
         remote: SocketAddr,
@@ -75,7 +82,7 @@ impl SocketTable {
     }
 
     /// The owner of the socket a connection to `addr` would reach: the listener at `addr`.
-    pub(crate) fn listener(&mut self, addr: SocketAddr) -> io::Result<Option<SocketOwner>> {
+    pub fn listener(&mut self, addr: SocketAddr) -> io::Result<Option<SocketOwner>> {
         self.lookup(addr, None)
     }
 
@@ -93,6 +100,16 @@ impl SocketTable {
             }
         }
         linux::proc_net_lookup(local, remote)
+    }
+
+    /// Like [`SocketTable::connection`], always from `/proc/net/tcp{,6}` (the fallback), for
+    /// benchmarks and tests.
+    #[cfg(target_os = "linux")]
+    pub fn connection_from_proc(
+        local: SocketAddr,
+        remote: SocketAddr,
+    ) -> io::Result<Option<SocketOwner>> {
+        linux::proc_net_lookup(local, Some(remote))
     }
 
     #[cfg(not(target_os = "linux"))]

@@ -93,6 +93,7 @@ pub async fn run(locations: &Locations) -> DoctorReport {
         receipt_dir(locations.receipts.path()),
         canon_home(locations),
         log_dir(&locations.log_dir),
+        attach_peer_check(),
     ];
     checks.push(secret_store(locations).await);
     checks.push(tray_host());
@@ -181,6 +182,27 @@ fn canon_home(locations: &Locations) -> Check {
             ),
             "fix or remove the files named above; the rest keeps working",
         )
+    }
+}
+
+/// Whether attach proxies can tell which OS user is at the other end of a connection (see
+/// `docs/attach.md`): they close other users' connections unread and send tokens only to the
+/// user's own listeners where the platform says who owns a socket.
+fn attach_peer_check() -> Check {
+    const NAME: &str = "attach: other users";
+    match attach_proxy::owner::Platform::check() {
+        attach_proxy::owner::Platform::Checked => Check::ok(
+            NAME,
+            "the kernel tells which user owns each loopback connection: other users' connections to an attach proxy are closed unread, and tokens go only to your own runtimes' sockets",
+        ),
+        attach_proxy::owner::Platform::Unchecked => Check::warn(
+            NAME,
+            format!(
+                "on {} an attach proxy cannot tell which user is connecting, so another user of this machine who learns an attach link in time could use it",
+                std::env::consts::OS
+            ),
+            "attach only on a machine you do not share, or use Linux, where this is checked",
+        ),
     }
 }
 
