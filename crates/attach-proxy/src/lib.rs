@@ -182,6 +182,8 @@ pub struct AttachOptions {
     pub code_ttl: Duration,
     /// How long a session may go unused; [`SESSION_IDLE_TIMEOUT`] by default.
     pub session_idle_timeout: Duration,
+    /// Most browser connections served at once; [`MAX_CONNECTIONS`] by default.
+    pub max_connections: usize,
 }
 
 impl Default for AttachOptions {
@@ -189,6 +191,7 @@ impl Default for AttachOptions {
         Self {
             code_ttl: ATTACH_CODE_TTL,
             session_idle_timeout: SESSION_IDLE_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
         }
     }
 }
@@ -284,7 +287,7 @@ impl AttachProxy {
         let refused = Arc::new(AtomicU64::new(0));
         let (thread_shared, thread_stop, thread_finished) =
             (shared.clone(), stop.clone(), finished.clone());
-        let gate = Gate::new(refused.clone());
+        let gate = Gate::new(refused.clone(), options.max_connections);
         std::thread::Builder::new()
             .name(format!("attach-proxy-{port}"))
             .spawn(move || {
@@ -313,7 +316,7 @@ impl AttachProxy {
     }
 
     /// How many connections this proxy has closed unread: from another OS user, ones whose
-    /// owner could not be told, and ones over [`MAX_CONNECTIONS`].
+    /// owner could not be told, and ones over the connection cap ([`MAX_CONNECTIONS`]).
     pub fn refused_connections(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
     }
@@ -364,6 +367,7 @@ fn bearer_header(token: &BearerToken) -> Result<HeaderValue, AttachError> {
 /// Decides, before a byte is read, whether an accepted connection is served.
 struct Gate {
     refused: Arc<AtomicU64>,
+    max_connections: usize,
     /// Refusals since the last log line, and when that line was written.
     unlogged: u64,
     logged_at: Option<Instant>,
@@ -378,9 +382,10 @@ enum Refusal {
 }
 
 impl Gate {
-    fn new(refused: Arc<AtomicU64>) -> Self {
+    fn new(refused: Arc<AtomicU64>, max_connections: usize) -> Self {
         Self {
             refused,
+            max_connections,
             unlogged: 0,
             logged_at: None,
         }
@@ -395,7 +400,7 @@ impl Gate {
         peer: SocketAddr,
         open: usize,
     ) -> Result<(), Refusal> {
-        if open >= MAX_CONNECTIONS {
+        if open >= self.max_connections {
             return Err(Refusal::OverCapacity);
         }
         if owner::Platform::check() == owner::Platform::Unchecked {
@@ -439,7 +444,7 @@ impl Gate {
             ),
             Refusal::OverCapacity => tracing::warn!(
                 count,
-                limit = MAX_CONNECTIONS,
+                limit = self.max_connections,
                 "attach proxy closed a connection over its connection limit"
             ),
         }

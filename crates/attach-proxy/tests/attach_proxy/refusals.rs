@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use attach_proxy::AttachOptions;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Error as WsError;
@@ -230,4 +231,59 @@ async fn a_stopped_runtime_gives_502_with_a_clear_page() {
     )
     .await;
     assert_eq!(response.status, 502);
+}
+
+// Issue 12: a local flood of connections cannot make a proxy hold more than its cap (256 by
+// default, 8 here); the one over the cap is closed unread and counted, and a slot freed is
+// usable again.
+#[tokio::test]
+async fn connections_over_the_cap_are_closed_unread() {
+    let cap = 8;
+    let rig = Rig::start_with(AttachOptions {
+        max_connections: cap,
+        ..AttachOptions::default()
+    })
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..cap {
+        held.push(
+            tokio::net::TcpStream::connect(rig.proxy_addr())
+                .await
+                .unwrap(),
+        );
+    }
+    // The proxy admits connections in order; once it has counted them all, the next is over.
+    let mut over = tokio::net::TcpStream::connect(rig.proxy_addr())
+        .await
+        .unwrap();
+    let mut buf = [0u8; 1];
+    let read = timeout(STEP_TIMEOUT, over.read(&mut buf))
+        .await
+        .expect("closed in time");
+    assert!(
+        matches!(read, Ok(0) | Err(_)),
+        "the connection over the cap is closed: {read:?}"
+    );
+    assert_eq!(rig.proxy.refused_connections(), 1);
+
+    held.clear();
+    // The held connections end as the proxy notices them close; then a new one is served.
+    let deadline = std::time::Instant::now() + STEP_TIMEOUT;
+    loop {
+        let mut stream = tokio::net::TcpStream::connect(rig.proxy_addr())
+            .await
+            .unwrap();
+        let request = format!(
+            "GET / HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            rig.proxy_addr()
+        );
+        let _ = stream.write_all(request.as_bytes()).await;
+        let mut answer = Vec::new();
+        let _ = timeout(STEP_TIMEOUT, stream.read_to_end(&mut answer)).await;
+        if answer.starts_with(b"HTTP/1.1 401") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no slot freed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
