@@ -74,8 +74,6 @@ pub(crate) struct Shared {
     /// The kernel's socket table, asked about both ends of every connection. std Mutex: held
     /// for one synchronous query, never across an await (and uncontended: one thread per proxy).
     pub(crate) sockets: Mutex<SocketTable>,
-    /// The only user whose sockets this proxy talks to.
-    pub(crate) own_uid: u32,
 }
 
 impl Shared {
@@ -101,7 +99,6 @@ impl Shared {
             code_ttl: options.code_ttl,
             stop,
             sockets: Mutex::new(SocketTable::new()),
-            own_uid: owner::own_uid(),
         }
     }
 
@@ -223,18 +220,12 @@ async fn connect_upstream(
 /// True when the kernel says the runtime's end of `stream` is a socket of the proxy's own user,
 /// so the token may be written to it. Fails closed: a socket that cannot be looked up is not ours.
 fn runtime_end_is_own(shared: &Shared, stream: &tokio::net::TcpStream) -> bool {
-    if owner::Platform::check() == owner::Platform::Unchecked {
-        return true;
-    }
-    let (Ok(local), Ok(remote)) = (stream.local_addr(), stream.peer_addr()) else {
-        return false;
-    };
-    let found = shared
+    let peer = shared
         .sockets
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .connection(remote, local);
-    matches!(found, Ok(Some(found)) if found.uid == shared.own_uid)
+        .peer_of(stream);
+    matches!(peer, owner::Peer::Own)
 }
 
 /// A ready sender: the link's idle one if it is still usable, else a fresh connection.

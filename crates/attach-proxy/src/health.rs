@@ -9,7 +9,7 @@ use hyper_util::rt::TokioIo;
 use live_runtime::{BearerToken, Sensitive};
 
 use crate::body::ProxyBody;
-use crate::owner::{self, Platform, SocketTable};
+use crate::owner::{self, Peer, Platform, SocketTable};
 use crate::{bearer_header, AttachError, HEALTH_TIMEOUT};
 
 /// Checks that the socket listening at `upstream` belongs to this user and, when `pid` is given,
@@ -65,17 +65,11 @@ async fn connect_own(addr: SocketAddr) -> Result<tokio::net::TcpStream, AttachEr
     let stream = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| AttachError::UpstreamUnreachable { source: e.into() })?;
-    if Platform::check() == Platform::Unchecked {
-        return Ok(stream);
-    }
-    let local = stream
-        .local_addr()
-        .map_err(|source| AttachError::OwnerUnknown { source })?;
-    match SocketTable::new().connection(addr, local) {
-        Ok(Some(end)) if end.uid == owner::own_uid() => Ok(stream),
-        Ok(Some(end)) => Err(AttachError::ForeignListener { uid: end.uid }),
-        Ok(None) => Err(AttachError::NotListening),
-        Err(source) => Err(AttachError::OwnerUnknown { source }),
+    match SocketTable::new().peer_of(&stream) {
+        Peer::Own => Ok(stream),
+        Peer::Other { uid } => Err(AttachError::ForeignListener { uid }),
+        Peer::Gone => Err(AttachError::NotListening),
+        Peer::Unknown(source) => Err(AttachError::OwnerUnknown { source }),
     }
 }
 

@@ -397,25 +397,20 @@ impl Gate {
         &mut self,
         shared: &forward::Shared,
         stream: &tokio::net::TcpStream,
-        peer: SocketAddr,
         open: usize,
     ) -> Result<(), Refusal> {
         if open >= self.max_connections {
             return Err(Refusal::OverCapacity);
         }
-        if owner::Platform::check() == owner::Platform::Unchecked {
-            return Ok(());
-        }
-        let local = stream.local_addr().map_err(|_| Refusal::OwnerUnknown)?;
-        let found = shared
+        let peer = shared
             .sockets
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .connection(peer, local);
-        match found {
-            Ok(Some(owner)) if owner.uid == shared.own_uid => Ok(()),
-            Ok(Some(owner)) => Err(Refusal::OtherUser(owner.uid)),
-            Ok(None) | Err(_) => Err(Refusal::OwnerUnknown),
+            .peer_of(stream);
+        match peer {
+            owner::Peer::Own => Ok(()),
+            owner::Peer::Other { uid } => Err(Refusal::OtherUser(uid)),
+            owner::Peer::Gone | owner::Peer::Unknown(_) => Err(Refusal::OwnerUnknown),
         }
     }
 
@@ -465,7 +460,7 @@ async fn accept_loop(
             _ = stop.cancelled() => break,
             _ = timer_anchor.tick() => {}
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => match gate.admit(&shared, &stream, peer, connections.len()) {
+                Ok((stream, _peer)) => match gate.admit(&shared, &stream, connections.len()) {
                     Ok(()) => {
                         let _ = stream.set_nodelay(true);
                         connections.spawn(serve_connection(stream, shared.clone(), stop.clone()));

@@ -48,6 +48,22 @@ pub fn own_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
+/// Whose socket is at the other end of a TCP connection of ours.
+#[derive(Debug)]
+pub(crate) enum Peer {
+    /// A socket of this process's user (or the platform cannot tell, see [`Platform`]).
+    Own,
+    /// A socket of another user.
+    Other {
+        /// Its uid.
+        uid: u32,
+    },
+    /// The kernel knows no such socket any more: it closed.
+    Gone,
+    /// The kernel could not be asked.
+    Unknown(io::Error),
+}
+
 /// Answers ownership questions, keeping one netlink socket open between queries.
 ///
 /// Each proxy owns one (behind a `Mutex` its tasks share).
@@ -79,6 +95,23 @@ impl SocketTable {
         remote: SocketAddr,
     ) -> io::Result<Option<SocketOwner>> {
         self.lookup(local, Some(remote))
+    }
+
+    /// Whose socket is at the other end of `stream`. Where the platform cannot tell, [`Peer::Own`].
+    pub(crate) fn peer_of(&mut self, stream: &tokio::net::TcpStream) -> Peer {
+        if Platform::check() == Platform::Unchecked {
+            return Peer::Own;
+        }
+        let (local, remote) = match (stream.local_addr(), stream.peer_addr()) {
+            (Ok(local), Ok(remote)) => (local, remote),
+            (Err(error), _) | (_, Err(error)) => return Peer::Unknown(error),
+        };
+        match self.connection(remote, local) {
+            Ok(Some(owner)) if owner.uid == own_uid() => Peer::Own,
+            Ok(Some(owner)) => Peer::Other { uid: owner.uid },
+            Ok(None) => Peer::Gone,
+            Err(error) => Peer::Unknown(error),
+        }
     }
 
     /// The owner of the socket a connection to `addr` would reach: the listener at `addr`.
