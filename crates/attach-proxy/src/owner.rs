@@ -475,6 +475,42 @@ mod tests {
         assert_ne!(accepted.inode, 0);
     }
 
+    /// A client whose socket is IPv6 (dual-stack, connecting to `::ffff:127.0.0.1`) still shows
+    /// up under the IPv4 addresses the proxy sees it by.
+    #[test]
+    fn a_dual_stack_client_is_found_by_its_ipv4_addresses() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = std::net::TcpStream::connect(("::ffff:127.0.0.1", port)).unwrap();
+        assert!(client.local_addr().unwrap().is_ipv6(), "an AF_INET6 socket");
+        let (accepted, peer) = listener.accept().unwrap();
+        assert!(peer.is_ipv4(), "the proxy sees IPv4 addresses");
+        let local = accepted.local_addr().unwrap();
+        let found = SocketTable::new().connection(peer, local).unwrap();
+        assert_eq!(found.map(|o| o.uid), Some(own_uid()));
+        let from_proc = linux::proc_net_lookup(peer, Some(local)).unwrap();
+        assert_eq!(from_proc.map(|o| o.uid), Some(own_uid()));
+    }
+
+    /// A runtime that listens on `[::1]` is checked the same way.
+    #[test]
+    fn ipv6_loopback_sockets_have_owners_too() {
+        let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+            eprintln!("skipping: no IPv6 loopback here");
+            return;
+        };
+        let addr = listener.local_addr().unwrap();
+        let client = std::net::TcpStream::connect(addr).unwrap();
+        let mut table = SocketTable::new();
+        let runtime_end = table
+            .connection(addr, client.local_addr().unwrap())
+            .unwrap();
+        assert_eq!(runtime_end.map(|o| o.uid), Some(own_uid()));
+        let listening = table.listener(addr).unwrap().unwrap();
+        assert!(process_holds_socket(std::process::id(), listening.inode).unwrap());
+        assert_eq!(linux::proc_net_lookup(addr, None).unwrap(), Some(listening));
+    }
+
     #[test]
     fn a_closed_socket_has_no_owner() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
