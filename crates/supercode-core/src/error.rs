@@ -67,6 +67,12 @@ impl CoreError {
                 ErrorCode::SecretStore
             }
             CoreError::Approval(canon_local::ApprovalError::File(_)) => ErrorCode::Internal,
+            CoreError::Approval(
+                canon_local::ApprovalError::OtherCanon { .. }
+                | canon_local::ApprovalError::Client(canon_local::ClientError::InsecureBaseUrl {
+                    ..
+                }),
+            ) => ErrorCode::Refused,
             CoreError::Approval(_) => ErrorCode::Network,
             CoreError::Revive { .. } => ErrorCode::RuntimeUnavailable,
             _ => ErrorCode::Internal,
