@@ -17,7 +17,7 @@ const REVIVE_TIMEOUT_MS = 60_000;
 // Proves: a demo runtime backed by a canon profile (its lock and catalog entry), once SIGKILLed,
 // is listed as not running and revivable; Revive shows the recorded launch command and, once
 // confirmed, relaunches it: a new process (new pid) registers and the window lists it as running.
-test('revive shows the launch command and brings a killed runtime back as a new process', async (t) => {
+test('revive shows the full plan and brings a killed runtime back as a new process', async (t) => {
   const revivedPids = [];
   try {
     await writeAgents(t.env.CANON_HOME, [PROFILE]);
