@@ -541,3 +541,73 @@ async fn a_revive_whose_receipt_changed_since_it_was_shown_is_refused() {
     assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
     assert!(!marker.exists(), "the changed command ran");
 }
+
+// Issue 13: the program is looked up when the plan is made, the way the spawn would (the plan's
+// own PATH once it is allowed), and that absolute path runs; a program of the same name that
+// appears earlier on PATH after the plan was shown makes another plan, which is refused.
+#[tokio::test]
+async fn the_program_is_resolved_on_the_plans_path_and_that_absolute_path_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let holder = Sleeper::spawn();
+    let (earlier, bin) = (fx.root.join("earlier-bin"), fx.root.join("private-bin"));
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let marker = fx.root.join("ran");
+    let tool = bin.join("revive-test-tool");
+    std::fs::write(
+        &tool,
+        format!("#!/bin/sh\necho \"$0\" > '{}'\nexit 3\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
+    let search = format!("{}:{}:/usr/bin:/bin", earlier.display(), bin.display());
+    let id = stale_receipt_with(
+        &fx,
+        &holder,
+        &endpoint,
+        &["revive-test-tool"],
+        serde_json::json!({ "PATH": search }),
+    );
+    let core = fx.core();
+    let plan = core.revive_plan(&id).await.unwrap();
+    assert_eq!(plan.program, tool.to_string_lossy(), "{plan:?}");
+    assert_eq!(plan.recorded_program, "revive-test-tool");
+    let path = plan.env.iter().find(|v| v.name == "PATH").unwrap();
+    assert!(
+        path.needs_allow && !path.allowed,
+        "PATH itself must be allowed"
+    );
+
+    let error = tokio::time::timeout(TIMEOUT, core.revive(confirm(&plan, &["PATH"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("exited before it came up"),
+        "{error}"
+    );
+    let ran = wait_until("the tool to run", TIMEOUT, || {
+        std::fs::read_to_string(&marker).ok()
+    });
+    assert_eq!(
+        ran.trim(),
+        tool.to_string_lossy(),
+        "started as the absolute path shown"
+    );
+
+    std::fs::remove_file(&marker).unwrap();
+    let shown = core.revive_plan(&id).await.unwrap();
+    let shadow = earlier.join("revive-test-tool");
+    std::fs::copy(&tool, &shadow).unwrap();
+    let error = CommandError::from(core.revive(confirm(&shown, &[])).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
+    assert!(!marker.exists(), "neither program ran");
+    let again = core.revive_plan(&id).await.unwrap();
+    assert_eq!(
+        again.program,
+        shadow.to_string_lossy(),
+        "the new plan shows the new program"
+    );
+}
