@@ -6,6 +6,7 @@ const COMMANDS: &[&str] = &[
     "snapshot",
     "attach",
     "forget",
+    "revive_plan",
     "revive",
     "approve",
     "reject",

@@ -12,6 +12,7 @@ use supercode_core::Supercode;
 
 mod demo;
 mod output;
+mod revive;
 
 /// Supercode Tray: the local control centre for your AI coding-agent runtimes.
 #[derive(Debug, Parser)]
@@ -44,10 +45,17 @@ pub enum Command {
         #[arg(long)]
         no_open: bool,
     },
-    /// Relaunch a stopped runtime from its recorded launch command.
+    /// Relaunch a stopped runtime from its recorded launch command, after showing what will run.
     Revive {
         /// The catalog id (or live id) as `list` shows it.
         id: String,
+        /// Run the plan shown without asking (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Allow a variable that changes how programs load (LD_PRELOAD, PATH, NODE_OPTIONS...)
+        /// with the value shown, for this runtime; remembered for later revives.
+        #[arg(long = "allow-env", value_name = "NAME")]
+        allow_env: Vec<String>,
     },
     /// List pending Canon agent registrations (never their poll tokens).
     Pending {
@@ -114,10 +122,7 @@ async fn dispatch(command: Command) -> Result<(), String> {
             println!("Forgot {id}.");
         }
         Command::Attach { id, no_open } => attach(&core, &id, no_open).await?,
-        Command::Revive { id } => {
-            let outcome = core.revive(&id).await.map_err(|e| e.to_string())?;
-            println!("{}", outcome.message);
-        }
+        Command::Revive { id, yes, allow_env } => revive::run(&core, &id, yes, allow_env).await?,
         Command::Pending { json } => output::print_pending(&core.pending(), json),
         Command::Approve { profile } => {
             // Progress goes to stderr once per change of state; the outcome is the one line on

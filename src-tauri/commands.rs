@@ -17,6 +17,7 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         runtimes::snapshot,
         runtimes::attach,
         runtimes::forget,
+        runtimes::revive_plan,
         runtimes::revive,
         registrations::approve,
         registrations::reject,

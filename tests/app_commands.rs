@@ -222,7 +222,7 @@ fn refused_and_unknown_actions_answer_a_code_and_a_clean_message() {
     let revive = invoke(
         &webview,
         "revive",
-        json!({ "id": "sdk:nobody:0000000000000000" }),
+        json!({ "id": "sdk:nobody:0000000000000000", "planDigest": "0" }),
     )
     .expect_err("unknown id");
     fx.assert_clean("revive error", &revive.to_string());
@@ -329,4 +329,73 @@ fn approve_and_its_errors_answers_and_events_carry_no_api_key_or_poll_token() {
         fx.assert_clean("snapshot event", payload);
     }
     fx.runtime.block_on(server.shutdown());
+}
+
+// Issue 13: the window asks for the plan (absolute program, arguments, cwd, every variable) and
+// the revive carries its digest: a wrong digest is `planChanged` and runs nothing; the digest of
+// the plan shown runs exactly that plan.
+#[test]
+fn revive_runs_only_the_plan_whose_digest_the_window_sends_back() {
+    let fx = Fixture::new();
+    fx.write_canon_secrets();
+    let workspace = fx.locations.state_dir.parent().unwrap().join("workspace");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let marker = workspace.join("ran");
+    let script = format!("echo ran > '{}'; exit 3", marker.display());
+    let cwd = workspace.to_string_lossy().into_owned();
+    let launch = vec!["sh".to_owned(), "-c".to_owned(), script.clone()];
+    let id = canon_local::build_local_runtime_id("sdk", Some("existing"), &cwd, &launch).unwrap();
+    let entry = canon_local::LocalRuntimeCatalogEntry::new(
+        id.clone(),
+        "sdk",
+        Some("existing".to_owned()),
+        cwd.clone(),
+        launch,
+        canon_local::LocalRuntimeStatus::Offline,
+        canon_local::ReviveCapability::Revivable,
+    );
+    canon_local::upsert_local_runtime_entry(&fx.locations.canon, &entry).unwrap();
+    let (_app, webview) = fx.app();
+
+    let plan = invoke(&webview, "revive_plan", json!({ "id": id })).expect("a plan");
+    fx.assert_clean("revive plan", &plan.to_string());
+    let program = plan["program"].as_str().unwrap();
+    assert!(
+        program.starts_with('/') && program.ends_with("/sh"),
+        "{plan}"
+    );
+    assert_eq!(plan["recordedProgram"], "sh");
+    assert_eq!(plan["args"], json!(["-c", script]));
+    assert_eq!(plan["cwd"], cwd);
+    assert_eq!(plan["env"][0]["name"], "CANON_AGENT");
+    assert_eq!(plan["env"][0]["value"], "existing");
+    assert_eq!(plan["run"]["available"], true);
+
+    let stale = invoke(
+        &webview,
+        "revive",
+        json!({ "id": id, "planDigest": "0".repeat(64) }),
+    )
+    .expect_err("another digest");
+    assert_eq!(stale["code"], "planChanged", "{stale}");
+    assert!(!marker.exists(), "nothing ran");
+    let missing = invoke(&webview, "revive", json!({ "id": id }));
+    assert!(missing.is_err(), "a revive without a digest is refused");
+    assert!(!marker.exists(), "nothing ran");
+
+    let ran = invoke(
+        &webview,
+        "revive",
+        json!({ "id": id, "planDigest": plan["digest"] }),
+    )
+    .expect_err("the script exits before it comes up");
+    fx.assert_clean("revive error", &ran.to_string());
+    assert!(
+        ran["message"]
+            .as_str()
+            .unwrap()
+            .contains("exited before it came up"),
+        "{ran}"
+    );
+    assert!(marker.exists(), "the confirmed plan ran");
 }

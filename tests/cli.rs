@@ -562,3 +562,206 @@ fn another_user_who_reads_the_attach_link_off_a_command_line_cannot_use_it() {
         "the user's own browser attached: {page}"
     );
 }
+
+/// A loopback listener that only counts connections: proof that nothing at all went its way.
+struct Witness {
+    url: String,
+    connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Witness {
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        Self { url, connections }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Issue 13: `approve` killed mid-poll and started again with another `CANON_BASE_URL` refuses
+/// to send the poll token there: the other server gets not one connection. Plain http to another
+/// machine is refused outright.
+#[test]
+fn approve_restarted_mid_poll_with_another_canon_base_url_sends_the_poll_token_nowhere_else() {
+    let mut home = Home::new();
+    let (_canon, _runtime, server) = pending_with_server(
+        &mut home,
+        "moving",
+        canon_local::test_server::TestServerConfig {
+            pending_polls: 1_000_000,
+            poll_interval_ms: Some(50),
+            ..Default::default()
+        },
+    );
+    let mut first = home
+        .command(&["approve", "moving"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    while server.state().polls == 0 {
+        assert!(std::time::Instant::now() < deadline, "approve never polled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let elsewhere = Witness::start();
+    home.extra_env.retain(|(name, _)| *name != "CANON_BASE_URL");
+    home.extra_env
+        .push(("CANON_BASE_URL", elsewhere.url.clone().into()));
+    let mut printed = String::new();
+    let again = home.run(&["approve", "moving"], &mut printed);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    let stderr = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert!(stderr.contains(&server.base_url()), "{stderr}");
+    assert!(
+        stderr.contains("only sent to the API that issued it"),
+        "{stderr}"
+    );
+    assert_eq!(elsewhere.connections(), 0, "the other Canon was contacted");
+
+    home.extra_env.retain(|(name, _)| *name != "CANON_BASE_URL");
+    home.extra_env
+        .push(("CANON_BASE_URL", "http://canon.example.com".into()));
+    let clear = home.run(&["approve", "moving"], &mut printed);
+    assert_eq!(clear.status.code(), Some(1), "{clear:?}");
+    let stderr = String::from_utf8_lossy(&clear.stderr).into_owned();
+    assert!(stderr.contains("over https only"), "{stderr}");
+}
+
+/// A `sleep` whose pid a hand-written receipt claims with another start time: the receipt is
+/// stale (its pid now belongs to another process) and revivable from its supervisor.
+struct StaleReceipt {
+    holder: Child,
+    endpoint: String,
+}
+
+impl Drop for StaleReceipt {
+    fn drop(&mut self) {
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
+fn stale_receipt(home: &Home, argv: &[&str], env: Value) -> StaleReceipt {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let holder = Command::new("sleep").arg("600").spawn().unwrap();
+    let identity = live_runtime::ProcessIdentity::of(holder.id()).unwrap();
+    let dir = home.path("receipts");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .unwrap();
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate().to_string();
+    let receipt = serde_json::json!({
+        "version": 1,
+        "endpoint": endpoint,
+        "runtimeId": "test:planned",
+        "source": { "sessionId": "session-planned", "workspace": home.path("workspace") },
+        "process": { "pid": identity.pid, "startTime": identity.start_time + 1 },
+        "address": "127.0.0.1:9",
+        "registeredAt": "2026-01-02T03:04:05.678Z",
+        "metadata": {
+            "runtimeKind": "sdk",
+            "displayName": "planned",
+            "supervisor": { "kind": "launchCommand", "argv": argv, "cwd": home.path("workspace"), "env": env },
+        },
+    });
+    let tmp = dir.join(format!(".{endpoint}.json.test.tmp"));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .unwrap();
+    file.write_all(receipt.to_string().as_bytes()).unwrap();
+    drop(file);
+    std::fs::rename(&tmp, dir.join(format!("{endpoint}.json"))).unwrap();
+    StaleReceipt { holder, endpoint }
+}
+
+/// Issue 13: `revive` prints the plan (absolute program, each argument, working directory, every
+/// variable), runs nothing without `--yes` when stdin is not a terminal, refuses `LD_PRELOAD`
+/// with its reason until `--allow-env LD_PRELOAD`, and remembers that allow.
+#[test]
+fn revive_prints_the_plan_asks_for_yes_and_refuses_ld_preload_until_allowed() {
+    let home = Home::new();
+    let marker = home.path("workspace").join("ran");
+    let script = format!("echo ran > '{}'; exit 3", marker.display());
+    let receipt = stale_receipt(
+        &home,
+        &["sh", "-c", &script],
+        serde_json::json!({ "LD_PRELOAD": "/nonexistent/hook.so", "GREETING": "hi there" }),
+    );
+    let id = receipt.endpoint.as_str();
+    let mut printed = String::new();
+
+    let refused = home.run(&["revive", id, "--yes"], &mut printed);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let plan = String::from_utf8_lossy(&refused.stdout).into_owned();
+    let program = plan
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("program:"))
+        .map(|p| p.trim().trim_matches('"').to_owned())
+        .unwrap_or_else(|| panic!("no program line: {plan}"));
+    assert!(
+        program.starts_with('/') && program.ends_with("/sh"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("(recorded as \"sh\", found on PATH)"),
+        "{plan}"
+    );
+    assert!(plan.contains(" 1. \"-c\""), "{plan}");
+    assert!(plan.contains(&format!(" 2. {script:?}")), "{plan}");
+    let workspace = home.path("workspace").display().to_string();
+    assert!(
+        plan.contains(&format!("working directory: {workspace:?}")),
+        "{plan}"
+    );
+    assert!(plan.contains("GREETING=\"hi there\""), "{plan}");
+    assert!(
+        plan.contains(
+            "LD_PRELOAD=\"/nonexistent/hook.so\"  REFUSED: LD_PRELOAD changes how programs load"
+        ),
+        "{plan}"
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(stderr.contains("--allow-env LD_PRELOAD"), "{stderr}");
+    assert!(!marker.exists(), "a refused plan ran");
+
+    let unconfirmed = home.run(&["revive", id, "--allow-env", "LD_PRELOAD"], &mut printed);
+    assert_eq!(unconfirmed.status.code(), Some(1), "{unconfirmed:?}");
+    let stderr = String::from_utf8_lossy(&unconfirmed.stderr).into_owned();
+    assert!(stderr.contains("run again with --yes"), "{stderr}");
+    assert!(!marker.exists(), "ran without a confirmation");
+
+    let allowed = home.run(
+        &["revive", id, "--yes", "--allow-env", "LD_PRELOAD"],
+        &mut printed,
+    );
+    let stderr = String::from_utf8_lossy(&allowed.stderr).into_owned();
+    assert!(stderr.contains("exited before it came up"), "{stderr}");
+    assert!(marker.exists(), "the allowed plan ran");
+
+    std::fs::remove_file(&marker).unwrap();
+    let remembered = home.run(&["revive", id, "--yes"], &mut printed);
+    let stdout = String::from_utf8_lossy(&remembered.stdout).into_owned();
+    assert!(stdout.contains("(allowed for this runtime)"), "{stdout}");
+    assert!(marker.exists(), "the allow was remembered");
+}

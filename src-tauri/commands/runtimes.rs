@@ -1,6 +1,7 @@
-//! Commands on runtimes: the inventory snapshot, attach, forget, revive.
+//! Commands on runtimes: the inventory snapshot, attach, forget, the revive plan and revive.
 
-use supercode_core::view::{CommandError, ReviveOutcome, Snapshot};
+use supercode_core::revive::ReviveRequest;
+use supercode_core::view::{CommandError, ReviveOutcome, RevivePlanView, Snapshot};
 use supercode_core::Supercode;
 use tauri::State;
 
@@ -38,8 +39,29 @@ pub fn forget(core: State<'_, Supercode>, id: String) -> Result<(), CommandError
     core.forget(&id).map_err(Into::into)
 }
 
-/// Relaunches a stopped runtime from its recorded launch command and waits until it is up.
+/// What a revive would run: shown in the confirmation before anything runs.
 #[tauri::command]
-pub async fn revive(core: State<'_, Supercode>, id: String) -> Result<ReviveOutcome, CommandError> {
-    core.revive(&id).await.map_err(Into::into)
+pub async fn revive_plan(
+    core: State<'_, Supercode>,
+    id: String,
+) -> Result<RevivePlanView, CommandError> {
+    core.revive_plan(&id).await.map_err(Into::into)
+}
+
+/// Relaunches a stopped runtime from the plan the user confirmed (its digest), with the
+/// variables they allowed, and waits until it is up.
+#[tauri::command]
+pub async fn revive(
+    core: State<'_, Supercode>,
+    id: String,
+    plan_digest: String,
+    allow_env: Option<Vec<String>>,
+) -> Result<ReviveOutcome, CommandError> {
+    let allow_env = allow_env.unwrap_or_default();
+    let request = ReviveRequest {
+        id,
+        plan_digest,
+        allow_env,
+    };
+    core.revive(request).await.map_err(Into::into)
 }

@@ -1,6 +1,7 @@
-// Revive brings a stopped runtime back from its recorded launch command, after showing that
-// command for confirmation.
+// Revive brings a stopped runtime back from its recorded launch command, after showing the whole
+// plan (absolute program, arguments, working directory, environment) for confirmation.
 
+import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { assert, test } from './harness.mjs';
@@ -16,7 +17,7 @@ const REVIVE_TIMEOUT_MS = 60_000;
 // Proves: a demo runtime backed by a canon profile (its lock and catalog entry), once SIGKILLed,
 // is listed as not running and revivable; Revive shows the recorded launch command and, once
 // confirmed, relaunches it: a new process (new pid) registers and the window lists it as running.
-test('revive shows the launch command and brings a killed runtime back as a new process', async (t) => {
+test('revive shows the full plan and brings a killed runtime back as a new process', async (t) => {
   const revivedPids = [];
   try {
     await writeAgents(t.env.CANON_HOME, [PROFILE]);
@@ -45,13 +46,25 @@ test('revive shows the launch command and brings a killed runtime back as a new 
     await clickInRow(app, catalogId, '[data-testid="action-revive"]');
     const confirmCss = `${rowSelector(catalogId)} [data-testid="confirm-revive"]`;
     await waitForText(app, confirmCss, /Revive .*\?/);
-    const argv = await app.execute(
-      'return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);',
-      [`${confirmCss} ol.argv li`],
+    await app.waitForElement(`${confirmCss} [data-testid="plan-program"]`);
+    const plan = await app.execute(
+      `const panel = document.querySelector(arguments[0]);
+       const texts = (css) => [...panel.querySelectorAll(css)].map((e) => e.textContent);
+       return {
+         program: panel.querySelector('[data-testid="plan-program"]').textContent,
+         args: texts('[data-testid="plan-args"] li'),
+         cwd: panel.querySelector('[data-testid="plan-cwd"]').textContent,
+         env: texts('[data-testid="plan-env"] .env-pair'),
+       };`,
+      [confirmCss],
     );
-    // The command the first process was started with, exactly.
-    const expected = [t.app, 'demo-runtime', '--name', NAME, '--workspace', join(t.stateDir, 'workspaces', NAME), '--canon-profile', PROFILE];
-    assert.deepEqual(argv, expected, 'the confirmation shows the recorded launch command, one argument per item');
+    // The command the first process was started with, exactly: the program as an absolute path,
+    // then each argument; its working directory; every variable revive sets.
+    const workspace = join(t.stateDir, 'workspaces', NAME);
+    assert.equal(plan.program, t.app, 'the confirmation shows the absolute program');
+    assert.deepEqual(plan.args, ['demo-runtime', '--name', NAME, '--workspace', workspace, '--canon-profile', PROFILE], 'then its arguments, one per item');
+    assert.equal(plan.cwd, realpathSync(workspace), 'and its working directory');
+    assert.deepEqual(plan.env, [`CANON_AGENT=${PROFILE}`], 'and every variable it sets');
     await paintedScreenshot(t, app, 'revive-confirmation');
     await (await app.find(`${confirmCss} [data-testid="confirm-accept"]`)).click();
 

@@ -105,6 +105,8 @@ test('no token, API key or runtime address reaches the webview, a log or a comma
     await app.waitFor('Revive to be available', async () => (await (await app.find(`${rowSelector(catalogRow.id)} [data-testid="action-revive"]`)).attribute('aria-disabled')) === null);
     await clickInRow(app, catalogRow.id, '[data-testid="action-revive"]');
     await waitForText(app, `${rowSelector(catalogRow.id)} [data-testid="confirm-revive"]`, /Revive .*\?/);
+    // Confirm runs only the plan it shows, so it waits for the plan to arrive.
+    await app.waitForElement(`${rowSelector(catalogRow.id)} [data-testid="confirm-revive"] [data-testid="plan-program"]`);
     await (await app.find(`${rowSelector(catalogRow.id)} [data-testid="confirm-revive"] [data-testid="confirm-accept"]`)).click();
     // Running again with a new receipt (the catalog entry alone says running a moment earlier).
     await waitForRow(app, `${CANON} running again`, CANON, (r) => r.status === 'running' && r.id.startsWith('lre_'), REVIVE_TIMEOUT_MS);

@@ -114,9 +114,13 @@ test('a killed runtime leaves the menu, and Revive opens the window on the confi
     const menuName = /^Revive (.+)…$/.exec(clicked.label)[1];
     const confirmName = /^Revive (.+?)\?/.exec(text)?.[1];
     assert.equal(confirmName, menuName, `the confirmation asks about the runtime the menu entry named (${JSON.stringify(text.slice(0, 80))})`);
-    const argv = await app.execute('return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);', [`${confirm} ol.argv li`]);
-    const expected = [t.app, 'demo-runtime', '--name', name, '--workspace', join(t.stateDir, 'workspaces', name), '--canon-profile', profile];
-    assert.deepEqual(argv, expected, 'the confirmation shows the recorded launch command, one argument per item');
+    await app.waitForElement(`${confirm} [data-testid="plan-program"]`);
+    const program = await app.execute('return document.querySelector(arguments[0]).textContent;', [`${confirm} [data-testid="plan-program"]`]);
+    const args = await app.execute('return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);', [`${confirm} [data-testid="plan-args"] li`]);
+    const env = await app.execute('return [...document.querySelectorAll(arguments[0])].map((e) => e.textContent);', [`${confirm} [data-testid="plan-env"] .env-pair`]);
+    assert.equal(program, t.app, 'the confirmation shows the absolute program');
+    assert.deepEqual(args, ['demo-runtime', '--name', name, '--workspace', join(t.stateDir, 'workspaces', name), '--canon-profile', profile], 'then the recorded arguments, one per item');
+    assert.deepEqual(env, [`CANON_AGENT=${profile}`], 'and every variable revive sets');
     await paintedScreenshot(t, app, 'revive-confirmation-from-tray');
   } finally {
     // Nothing is revived here (the confirmation is not accepted); stop one anyway if it was.

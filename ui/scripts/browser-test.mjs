@@ -128,15 +128,19 @@ try {
     await context.close();
   });
 
-  await test("keyboard only: revive confirmation lists argv, survives a live update, Escape closes it", async () => {
+  await test("keyboard only: revive confirmation shows the full plan, survives a live update, Escape closes it", async () => {
     const { page, context, problems } = await open("mock&latency=0");
     await page.getByTestId("runtime-row").first().waitFor();
     await tabUntil(page, () => document.activeElement?.getAttribute("aria-label") === "Revive review-bot");
     await page.keyboard.press("Enter");
     const panel = page.locator('[data-runtime-id="rt-review"] [data-testid="confirm-revive"]');
-    await panel.waitFor({ state: "visible" });
-    const argv = await panel.locator(".argv code").allTextContents();
-    assert(argv[0] === "canon-agent" && argv.includes("--profile") && argv.length === 6, `argv: ${argv}`);
+    await panel.getByTestId("plan-program").waitFor({ state: "visible" });
+    assert((await panel.getByTestId("plan-program").textContent()) === "/usr/bin/canon-agent", "the program as an absolute path");
+    const args = await panel.locator('[data-testid="plan-args"] code').allTextContents();
+    assert(args[0] === "serve" && args.includes("--profile") && args.length === 5, `args: ${args}`);
+    assert((await panel.getByTestId("plan-cwd").textContent()).startsWith("/home/dev/"), "the working directory");
+    const env = await panel.locator('[data-testid="plan-env"] .env-pair').allTextContents();
+    assert(env.join(",") === "CANON_AGENT=review", `env: ${env}`);
     assert((await focusedTestId(page)) === "confirm-accept", "focus moves into the confirmation");
     // A live update (another runtime changes) must not close the panel or move focus.
     await page.evaluate(() => window.__supercodeMock.update((s) => (s.runtimes[0].statusReason = "Busy with a long task.")));
@@ -155,10 +159,36 @@ try {
     await page.getByTestId("runtime-row").first().waitFor();
     await tabUntil(page, () => document.activeElement?.getAttribute("aria-label") === "Revive review-bot");
     await page.keyboard.press("Enter");
+    await page.locator('[data-runtime-id="rt-review"] [data-testid="plan-program"]').waitFor();
     await page.keyboard.press("Enter"); // focus is on Confirm
     const row = page.locator('[data-runtime-id="rt-review"]');
     await row.getByTestId("row-notice").filter({ hasText: "Started review-bot" }).waitFor();
     assert((await row.getByTestId("runtime-status").textContent()) === "Running", "status became Running");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("keyboard only: a refused LD_PRELOAD is allowed with its checkbox, then the revive runs", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    await page.getByTestId("runtime-row").first().waitFor();
+    await page.evaluate(() => window.__supercodeMock.setLaunchEnv("rt-review", { LD_PRELOAD: "/tmp/hook.so" }));
+    await tabUntil(page, () => document.activeElement?.getAttribute("aria-label") === "Revive review-bot");
+    await page.keyboard.press("Enter");
+    const row = page.locator('[data-runtime-id="rt-review"]');
+    const preload = row.locator('li[data-env-name="LD_PRELOAD"]');
+    await preload.waitFor();
+    assert((await preload.textContent()).includes("LD_PRELOAD changes how programs load"), "the reason is shown");
+    assert((await row.getByTestId("confirm-accept").getAttribute("aria-disabled")) === "true", "Confirm waits for the allow");
+    // Focus starts on Confirm; the checkbox is just before Cancel.
+    for (let i = 0; i < 5 && (await focusedTestId(page)) !== "allow-env"; i++) await page.keyboard.press("Shift+Tab");
+    assert((await focusedTestId(page)) === "allow-env", "the Allow checkbox is reachable by keyboard");
+    await page.keyboard.press("Space");
+    await tabUntil(page, () => document.activeElement?.getAttribute("data-testid") === "confirm-accept", 3);
+    assert((await row.getByTestId("confirm-accept").getAttribute("aria-disabled")) === null, "Confirm is enabled once allowed");
+    await page.keyboard.press("Enter");
+    await row.getByTestId("row-notice").filter({ hasText: "Started review-bot" }).waitFor();
+    const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "revive"));
+    assert(calls.length === 1 && calls[0].allowEnv.join(",") === "LD_PRELOAD", `revive calls: ${JSON.stringify(calls)}`);
     await expectClean(page, problems);
     await context.close();
   });

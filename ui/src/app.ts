@@ -118,8 +118,9 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
             () => void refresh(),
             (e: unknown) => Promise.reject(toCommandError(e)),
           ),
-        revive: (id) =>
-          backend.revive(id).then(
+        revivePlan: (id) => backend.revivePlan(id).catch((e: unknown) => Promise.reject(toCommandError(e))),
+        revive: (id, planDigest, allowEnv) =>
+          backend.revive(id, planDigest, allowEnv).then(
             (outcome) => {
               // A runtime revived from the catalog comes back under a new id (its new receipt), so
               // its old row, which would show the outcome, is about to go: say it at the top too.

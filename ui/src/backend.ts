@@ -4,14 +4,21 @@
 // same UI in a plain browser for tests.
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
-import type { CommandError, ErrorCode, PendingView, ReviveOutcome, Snapshot } from "./bindings";
+import type { CommandError, ErrorCode, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
 
 /** What the window can ask of the app. Every method rejects with a `CommandError`. */
 export interface Backend {
   snapshot(): Promise<Snapshot>;
   attach(id: string): Promise<void>;
   forget(id: string): Promise<void>;
-  revive(id: string): Promise<ReviveOutcome>;
+  /** What a revive of `id` would run: program, arguments, working directory, environment. */
+  revivePlan(id: string): Promise<RevivePlanView>;
+  /**
+   * Revives `id` from the plan the user was shown (its `digest`), allowing the listed variables
+   * that change how programs load for this runtime. Rejects with `planChanged` when the record
+   * no longer makes that plan.
+   */
+  revive(id: string, planDigest: string, allowEnv: string[]): Promise<ReviveOutcome>;
   approve(profile: string): Promise<PendingView>;
   reject(profile: string): Promise<void>;
   openLogs(): Promise<void>;
@@ -40,6 +47,7 @@ const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "secretStore",
   "network",
   "invalidInput",
+  "planChanged",
   "internal",
 ]);
 
@@ -77,7 +85,8 @@ export const tauriBackend: Backend = {
   snapshot: () => call<Snapshot>("snapshot"),
   attach: (id) => call<void>("attach", { id }),
   forget: (id) => call<void>("forget", { id }),
-  revive: (id) => call<ReviveOutcome>("revive", { id }),
+  revivePlan: (id) => call<RevivePlanView>("revive_plan", { id }),
+  revive: (id, planDigest, allowEnv) => call<ReviveOutcome>("revive", { id, planDigest, allowEnv }),
   approve: (profile) => call<PendingView>("approve", { profile }),
   reject: (profile) => call<void>("reject", { profile }),
   openLogs: () => call<void>("open_logs"),

@@ -3,13 +3,34 @@
 // "approving") and is scriptable: make the next call of an action fail, or hold
 // it until the test releases it, and read back every call made.
 import type { Backend } from "./backend";
-import type { CommandError, PendingView, ReviveOutcome, RuntimeView, Snapshot } from "./bindings";
+import type { CommandError, PendingView, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView, Snapshot } from "./bindings";
 
 /** The backend calls a test can fail, hold or inspect. */
-export type MockAction = "snapshot" | "attach" | "forget" | "revive" | "approve" | "reject" | "openLogs";
+export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revive" | "approve" | "reject" | "openLogs";
 
 /** One recorded call: the action and its argument (runtime id or profile), if any. */
-export type MockCall = { action: MockAction, arg: string | null };
+export type MockCall = { action: MockAction, arg: string | null, planDigest?: string, allowEnv?: string[] };
+
+/** Like the app's list (`revive::allowed_env`): variables that change how programs load. */
+const LOADER_VARIABLES = new Set(["PATH", "PATHEXT", "NODE_OPTIONS", "NODE_PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PERL5LIB", "PERLLIB", "PERL5OPT", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "GCONV_PATH"]);
+
+function loaderReason(name: string): string | null {
+  const upper = name.toUpperCase();
+  if (upper.startsWith("LD_") || upper.startsWith("DYLD_")) return `${name} changes how programs load: ${upper.slice(0, upper.indexOf("_") + 1)}* variables make the dynamic linker load other code into the program`;
+  if (LOADER_VARIABLES.has(upper)) return `${name} changes how programs load: it makes the program's interpreter load or run code the command does not show`;
+  return null;
+}
+
+/** A stable stand-in for the app's plan digest (any change to the plan changes it). */
+function digestOf(parts: unknown): string {
+  const text = JSON.stringify(parts);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, "0");
+}
 
 /** A held call, released by the test. */
 export interface Gate {
@@ -47,6 +68,10 @@ export class MockBackend implements Backend {
   private readonly holds = new Map<MockAction, Gate & { wait: Promise<void> }>();
   private readonly latencyMs: number;
   private readonly approvalMs: number;
+  /** Extra variables each runtime's launch command sets, by runtime id (see `setLaunchEnv`). */
+  private readonly launchEnv = new Map<string, Record<string, string>>();
+  /** Variables the user allowed, by runtime id: name → value. */
+  private readonly allowed = new Map<string, Map<string, string>>();
 
   constructor(initial: Snapshot, options: MockOptions = {}) {
     this.state = clone(initial);
@@ -103,8 +128,8 @@ export class MockBackend implements Backend {
     return this.listeners.size;
   }
 
-  private async begin(action: MockAction, arg: string | null = null): Promise<void> {
-    this.calls.push({ action, arg });
+  private async begin(action: MockAction, arg: string | null = null, record = true): Promise<void> {
+    if (record) this.calls.push({ action, arg });
     const gate = this.holds.get(action);
     if (gate) {
       this.holds.delete(action);
@@ -145,10 +170,67 @@ export class MockBackend implements Backend {
     });
   }
 
-  async revive(id: string): Promise<ReviveOutcome> {
-    await this.begin("revive", id);
+  /** Makes runtime `id`'s launch command set `env` (on top of `CANON_AGENT`), as a receipt can. */
+  setLaunchEnv(id: string, env: Record<string, string>): void {
+    this.launchEnv.set(id, { ...env });
+  }
+
+  /** The plan the app would make for `rt` now. */
+  private planOf(rt: RuntimeView): RevivePlanView {
+    const argv = rt.launchCommand ?? [];
+    const recorded = argv[0] ?? "";
+    const program = recorded.startsWith("/") ? recorded : `/usr/bin/${recorded}`;
+    const vars: Record<string, string> = { ...(this.launchEnv.get(rt.id) ?? {}) };
+    if (rt.profile !== null) vars.CANON_AGENT = rt.profile;
+    const allowed = this.allowed.get(rt.id) ?? new Map<string, string>();
+    const env: PlanEnvVar[] = Object.keys(vars)
+      .sort()
+      .map((name) => {
+        const value = vars[name]!;
+        const reason = loaderReason(name);
+        return { name, value, needsAllow: reason !== null, allowed: reason !== null && allowed.get(name) === value, reason };
+      });
+    const refused = env.filter((v) => v.needsAllow && !v.allowed);
+    const cwd = rt.workspace ?? "/";
+    return {
+      id: rt.id,
+      name: rt.name,
+      program,
+      recordedProgram: recorded,
+      args: argv.slice(1),
+      cwd,
+      env,
+      profile: rt.profile,
+      digest: digestOf([rt.id, program, argv.slice(1), cwd, env.map((v) => [v.name, v.value])]),
+      run:
+        refused.length === 0
+          ? { available: true, reason: null }
+          : { available: false, reason: `Not reviving ${rt.name}: its launch command sets ${refused.map((v) => v.name).join(", ")}. ${refused.map((v) => v.reason).join("; ")}.` },
+    };
+  }
+
+  async revivePlan(id: string): Promise<RevivePlanView> {
+    await this.begin("revivePlan", id);
     const rt = this.runtime(id);
     if (!rt.revive.available) throw { code: "refused", message: rt.revive.reason ?? "Revive is not available." };
+    return this.planOf(rt);
+  }
+
+  async revive(id: string, planDigest: string, allowEnv: string[]): Promise<ReviveOutcome> {
+    this.calls.push({ action: "revive", arg: id, planDigest, allowEnv: [...allowEnv] });
+    await this.begin("revive", id, false);
+    const rt = this.runtime(id);
+    if (!rt.revive.available) throw { code: "refused", message: rt.revive.reason ?? "Revive is not available." };
+    const plan = this.planOf(rt);
+    if (plan.digest !== planDigest) throw { code: "planChanged", message: `The launch command of ${rt.name} changed since it was shown; review it again.` };
+    const allowed = this.allowed.get(id) ?? new Map<string, string>();
+    for (const name of allowEnv) {
+      const v = plan.env.find((e) => e.name === name);
+      if (v) allowed.set(name, v.value);
+    }
+    this.allowed.set(id, allowed);
+    const after = this.planOf(rt);
+    if (!after.run.available) throw { code: "refused", message: after.run.reason ?? "Some variables are refused." };
     const pid = 40000 + this.calls.length;
     this.update(() => {
       rt.status = "running";

@@ -78,28 +78,104 @@ describe("attach", () => {
   });
 });
 
+/** Presses Revive on row `id` and waits until its confirmation shows the plan. */
+async function openRevive(mounted: Mounted, id: string): Promise<HTMLElement> {
+  const r = row(mounted.root, id);
+  click(byTestId(r, "action-revive"));
+  return vi.waitFor(() => {
+    const panel = byTestId(r, "confirm-revive");
+    byTestId(panel, "plan-program");
+    return panel;
+  });
+}
+
+function planArgs(panel: HTMLElement): (string | null)[] {
+  return [...panel.querySelectorAll('[data-testid="plan-args"] code')].map((c) => c.textContent);
+}
+
 describe("revive", () => {
-  it("asks first, listing every argv element and the profile, before calling the backend", async () => {
+  it("asks first, showing the absolute program, each argument, the working directory and every variable", async () => {
     m = await mount(demoSnapshot(NOW));
+    const panel = await openRevive(m, "rt-review");
+    expect(visible(panel)).toBe(true);
+    expect(byTestId(panel, "plan-program").textContent).toBe("/usr/bin/canon-agent");
+    expect(panel.textContent).toContain("recorded as canon-agent, found on PATH");
+    expect(planArgs(panel)).toEqual(["serve", "--profile", "review", "--workspace", "/home/dev/src/clients/acme/services/canon-review-service"]);
+    expect(byTestId(panel, "plan-cwd").textContent).toBe("/home/dev/src/clients/acme/services/canon-review-service");
+    const env = [...panel.querySelectorAll('[data-testid="plan-env"] .env-pair')].map((c) => c.textContent);
+    expect(env).toEqual(["CANON_AGENT=review"]);
+    expect(panel.textContent).toContain("Profile: review");
+    expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
+    expect(m.mock.calls.filter((c) => c.action === "revivePlan")).toEqual([{ action: "revivePlan", arg: "rt-review" }]);
+    expect(document.activeElement).toBe(byTestId(panel, "confirm-accept"));
+    expect(byTestId(panel, "confirm-accept").hasAttribute("aria-disabled")).toBe(false);
+    expect(byTestId(row(m.root, "rt-review"), "action-revive").getAttribute("aria-expanded")).toBe("true");
+  });
+
+  it("waits for the plan before Confirm can run anything", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const gate = m.mock.hold("revivePlan");
     const r = row(m.root, "rt-review");
     click(byTestId(r, "action-revive"));
     const panel = byTestId(r, "confirm-revive");
-    expect(visible(panel)).toBe(true);
-    const argv = [...panel.querySelectorAll(".argv code")].map((c) => c.textContent);
-    expect(argv).toEqual(["canon-agent", "serve", "--profile", "review", "--workspace", "/home/dev/src/clients/acme/services/canon-review-service"]);
-    expect(panel.textContent).toContain("Profile: review");
+    expect(byTestId(panel, "plan-status").textContent).toBe("Reading what it will run…");
+    expect(byTestId(panel, "confirm-accept").getAttribute("aria-disabled")).toBe("true");
+    click(byTestId(panel, "confirm-accept"));
     expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
-    expect(document.activeElement).toBe(byTestId(panel, "confirm-accept"));
-    expect(byTestId(r, "action-revive").getAttribute("aria-expanded")).toBe("true");
+    gate.release();
+    await vi.waitFor(() => byTestId(panel, "plan-program"));
+    expect(byTestId(panel, "confirm-accept").hasAttribute("aria-disabled")).toBe(false);
   });
 
   it("keeps an argument with spaces as one visible element", async () => {
     const s = demoSnapshot(NOW);
     s.runtimes = [runtime({ id: "x", name: "x", status: "stale", revive: { available: true, reason: null }, launchCommand: ["agent", "--workspace", "/home/dev/My Project"] })];
     m = await mount(s);
-    click(byTestId(row(m.root, "x"), "action-revive"));
-    const argv = [...byTestId(row(m.root, "x"), "confirm-revive").querySelectorAll(".argv code")].map((c) => c.textContent);
-    expect(argv).toEqual(["agent", "--workspace", "/home/dev/My Project"]);
+    const panel = await openRevive(m, "x");
+    expect(planArgs(panel)).toEqual(["--workspace", "/home/dev/My Project"]);
+  });
+
+  it("shows a variable that changes how programs load as refused, and revives only once it is allowed", async () => {
+    m = await mount(demoSnapshot(NOW));
+    m.mock.setLaunchEnv("rt-review", { LD_PRELOAD: "/tmp/hook.so", LOG_LEVEL: "debug" });
+    const panel = await openRevive(m, "rt-review");
+    const preload = panel.querySelector<HTMLElement>('[data-env-name="LD_PRELOAD"]')!;
+    expect(preload.textContent).toContain("LD_PRELOAD=/tmp/hook.so");
+    expect(preload.textContent).toContain("LD_PRELOAD changes how programs load");
+    expect(panel.querySelector('[data-env-name="LOG_LEVEL"] [data-testid="allow-env"]')).toBeNull();
+    const accept = byTestId(panel, "confirm-accept");
+    expect(accept.getAttribute("aria-disabled")).toBe("true");
+    expect(panel.textContent).toContain("Allow LD_PRELOAD above to revive with it");
+    click(accept);
+    expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
+
+    byTestId<HTMLInputElement>(preload, "allow-env").click();
+    expect(accept.hasAttribute("aria-disabled")).toBe(false);
+    click(accept);
+    await vi.waitFor(() => expect(shown(row(m!.root, "rt-review"), "row-notice")).toBe(true));
+    const [call] = m.mock.calls.filter((c) => c.action === "revive");
+    expect(call?.allowEnv).toEqual(["LD_PRELOAD"]);
+  });
+
+  it("shows a plan that changed since it was shown again instead of running it", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const panel = await openRevive(m, "rt-review");
+    m.mock.update((s) => {
+      s.runtimes[1]!.launchCommand = ["canon-agent", "serve", "--profile", "review", "--evil"];
+    });
+    click(byTestId(panel, "confirm-accept"));
+    const again = await vi.waitFor(() => {
+      const p = byTestId(row(m!.root, "rt-review"), "confirm-revive");
+      expect(planArgs(p)).toContain("--evil");
+      return p;
+    });
+    expect(byTestId(again, "plan-status").textContent).toContain("changed since it was shown; review it again");
+    expect(shown(row(m.root, "rt-review"), "row-notice")).toBe(false);
+    click(byTestId(again, "confirm-accept"));
+    await vi.waitFor(() => expect(shown(row(m!.root, "rt-review"), "row-notice")).toBe(true));
+    const revives = m.mock.calls.filter((c) => c.action === "revive");
+    expect(revives).toHaveLength(2);
+    expect(revives[0]!.planDigest).not.toBe(revives[1]!.planDigest);
   });
 
   it("Escape closes the confirmation and returns focus to Revive without reviving", async () => {
@@ -135,8 +211,8 @@ describe("revive", () => {
     m = await mount(demoSnapshot(NOW));
     const gate = m.mock.hold("revive");
     const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-revive"));
-    click(byTestId(byTestId(r, "confirm-revive"), "confirm-accept"));
+    const panel = await openRevive(m, "rt-review");
+    click(byTestId(panel, "confirm-accept"));
     const revive = byTestId(r, "action-revive");
     expect(shown(r, "confirm-revive")).toBe(false);
     expect(revive.getAttribute("aria-busy")).toBe("true");
@@ -146,15 +222,17 @@ describe("revive", () => {
     await vi.waitFor(() => expect(shown(r, "row-notice")).toBe(true));
     expect(byTestId(r, "row-notice").textContent).toContain("Started review-bot");
     expect(byTestId(r, "runtime-status").textContent).toBe("Running");
-    expect(m.mock.calls.filter((c) => c.action === "revive")).toEqual([{ action: "revive", arg: "rt-review" }]);
+    const revives = m.mock.calls.filter((c) => c.action === "revive");
+    expect(revives).toHaveLength(1);
+    expect(revives[0]).toMatchObject({ action: "revive", arg: "rt-review", allowEnv: [] });
+    expect(revives[0]!.planDigest).toMatch(/^[0-9a-f]{8}$/);
   });
 
   it("shows a revive failure inline", async () => {
     m = await mount(demoSnapshot(NOW));
     m.mock.failNext("revive", { code: "refused", message: "The launch command exited with status 127. Check that canon-agent is installed." });
     const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-revive"));
-    click(byTestId(byTestId(r, "confirm-revive"), "confirm-accept"));
+    click(byTestId(await openRevive(m, "rt-review"), "confirm-accept"));
     await vi.waitFor(() => expect(byTestId(r, "row-error").textContent).toContain("status 127"));
     expect(byTestId(r, "action-revive").hasAttribute("aria-busy")).toBe(false);
   });
@@ -351,9 +429,16 @@ describe("revive requested from the tray menu", () => {
     const revivable = demoSnapshot(NOW).runtimes.find((r) => r.revive.available);
     if (!revivable) throw new Error("the demo snapshot needs a revivable runtime");
     m.mock.requestRevive(revivable.id);
-    const panel = await vi.waitFor(() => byTestId(row(m!.root, revivable.id), "confirm-revive"));
+    const panel = await vi.waitFor(() => {
+      const p = byTestId(row(m!.root, revivable.id), "confirm-revive");
+      byTestId(p, "plan-program");
+      return p;
+    });
     expect(visible(panel)).toBe(true);
-    for (const arg of revivable.launchCommand ?? []) expect(panel.textContent).toContain(arg);
+    const [program, ...args] = revivable.launchCommand ?? [];
+    expect(byTestId(panel, "plan-program").textContent).toBe(`/usr/bin/${program}`);
+    expect(planArgs(panel)).toEqual(args);
+    expect(byTestId(panel, "plan-cwd").textContent).toBe(revivable.workspace);
     expect(m.mock.calls.filter((c) => c.action === "revive")).toHaveLength(0);
   });
 
@@ -371,9 +456,7 @@ describe("revive of a catalog runtime that comes back under a new id", () => {
     m = await mount(demoSnapshot(NOW));
     const revivable = demoSnapshot(NOW).runtimes.find((r) => r.revive.available && r.origin === "catalog");
     if (!revivable) throw new Error("the demo snapshot needs a revivable catalog runtime");
-    const r = row(m.root, revivable.id);
-    click(byTestId(r, "action-revive"));
-    click(byTestId(r, "confirm-accept"));
+    click(byTestId(await openRevive(m, revivable.id), "confirm-accept"));
     const notice = await vi.waitFor(() => byTestId(m!.root, "app-notice"));
     expect(notice.textContent).toContain(revivable.name);
     expect(m.root.querySelector(`[data-runtime-id="${revivable.id}"]`)).toBeNull();

@@ -20,7 +20,8 @@ describe("tauriBackend", () => {
     await tauriBackend.snapshot();
     await tauriBackend.attach("rt-1");
     await tauriBackend.forget("rt-2");
-    await tauriBackend.revive("rt-3");
+    await tauriBackend.revivePlan("rt-3");
+    await tauriBackend.revive("rt-3", "d1g35t", ["LD_PRELOAD"]);
     await tauriBackend.approve("dev");
     await tauriBackend.reject("ci");
     await tauriBackend.openLogs();
@@ -28,7 +29,8 @@ describe("tauriBackend", () => {
       ["snapshot", undefined],
       ["attach", { id: "rt-1" }],
       ["forget", { id: "rt-2" }],
-      ["revive", { id: "rt-3" }],
+      ["revive_plan", { id: "rt-3" }],
+      ["revive", { id: "rt-3", planDigest: "d1g35t", allowEnv: ["LD_PRELOAD"] }],
       ["approve", { profile: "dev" }],
       ["reject", { profile: "ci" }],
       ["open_logs", undefined],

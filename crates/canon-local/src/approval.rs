@@ -2,8 +2,10 @@
 //! secret store, resumable across restarts.
 //!
 //! 1. Load the pending entry for the profile (it must exist).
-//! 2. If it has no `requestId`, submit it (with its `localRegistrationId`, so a retry after a
-//!    crash returns the same request) and save `requestId`/`pollToken` *before* polling.
+//! 2. If it has no `requestId`, record which Canon API it goes to ([`RegistrationOrigins`]),
+//!    submit it (with its `localRegistrationId`, so a retry after a crash returns the same
+//!    request) and save `requestId`/`pollToken` *before* polling. If it has one, refuse to
+//!    resume against any API but the one that issued its poll token.
 //! 3. Poll until approved, rejected, or the deadline: the server's interval if it gives one,
 //!    exponential backoff on transient errors.
 //! 4. On approval with a key: store it in the secret store, merge the profile into
@@ -14,12 +16,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::{
-    resolve_base_url, CanonClient, ClientError, RegistrationPhase, RegistrationRequest,
+    is_tls, resolve_base_url, CanonClient, ClientError, RegistrationPhase, RegistrationRequest,
     DEFAULT_BASE_URL,
 };
 use crate::error::CanonFileError;
 use crate::home::CanonHome;
 use crate::json::iso_now;
+use crate::origins::RegistrationOrigins;
 use crate::pending::{
     clear_pending_registration, load_pending_registrations, update_pending_registration,
     PendingPatch,
@@ -169,15 +172,28 @@ pub enum ApprovalError {
     /// Everything is stored, but Canon was not told; the pending entry is kept.
     #[error("the agent is registered, but Canon could not be told the key was received ({0}); approve again later to finish")]
     AckFailed(ClientError),
+    /// The registration was submitted to another Canon API than the one configured now; its
+    /// poll token is not sent anywhere else.
+    #[error("the registration for \"{profile}\" was submitted to {issued_by}, but the Canon base URL is now {configured}; its poll token is only sent to the API that issued it: set CANON_BASE_URL back to {issued_by} to finish it, or dismiss it and register again")]
+    OtherCanon {
+        /// The profile.
+        profile: String,
+        /// The API that issued the poll token.
+        issued_by: String,
+        /// The API configured now.
+        configured: String,
+    },
 }
 
 /// The `description` sent with a registration submitted by the tray.
 pub const REGISTRATION_DESCRIPTION: &str = "Registered from Supercode Tray";
 
 /// Runs the approval workflow for `profile` (see the module docs). `progress` sees every state
-/// change. Rejection and expiry are outcomes, not errors.
+/// change. Rejection and expiry are outcomes, not errors. `origins` is where the tray remembers
+/// which Canon API each registration belongs to.
 pub async fn approve(
     home: &CanonHome,
+    origins: &RegistrationOrigins,
     profile: &str,
     secrets: &SecretStore,
     options: &ApprovalOptions,
@@ -197,15 +213,32 @@ pub async fn approve(
         .clone()
         .unwrap_or_else(|| resolve_base_url(existing.as_ref().and_then(|p| p.base_url.as_deref())));
     let client = CanonClient::new(base_url)?;
-    // Keep the profile's own spelling when it names this API; record a non-default API.
+    // Keep the profile's own spelling when it names this API (the tray did not put it there);
+    // record a non-default API only when it is https, so a plain-http (loopback) API used for
+    // this exchange never becomes the one the package keeps using.
     let profile_base_url = match existing.as_ref().and_then(|p| p.base_url.clone()) {
         Some(b) if b.trim_end_matches('/') == client.base_url() => Some(b),
-        _ if client.base_url() != DEFAULT_BASE_URL => Some(client.base_url().to_owned()),
+        _ if client.base_url() != DEFAULT_BASE_URL && is_tls(client.base_url()) => {
+            Some(client.base_url().to_owned())
+        }
         _ => None,
     };
 
     let (request_id, poll_token) = match entry.request_id.clone() {
         Some(request_id) => {
+            match origins.base_url_of(&entry.local_registration_id)? {
+                Some(issued_by) if issued_by != client.base_url() => {
+                    return Err(ApprovalError::OtherCanon {
+                        profile: profile.to_owned(),
+                        issued_by,
+                        configured: client.base_url().to_owned(),
+                    });
+                }
+                Some(_) => {}
+                // Submitted by a runtime through the package, so its API is unknown: the first
+                // API polled is the one it stays with.
+                None => origins.record(&entry.local_registration_id, client.base_url())?,
+            }
             progress(ApprovalState::Resumed {
                 request_id: request_id.clone(),
             });
@@ -218,6 +251,7 @@ pub async fn approve(
                 client_type: entry.client_type.clone(),
                 local_registration_id: entry.local_registration_id.clone(),
             };
+            origins.record(&entry.local_registration_id, client.base_url())?;
             let mut failures = 0;
             let submitted = loop {
                 match client.register(&request).await {
@@ -309,6 +343,8 @@ pub async fn approve(
                 let agent_name = status.agent_name.unwrap_or_else(|| profile.to_owned());
                 finish(
                     home,
+                    origins,
+                    &entry.local_registration_id,
                     profile,
                     secrets,
                     &client,
@@ -350,8 +386,11 @@ struct Approved<'a> {
     base_url: Option<String>,
 }
 
+#[allow(clippy::too_many_arguments)] // each is a different thing `finish` writes to or reads
 async fn finish(
     home: &CanonHome,
+    origins: &RegistrationOrigins,
+    local_registration_id: &str,
     profile: &str,
     secrets: &SecretStore,
     client: &CanonClient,
@@ -390,6 +429,7 @@ async fn finish(
         }
     }
     clear_pending_registration(home, profile)?;
+    origins.forget(local_registration_id)?;
     Ok(())
 }
 
@@ -400,7 +440,16 @@ fn backoff(options: &ApprovalOptions, failures: u32) -> Duration {
 }
 
 /// Dismisses a registration locally (after Canon rejected it, or when the user gives up):
-/// clears the pending entry. Canon is not contacted.
-pub fn reject(home: &CanonHome, profile: &str) -> Result<(), CanonFileError> {
-    clear_pending_registration(home, profile)
+/// clears the pending entry and the tray's record of its API. Canon is not contacted.
+pub fn reject(
+    home: &CanonHome,
+    origins: &RegistrationOrigins,
+    profile: &str,
+) -> Result<(), CanonFileError> {
+    let entry = load_pending_registrations(home)?.get(profile).cloned();
+    clear_pending_registration(home, profile)?;
+    if let Some(entry) = entry {
+        origins.forget(&entry.local_registration_id)?;
+    }
+    Ok(())
 }

@@ -3,10 +3,16 @@
 //!
 //! Secrets (poll token, API key) travel only in headers and response bodies; they are wrapped in
 //! [`Sensitive`] as soon as they are parsed and never reach an error message.
+//!
+//! Canon is spoken to over TLS only: a base URL must be `https`, except plain `http` to this
+//! machine (`localhost`, `127.0.0.0/8`, `::1`), which is what tests and a local Canon use
+//! ([`check_base_url`]). No redirect is followed: a 3xx answer is an error
+//! ([`ClientError::Redirected`]), so the poll token header is only ever sent to the API it was
+//! meant for.
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use serde_json::{json, Map, Value};
 
 use live_runtime::Sensitive;
@@ -42,9 +48,80 @@ pub fn resolve_base_url(profile_base_url: Option<&str>) -> String {
     chosen.trim_end_matches('/').to_owned()
 }
 
+/// Whether `base_url` may be talked to: `https`, or plain `http` to a loopback host (`localhost`,
+/// `127.0.0.0/8`, `::1`). Also refuses a URL with a user name or password in it, which would end
+/// up in error messages. Returns the reason when it may not.
+pub fn check_base_url(base_url: &str) -> Result<(), ClientError> {
+    let insecure = |shown: &str, reason: &str| ClientError::InsecureBaseUrl {
+        base_url: shown.chars().take(BASE_URL_SHOWN_LIMIT).collect(),
+        reason: reason.to_owned(),
+    };
+    let url = reqwest::Url::parse(base_url)
+        .map_err(|e| insecure(base_url, &format!("it is not a URL ({e})")))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        // Shown without the credentials, which may be a secret.
+        let mut shown = url.clone();
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        return Err(insecure(
+            shown.as_str(),
+            "it carries a user name or password",
+        ));
+    }
+    let insecure = |reason: &str| insecure(base_url, reason);
+    match url.scheme() {
+        "https" if url.host().is_some() => Ok(()),
+        "http" if is_loopback_host(&url) => Ok(()),
+        "http" => Err(insecure(
+            "it is plain http to another machine, which would send poll tokens and receive API keys in clear text",
+        )),
+        _ => Err(insecure("only https URLs are used")),
+    }
+}
+
+/// Whether `base_url` is `https` (so it may be recorded in `agents.json` for the package to keep
+/// using); loopback `http` is allowed for the exchange but never recorded.
+pub fn is_tls(base_url: &str) -> bool {
+    reqwest::Url::parse(base_url).is_ok_and(|u| u.scheme() == "https")
+}
+
+fn is_loopback_host(url: &reqwest::Url) -> bool {
+    // The URL parser has already normalised the host: IPv4 in dotted form ("127.1" is
+    // "127.0.0.1"), IPv6 in brackets, domains in lower case.
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Longest part of a base URL or redirect target an error shows: a URL is not secret, but an
+/// error should stay one readable line.
+const BASE_URL_SHOWN_LIMIT: usize = 200;
+
 /// A Canon API call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The base URL is not one poll tokens and API keys may travel to (see [`check_base_url`]).
+    #[error("the Canon base URL {base_url} is refused: {reason}; Supercode Tray talks to Canon over https only (plain http only to this machine: localhost, 127.0.0.0/8, ::1); fix CANON_BASE_URL or the profile's baseUrl in agents.json")]
+    InsecureBaseUrl {
+        /// The refused URL (not secret; cut to a readable length).
+        base_url: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// Canon answered with a redirect, which is never followed: the poll token would go along.
+    #[error("Canon answered HTTP {status}, a redirect to {location}; Supercode Tray follows no redirects, so a poll token is only sent to the API that issued it; set CANON_BASE_URL to the API's own address")]
+    Redirected {
+        /// HTTP status (3xx).
+        status: u16,
+        /// Where it pointed (the `Location` header, cut to a readable length), or "(nowhere)".
+        location: String,
+    },
     /// Canon answered with a non-2xx status (`CanonApiError`). `body` is an excerpt of Canon's
     /// answer with any known secret removed.
     #[error("Canon answered HTTP {status}: {body}")]
@@ -75,7 +152,9 @@ impl ClientError {
             ClientError::Status { status, .. } => {
                 *status >= 500 || *status == 408 || *status == 429
             }
-            ClientError::InvalidResponse(_) => false,
+            ClientError::InvalidResponse(_)
+            | ClientError::InsecureBaseUrl { .. }
+            | ClientError::Redirected { .. } => false,
         }
     }
 }
@@ -141,11 +220,14 @@ pub struct CanonClient {
 }
 
 impl CanonClient {
-    /// A client for `base_url` (see [`resolve_base_url`]).
+    /// A client for `base_url` (see [`resolve_base_url`]); refused unless [`check_base_url`]
+    /// accepts it. The client follows no redirects.
     pub fn new(base_url: impl Into<String>) -> Result<Self, ClientError> {
         let base_url: String = base_url.into();
+        check_base_url(&base_url)?;
         let http = reqwest::Client::builder()
             .timeout(HTTP_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ClientError::Transport {
                 base_url: base_url.clone(),
@@ -287,6 +369,7 @@ impl CanonClient {
             .send()
             .await
             .map_err(|e| self.transport(&e))?;
+        refuse_redirect(&response)?;
         let status = response.status();
         if !status.is_success() {
             let text = response.text().await.unwrap_or_default();
@@ -311,10 +394,31 @@ fn token_header(token: &Sensitive<String>) -> Result<HeaderMap, ClientError> {
     Ok(headers)
 }
 
+/// A 3xx answer is an error: the client never follows it (see the module docs).
+fn refuse_redirect(response: &reqwest::Response) -> Result<(), ClientError> {
+    let status = response.status();
+    if !status.is_redirection() {
+        return Ok(());
+    }
+    let location = response
+        .headers()
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .map_or_else(
+            || "(nowhere)".to_owned(),
+            |l| l.chars().take(BASE_URL_SHOWN_LIMIT).collect(),
+        );
+    Err(ClientError::Redirected {
+        status: status.as_u16(),
+        location,
+    })
+}
+
 async fn read_json_response(
     response: reqwest::Response,
     poll_token: Option<&Sensitive<String>>,
 ) -> Result<(HeaderMap, Value), ClientError> {
+    refuse_redirect(&response)?;
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.map_err(|e| ClientError::Transport {
@@ -395,5 +499,44 @@ mod tests {
         let long = "x".repeat(1000);
         assert!(excerpt(&long, None).chars().count() <= ERROR_BODY_LIMIT + 1);
         assert_eq!(excerpt("  ", None), "(empty body)");
+    }
+
+    // Issue 13: Canon over TLS only; plain http only to this machine.
+    #[test]
+    fn base_urls_must_be_https_or_loopback_http() {
+        for ok in [
+            "https://api.canonmsg.com",
+            "https://self.hosted:8443/canon",
+            "http://127.0.0.1:4000",
+            "http://127.200.1.2",
+            "http://127.1:9",
+            "http://[::1]:4000",
+            "http://localhost:4000",
+            "http://LocalHost",
+        ] {
+            assert!(check_base_url(ok).is_ok(), "{ok} should be accepted");
+        }
+        for refused in [
+            "http://api.canonmsg.com",
+            "http://10.0.0.7:4000",
+            "http://[::ffff:10.0.0.7]",
+            "http://127.0.0.1.example.com",
+            "http://localhost.example.com",
+            "ftp://api.canonmsg.com",
+            "https://user:secret@api.canonmsg.com",
+            "api.canonmsg.com",
+            "",
+        ] {
+            let err = check_base_url(refused).expect_err(refused);
+            assert!(
+                matches!(err, ClientError::InsecureBaseUrl { .. }),
+                "{refused}: {err:?}"
+            );
+            assert!(!err.to_string().contains("secret"), "{err}");
+            assert!(!err.is_transient());
+        }
+        assert!(CanonClient::new("http://api.canonmsg.com").is_err());
+        assert!(is_tls("https://api.canonmsg.com"));
+        assert!(!is_tls("http://127.0.0.1:4000"));
     }
 }

@@ -18,6 +18,7 @@
 //! - [`json`] — the `JSON.stringify` writer.
 //! - [`client`] — the registration HTTP client.
 //! - [`approval`] — the resumable approval workflow.
+//! - [`origins`] — the tray's record of which Canon API each pending registration belongs to.
 //! - `test_server` (feature `test-server`): a contract-following fake Canon for tests.
 #![deny(missing_docs)]
 
@@ -28,6 +29,7 @@ mod error;
 pub mod home;
 pub mod json;
 pub mod locks;
+pub mod origins;
 pub mod pending;
 pub mod process;
 pub mod profiles;
@@ -53,6 +55,7 @@ pub use locks::{
     acquire_lock, describe_profile_lock, is_profile_locked, release_lock, LockError, LockStatus,
     ProfileLockHandle,
 };
+pub use origins::RegistrationOrigins;
 pub use pending::{
     clear_pending_registration, get_or_create_pending_registration, load_pending_registrations,
     save_pending_registrations, update_pending_registration, PendingPatch, PendingRegistration,

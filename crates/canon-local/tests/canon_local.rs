@@ -19,3 +19,5 @@ mod pending;
 mod profiles;
 #[path = "canon_local/server_binary.rs"]
 mod server_binary;
+#[path = "canon_local/tls_only.rs"]
+mod tls_only;

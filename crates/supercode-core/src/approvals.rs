@@ -105,6 +105,7 @@ impl ApprovalBoard {
             .clone();
         let outcome = canon_local::approve(
             &locations.canon,
+            &locations.registration_origins(),
             profile,
             locations.receipts.secret_store(),
             &options,
@@ -146,7 +147,7 @@ impl ApprovalBoard {
                 "The registration for \"{profile}\" is being approved right now; wait for it to finish."
             )));
         }
-        canon_local::clear_pending_registration(&locations.canon, profile)?;
+        canon_local::reject(&locations.canon, &locations.registration_origins(), profile)?;
         self.lock().remove(profile);
         Ok(())
     }

@@ -17,6 +17,15 @@ pub enum CoreError {
     /// The action does not apply to this runtime now.
     #[error("{0}")]
     Refused(String),
+    /// The launch command is no longer what the user was shown.
+    #[error("The launch command of {name} changed since it was shown; review it again.")]
+    PlanChanged {
+        /// The runtime's display name.
+        name: String,
+    },
+    /// The request does not fit what it acts on.
+    #[error("{0}")]
+    InvalidRequest(String),
     /// A receipt operation failed.
     #[error(transparent)]
     Receipt(#[from] live_runtime::LiveRuntimeReceiptError),
@@ -52,6 +61,8 @@ impl CoreError {
         match self {
             CoreError::UnknownRuntime { .. } => ErrorCode::NotFound,
             CoreError::Refused(_) => ErrorCode::Refused,
+            CoreError::PlanChanged { .. } => ErrorCode::PlanChanged,
+            CoreError::InvalidRequest(_) => ErrorCode::InvalidInput,
             CoreError::Receipt(R::NotFound { .. }) => ErrorCode::NotFound,
             CoreError::Receipt(R::StillRunning { .. })
             | CoreError::Receipt(R::Ambiguous { .. }) => ErrorCode::Refused,
@@ -67,6 +78,12 @@ impl CoreError {
                 ErrorCode::SecretStore
             }
             CoreError::Approval(canon_local::ApprovalError::File(_)) => ErrorCode::Internal,
+            CoreError::Approval(
+                canon_local::ApprovalError::OtherCanon { .. }
+                | canon_local::ApprovalError::Client(canon_local::ClientError::InsecureBaseUrl {
+                    ..
+                }),
+            ) => ErrorCode::Refused,
             CoreError::Approval(_) => ErrorCode::Network,
             CoreError::Revive { .. } => ErrorCode::RuntimeUnavailable,
             _ => ErrorCode::Internal,

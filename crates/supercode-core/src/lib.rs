@@ -31,7 +31,7 @@ pub use error::CoreError;
 pub use locations::Locations;
 pub use watch::WatchHandle;
 
-use view::{PendingView, ReviveOutcome, Snapshot};
+use view::{PendingView, ReviveOutcome, RevivePlanView, Snapshot};
 
 /// Something the shell may want to show the user.
 #[derive(Clone, Debug)]
@@ -124,9 +124,27 @@ impl Supercode {
         self.proxies.all_stopped().await;
     }
 
-    /// Relaunches a stopped runtime from its recorded launch command and waits until it is up.
-    pub async fn revive(&self, id: &str) -> Result<ReviveOutcome, CoreError> {
-        let outcome = logged("revive", id, revive::revive(&self.locations, id).await);
+    /// What a revive of `id` would run, to show before it runs (see [`revive`]).
+    pub async fn revive_plan(&self, id: &str) -> Result<RevivePlanView, CoreError> {
+        let (locations, owned) = (self.locations.clone(), id.to_owned());
+        // Reads receipts and the catalog and searches PATH: off the async workers.
+        let plan = tokio::task::spawn_blocking(move || revive::plan_view(&locations, &owned))
+            .await
+            .map_err(|e| CoreError::Revive {
+                message: format!("planning the revive was interrupted: {e}"),
+            })?;
+        logged("revive plan", id, plan)
+    }
+
+    /// Relaunches a stopped runtime from the plan the user confirmed (refused when the record no
+    /// longer makes that plan) and waits until it is up.
+    pub async fn revive(&self, request: revive::ReviveRequest) -> Result<ReviveOutcome, CoreError> {
+        let id = request.id.clone();
+        let outcome = logged(
+            "revive",
+            &id,
+            revive::revive(&self.locations, request).await,
+        );
         self.publish();
         outcome
     }

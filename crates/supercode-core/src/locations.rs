@@ -7,6 +7,9 @@ use live_runtime::ReceiptDir;
 
 use crate::CoreError;
 
+/// The file in the state directory that records each pending registration's Canon API.
+pub const REGISTRATION_ORIGINS_FILE: &str = "canon-registration-origins.json";
+
 /// Every place the tray touches, resolved once from the environment.
 #[derive(Clone, Debug)]
 pub struct Locations {
@@ -45,6 +48,13 @@ impl Locations {
             log_dir,
             state_dir,
         })
+    }
+
+    /// The tray's record of which Canon API each pending registration was submitted to
+    /// (`canon_local::origins`): kept in the state directory, because the package's
+    /// `pending-registrations.json` has no field for it.
+    pub fn registration_origins(&self) -> canon_local::RegistrationOrigins {
+        canon_local::RegistrationOrigins::at(self.state_dir.join(REGISTRATION_ORIGINS_FILE))
     }
 
     /// The per-runtime log a revived runtime writes to.

@@ -1,9 +1,21 @@
 //! Revive: relaunch a stopped runtime from its recorded launch command, and wait until it is up.
 //!
-//! Revive never runs anything but the recorded command: no shell, no added arguments. The
-//! process is detached from the app (its own session, so it survives the app quitting), writes to
-//! a per-runtime log in the app's log directory, and counts as up once a live receipt or a fresh
-//! catalog heartbeat shows it.
+//! Revive runs exactly what it showed, and nothing else (issue 13):
+//! - [`plan`] reads the record once and resolves it into a [`RevivePlan`]: the program as an
+//!   absolute path (looked up on `PATH` now, the way the spawn would), its arguments, its working
+//!   directory and every environment variable it sets. [`plan_view`] is what the window and the
+//!   CLI show, with the plan's [digest](RevivePlan::digest).
+//! - [`revive`] takes that digest back, plans again, and refuses when the two differ ("the launch
+//!   command changed; review it again"), so a record rewritten between showing and confirming
+//!   never runs. It then spawns that plan's absolute program, no shell, no added arguments.
+//! - Variables that change how programs load (`LD_PRELOAD`, `PATH`, `NODE_OPTIONS`, ...; see
+//!   [`allowed_env`]) are refused unless the user allowed that exact value for that runtime.
+//!
+//! The process is detached from the app (its own session, so it survives the app quitting),
+//! inherits the app's environment plus the plan's variables, writes to a per-runtime log in the
+//! app's log directory, and counts as up once a live receipt or a fresh catalog heartbeat shows it.
+
+pub mod allowed_env;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -14,10 +26,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use live_runtime::{LiveRuntimeStatus, LiveRuntimeSupervisor};
+use sha2::{Digest, Sha256};
 
 use crate::inventory::{self, CatalogRuntime};
-use crate::view::ReviveOutcome;
+use crate::view::{ActionAvailability, PlanEnvVar, ReviveOutcome, RevivePlanView};
 use crate::{CoreError, Locations};
+use allowed_env::{loader_reason, AllowedEnv};
 
 /// How long a revived runtime may take to show up. Agent runtimes load models and tools before
 /// they register; half a minute covers a cold start without leaving the user waiting forever.
@@ -30,18 +44,26 @@ const READY_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 /// How much of the runtime's log a failure shows.
 const LOG_TAIL_BYTES: u64 = 2048;
 
-/// What revive will run, taken from the record.
-#[derive(Clone, Debug)]
+/// The variable that tells a `@canonmsg/core` runtime which profile to run as.
+const PROFILE_VARIABLE: &str = "CANON_AGENT";
+
+/// What revive will run, resolved from the record once.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RevivePlan {
     /// The inventory id.
     pub id: String,
     /// The display name.
     pub name: String,
-    /// The recorded launch command.
-    pub argv: Vec<String>,
-    /// Its working directory.
+    /// The program, as an absolute path: exactly what is spawned.
+    pub program: PathBuf,
+    /// The program as the record names it (before the `PATH` lookup).
+    pub recorded_program: String,
+    /// Its arguments (the launch command after the program).
+    pub args: Vec<String>,
+    /// Its working directory (absolute).
     pub cwd: PathBuf,
-    /// Extra environment it was recorded with.
+    /// Every variable it sets on top of the app's environment: the recorded ones and
+    /// `CANON_AGENT` for its profile.
     pub env: BTreeMap<String, String>,
     /// The Canon profile it runs as (`CANON_AGENT`).
     pub profile: Option<String>,
@@ -49,6 +71,52 @@ pub struct RevivePlan {
     pub catalog_id: Option<String>,
     /// The live-runtime id, when revived from a receipt's supervisor.
     pub runtime_id: Option<String>,
+}
+
+impl RevivePlan {
+    /// A digest of everything the plan runs (program, arguments, working directory, environment,
+    /// and which runtime): the window and the CLI send it back with the revive, which is refused
+    /// when the plan made then differs.
+    pub fn digest(&self) -> String {
+        let canonical = serde_json::json!({
+            "id": self.id,
+            "program": self.program.to_string_lossy(),
+            "args": self.args,
+            "cwd": self.cwd.to_string_lossy(),
+            "env": self.env,
+        });
+        let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
+        hex::encode(Sha256::digest(bytes))
+    }
+
+    /// Which runtime an allowed variable belongs to: its catalog id, else its runtime id.
+    pub fn allow_key(&self) -> &str {
+        self.catalog_id
+            .as_deref()
+            .or(self.runtime_id.as_deref())
+            .unwrap_or(&self.id)
+    }
+
+    /// The variables it sets that must be allowed first and are not, with the reason.
+    fn refused_env(&self, allowed: &AllowedEnv) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .filter(|(name, value)| !allowed.allows(self.allow_key(), name, value))
+            .filter_map(|(name, _)| loader_reason(name).map(|reason| (name.clone(), reason)))
+            .collect()
+    }
+}
+
+/// What the user confirms: the id, the digest of the plan they were shown, and the variables
+/// they allowed in that confirmation (recorded for this runtime, see [`allowed_env`]).
+#[derive(Clone, Debug, Default)]
+pub struct ReviveRequest {
+    /// The inventory id.
+    pub id: String,
+    /// [`RevivePlan::digest`] of the plan that was shown.
+    pub plan_digest: String,
+    /// Variables that change how programs load which the user allowed for this runtime now.
+    pub allow_env: Vec<String>,
 }
 
 /// Works out what revive would run for `id`, refusing with a clear message when it must not.
@@ -73,12 +141,12 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
                 display_name(entry)
             )));
         }
-        return Ok(RevivePlan {
-            id: id.to_owned(),
+        return resolve(Recorded {
+            id,
             name: display_name(entry),
-            argv: entry.launch_command.clone(),
-            cwd: PathBuf::from(&entry.cwd),
-            env: BTreeMap::new(),
+            argv: &entry.launch_command,
+            cwd: Path::new(&entry.cwd),
+            env: &BTreeMap::new(),
             profile: entry.profile.clone(),
             catalog_id: Some(entry.id.clone()),
             runtime_id: None,
@@ -95,16 +163,16 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
     }
     match &record.metadata.supervisor {
         LiveRuntimeSupervisor::LaunchCommand { argv, cwd, env } if !argv.is_empty() => {
-            Ok(RevivePlan {
-                id: id.to_owned(),
+            resolve(Recorded {
+                id,
                 name: record
                     .metadata
                     .display_name
                     .clone()
                     .unwrap_or_else(|| record.runtime_id.clone()),
-                argv: argv.clone(),
-                cwd: cwd.clone(),
-                env: env.clone(),
+                argv,
+                cwd,
+                env,
                 profile: record.metadata.profile.clone(),
                 catalog_id: None,
                 runtime_id: Some(record.runtime_id.clone()),
@@ -117,6 +185,121 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
     }
 }
 
+/// A launch command as a record holds it, before it is resolved.
+struct Recorded<'a> {
+    id: &'a str,
+    name: String,
+    argv: &'a [String],
+    cwd: &'a Path,
+    env: &'a BTreeMap<String, String>,
+    profile: Option<String>,
+    catalog_id: Option<String>,
+    runtime_id: Option<String>,
+}
+
+fn resolve(recorded: Recorded<'_>) -> Result<RevivePlan, CoreError> {
+    let refuse =
+        |why: String| CoreError::Refused(format!("Cannot revive {}: {why}", recorded.name));
+    let Some((program, args)) = recorded.argv.split_first() else {
+        return Err(refuse("no launch command was recorded for it.".into()));
+    };
+    if !recorded.cwd.is_absolute() {
+        return Err(refuse(format!(
+            "its working directory {:?} is not an absolute path.",
+            recorded.cwd.display().to_string()
+        )));
+    }
+    let mut env = recorded.env.clone();
+    for name in env.keys() {
+        if name.is_empty() || name.contains(['=', '\0']) {
+            return Err(refuse(format!(
+                "its record sets an environment variable with an invalid name ({name:?})."
+            )));
+        }
+    }
+    if let Some(profile) = &recorded.profile {
+        env.insert(PROFILE_VARIABLE.to_owned(), profile.clone());
+    }
+    let search_path = env
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("PATH"))
+        .map(|(_, value)| std::ffi::OsString::from(value))
+        .or_else(|| std::env::var_os("PATH"));
+    let resolved = resolve_program(program, recorded.cwd, search_path.as_deref())
+        .map_err(|why| refuse(format!("{why}.")))?;
+    Ok(RevivePlan {
+        id: recorded.id.to_owned(),
+        name: recorded.name,
+        program: resolved,
+        recorded_program: program.clone(),
+        args: args.to_vec(),
+        cwd: lexically_clean(recorded.cwd),
+        env,
+        profile: recorded.profile,
+        catalog_id: recorded.catalog_id,
+        runtime_id: recorded.runtime_id,
+    })
+}
+
+/// Finds the program the way `execvp` would in the child, but once, now: a name with a `/` is a
+/// path (relative to the working directory), a bare name is looked up in the absolute
+/// directories of `PATH` (the plan's own `PATH` if it sets one, else the app's). Relative and
+/// empty `PATH` entries, which would depend on the working directory, are skipped.
+fn resolve_program(
+    recorded: &str,
+    cwd: &Path,
+    search_path: Option<&std::ffi::OsStr>,
+) -> Result<PathBuf, String> {
+    if recorded.is_empty() {
+        return Err("its launch command's program is empty".into());
+    }
+    if recorded.contains('\0') {
+        return Err("its launch command's program contains a NUL byte".into());
+    }
+    let has_separator = recorded.contains('/') || (cfg!(windows) && recorded.contains('\\'));
+    if has_separator {
+        let path = lexically_clean(&cwd.join(recorded));
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(format!(
+                "its program {:?} is not an executable file",
+                path.display().to_string()
+            ))
+        };
+    }
+    let found = search_path
+        .map(std::env::split_paths)
+        .into_iter()
+        .flatten()
+        .filter(|dir| dir.is_absolute() && dir.to_str().is_some())
+        .map(|dir| lexically_clean(&dir.join(recorded)))
+        .find(|candidate| is_executable(candidate));
+    found.ok_or_else(|| format!("its program {recorded:?} was not found on PATH"))
+}
+
+/// `a/./b` as `a/b`; `..` is kept (the file system decides what it means).
+fn lexically_clean(path: &Path) -> PathBuf {
+    path.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
 fn display_name(entry: &CatalogRuntime) -> String {
     entry
         .agent_name
@@ -125,18 +308,87 @@ fn display_name(entry: &CatalogRuntime) -> String {
         .unwrap_or_else(|| entry.id.clone())
 }
 
-/// Plans, spawns and waits for a revive.
-pub async fn revive(locations: &Locations, id: &str) -> Result<ReviveOutcome, CoreError> {
+/// The plan for `id` as the window and the CLI show it, with what is refused and why.
+pub fn plan_view(locations: &Locations, id: &str) -> Result<RevivePlanView, CoreError> {
+    let plan = plan(locations, id)?;
+    let allowed = AllowedEnv::load(&locations.state_dir);
+    let refused = plan.refused_env(&allowed);
+    let env = plan
+        .env
+        .iter()
+        .map(|(name, value)| {
+            let reason = loader_reason(name);
+            PlanEnvVar {
+                name: name.clone(),
+                value: value.clone(),
+                allowed: reason.is_some() && allowed.allows(plan.allow_key(), name, value),
+                needs_allow: reason.is_some(),
+                reason,
+            }
+        })
+        .collect();
+    let run = if refused.is_empty() {
+        ActionAvailability::yes()
+    } else {
+        ActionAvailability::no(refused_message(&plan, &refused))
+    };
+    Ok(RevivePlanView {
+        id: plan.id.clone(),
+        name: plan.name.clone(),
+        program: plan.program.to_string_lossy().into_owned(),
+        recorded_program: plan.recorded_program.clone(),
+        args: plan.args.clone(),
+        cwd: plan.cwd.to_string_lossy().into_owned(),
+        env,
+        profile: plan.profile.clone(),
+        digest: plan.digest(),
+        run,
+    })
+}
+
+fn refused_message(plan: &RevivePlan, refused: &[(String, String)]) -> String {
+    let names: Vec<&str> = refused.iter().map(|(n, _)| n.as_str()).collect();
+    let reasons: Vec<&str> = refused.iter().map(|(_, r)| r.as_str()).collect();
+    format!(
+        "Not reviving {}: its launch command sets {}. {}. Allow {} for this runtime only if you trust the value shown.",
+        plan.name,
+        names.join(", "),
+        reasons.join("; "),
+        if names.len() == 1 { "it" } else { "them" },
+    )
+}
+
+/// Checks the confirmed digest against a fresh plan, records the variables the user allowed,
+/// spawns the plan and waits for it to come up.
+pub async fn revive(
+    locations: &Locations,
+    request: ReviveRequest,
+) -> Result<ReviveOutcome, CoreError> {
     let locations = locations.clone();
-    let id = id.to_owned();
     tokio::task::spawn_blocking(move || {
-        let plan = plan(&locations, &id)?;
-        let log = locations.revive_log(
-            plan.catalog_id
-                .as_deref()
-                .or(plan.runtime_id.as_deref())
-                .unwrap_or(&id),
-        );
+        let plan = plan(&locations, &request.id)?;
+        if plan.digest() != request.plan_digest {
+            return Err(CoreError::PlanChanged { name: plan.name });
+        }
+        let mut allowed = AllowedEnv::load(&locations.state_dir);
+        for name in &request.allow_env {
+            let Some(value) = plan.env.get(name) else {
+                return Err(CoreError::InvalidRequest(format!(
+                    "the launch command of {} sets no variable {name:?} to allow",
+                    plan.name
+                )));
+            };
+            allowed.allow(plan.allow_key(), name, value);
+        }
+        if !request.allow_env.is_empty() {
+            allowed.save(&locations.state_dir)?;
+            tracing::info!(id = %plan.id, names = ?request.allow_env, "revive: variables allowed for this runtime");
+        }
+        let refused = plan.refused_env(&allowed);
+        if !refused.is_empty() {
+            return Err(CoreError::Refused(refused_message(&plan, &refused)));
+        }
+        let log = locations.revive_log(plan.allow_key());
         let started_at = time::OffsetDateTime::now_utc();
         let child = spawn_detached(&plan, &log)?;
         tracing::info!(id = %plan.id, pid = child.pid, "revive started");
@@ -167,22 +419,20 @@ fn spawn_detached(plan: &RevivePlan, log: &Path) -> Result<Spawned, CoreError> {
     let err = out
         .try_clone()
         .map_err(io("could not open the runtime's log file"))?;
-    let mut command = Command::new(&plan.argv[0]);
+    // The absolute program the plan resolved: no PATH lookup happens here.
+    let mut command = Command::new(&plan.program);
     command
-        .args(&plan.argv[1..])
+        .args(&plan.args)
         .current_dir(&plan.cwd)
         .envs(&plan.env)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
-    if let Some(profile) = &plan.profile {
-        command.env("CANON_AGENT", profile);
-    }
     detach(&mut command);
     let mut child = command.spawn().map_err(|source| CoreError::Revive {
         message: format!(
-            "could not start `{}` in {}: {source}",
-            plan.argv[0],
+            "could not start {} in {}: {source}",
+            plan.program.display(),
             plan.cwd.display()
         ),
     })?;

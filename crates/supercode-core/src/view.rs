@@ -226,6 +226,48 @@ pub struct ReviveOutcome {
     pub message: String,
 }
 
+/// One environment variable a revive sets, as the confirmation shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanEnvVar {
+    /// Its name.
+    pub name: String,
+    /// Its value, exactly as it will be set.
+    pub value: String,
+    /// It changes how programs load, so it runs only once allowed for this runtime.
+    pub needs_allow: bool,
+    /// The user allowed this exact value for this runtime before.
+    pub allowed: bool,
+    /// Why it needs allowing, for people; `None` when it does not.
+    pub reason: Option<String>,
+}
+
+/// Everything a revive will run, shown before it runs; the revive sends `digest` back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct RevivePlanView {
+    /// The inventory id.
+    pub id: String,
+    /// The display name.
+    pub name: String,
+    /// The program as an absolute path, exactly what is started.
+    pub program: String,
+    /// The program as the record names it, before the `PATH` lookup.
+    pub recorded_program: String,
+    /// Its arguments, one per element.
+    pub args: Vec<String>,
+    /// Its working directory.
+    pub cwd: String,
+    /// Every variable it sets on top of the app's own environment, sorted by name.
+    pub env: Vec<PlanEnvVar>,
+    /// The Canon profile it runs as.
+    pub profile: Option<String>,
+    /// A digest of this plan; a revive carrying another one is refused (`planChanged`).
+    pub digest: String,
+    /// Whether it can run as shown; the reason names each variable still to be allowed.
+    pub run: ActionAvailability,
+}
+
 /// What kind of failure a command met; the UI branches on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
@@ -242,6 +284,8 @@ pub enum ErrorCode {
     Network,
     /// The request itself was malformed.
     InvalidInput,
+    /// The revive plan changed since it was shown: show the new one and ask again.
+    PlanChanged,
     /// Anything else; the message says what.
     Internal,
 }

@@ -2,7 +2,7 @@
 // busy, error and confirmation states. The row owns that UI state, keyed by
 // runtime id, so a live snapshot patches the row without closing an open
 // confirmation or moving focus.
-import type { CommandError, ReviveOutcome, RuntimeView } from "../bindings";
+import type { CommandError, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView } from "../bindings";
 import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
 import { fullTime, parseTime, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
 import { ActionButton } from "./action-button";
@@ -14,7 +14,10 @@ export type RuntimeAction = "attach" | "forget" | "revive";
 export interface RuntimeActions {
   attach(id: string): Promise<void>;
   forget(id: string): Promise<void>;
-  revive(id: string): Promise<ReviveOutcome>;
+  /** What a revive would run, shown before it runs. */
+  revivePlan(id: string): Promise<RevivePlanView>;
+  /** Revives from the plan that was shown (its digest), with the variables the user allowed. */
+  revive(id: string, planDigest: string, allowEnv: string[]): Promise<ReviveOutcome>;
   /** Current time, injectable for tests. */
   now(): Date;
 }
@@ -48,8 +51,18 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   private readonly forgetBtn: ActionButton;
   private readonly confirmRevive: ConfirmPanel;
   private readonly confirmForget: ConfirmPanel;
-  private readonly argvList: HTMLOListElement;
+  private readonly planBox: HTMLDivElement;
+  private readonly planStatus: HTMLParagraphElement;
   private readonly reviveProfile: HTMLParagraphElement;
+  /** The plan the open revive confirmation shows, once loaded. */
+  private plan: RevivePlanView | null = null;
+  private planError: string | null = null;
+  /** Said above the plan when it was reloaded because the record changed. */
+  private planNotice: string | null = null;
+  /** Ticked "Allow" boxes, by variable name, for the plan shown. */
+  private readonly allowTicked = new Set<string>();
+  /** Bumped on every plan request, so a late answer for an older one is dropped. */
+  private planRequest = 0;
   private readonly noticeBox: Slot<HTMLDivElement>;
   private readonly noticeText: HTMLSpanElement;
   private readonly noticeDismiss: HTMLButtonElement;
@@ -74,16 +87,20 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.reviveBtn = new ActionButton("action-revive", () => this.openConfirm("revive"));
     this.forgetBtn = new ActionButton("action-forget", () => this.openConfirm("forget"));
 
-    this.argvList = h("ol", { class: "argv", attrs: { "aria-label": "Launch command, one argument per item" } });
+    this.planStatus = h("p", { class: "plan-status", attrs: { "data-testid": "plan-status", role: "status" } });
+    this.planBox = h("div", { class: "plan", attrs: { "data-testid": "revive-plan" } });
     this.reviveProfile = h("p", { class: "confirm-detail" });
     this.confirmRevive = new ConfirmPanel({
       testId: "confirm-revive",
       confirmLabel: "Revive",
       variant: "primary",
-      body: [h("p", { class: "confirm-detail", text: "Supercode Tray will run this command:" }), this.argvList, this.reviveProfile],
+      body: [h("p", { class: "confirm-detail", text: "Supercode Tray will run exactly this, and nothing else:" }), this.planStatus, this.planBox, this.reviveProfile],
       onConfirm: () => {
+        const plan = this.plan;
+        if (plan === null) return;
+        const allow = plan.env.filter((v) => v.needsAllow && !v.allowed && this.allowTicked.has(v.name)).map((v) => v.name);
         this.closeConfirm(false);
-        void this.run("revive");
+        void this.run("revive", { digest: plan.digest, allow });
       },
       onCancel: () => this.closeConfirm(true),
     });
@@ -202,19 +219,15 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     setAttr(this.forgetBtn.button, "aria-expanded", this.confirming === "forget" ? "true" : "false");
 
     // Confirmations stay open across updates; they only reflect what changed.
-    const argv = rt.launchCommand ?? [];
-    const items = () => argv.length > 0 ? argv.map((arg) => h("li", {}, h("code", { text: arg }))) : [h("li", { class: "argv-missing", text: "No launch command is known for this runtime." })];
-    if (this.argvList.dataset.key !== argvKey(argv)) {
-      this.argvList.replaceChildren(...items());
-      this.argvList.dataset.key = argvKey(argv);
-    }
+    this.renderPlan();
     setText(this.reviveProfile, rt.profile === null ? "No Canon profile." : `Profile: ${rt.profile}`);
     this.confirmRevive.update({
       title: `Revive ${name}?`,
       confirmAria: `Confirm revive ${name}`,
       cancelAria: `Cancel revive ${name}`,
       open: this.confirming === "revive",
-      unavailable: rt.revive.available ? null : (rt.revive.reason ?? "Revive is no longer available."),
+      unavailable: rt.revive.available ? (this.planError ?? this.refusedReason()) : (rt.revive.reason ?? "Revive is no longer available."),
+      waiting: this.plan === null,
     });
     this.confirmForget.update({
       title: `Forget ${name}?`,
@@ -222,6 +235,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       cancelAria: `Cancel forget ${name}`,
       open: this.confirming === "forget",
       unavailable: rt.forget.available ? null : (rt.forget.reason ?? "Forget is no longer available."),
+      waiting: false,
     });
 
     setText(this.noticeText, this.notice ?? "");
@@ -256,9 +270,10 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     return true;
   }
 
-  private openConfirm(which: "revive" | "forget"): void {
+  private openConfirm(which: "revive" | "forget", notice: string | null = null): void {
     if (this.busy !== null) return;
     this.confirming = which;
+    if (which === "revive") this.loadPlan(notice);
     this.update(this.rt);
     (which === "revive" ? this.confirmRevive : this.confirmForget).focusDefault();
   }
@@ -267,8 +282,100 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     const which = this.confirming;
     if (which === null) return;
     this.confirming = null;
+    this.planRequest++;
     this.update(this.rt);
     if (restoreFocus) this.buttonFor(which).focus();
+  }
+
+  /** Asks the backend what a revive would run; the confirmation shows it once it answers. */
+  private loadPlan(notice: string | null): void {
+    const request = ++this.planRequest;
+    this.plan = null;
+    this.planError = null;
+    this.planNotice = notice;
+    this.allowTicked.clear();
+    this.actions.revivePlan(this.rt.id).then(
+      (plan) => {
+        if (request !== this.planRequest) return;
+        this.plan = plan;
+        this.update(this.rt);
+      },
+      (err: unknown) => {
+        if (request !== this.planRequest) return;
+        this.planError = (err as CommandError).message ?? "Could not read what revive would run.";
+        this.update(this.rt);
+      },
+    );
+  }
+
+  /** Why Confirm waits: a variable that changes how programs load and is not ticked yet. */
+  private refusedReason(): string | null {
+    const plan = this.plan;
+    if (plan === null) return null;
+    const missing = plan.env.filter((v) => v.needsAllow && !v.allowed && !this.allowTicked.has(v.name));
+    if (missing.length === 0) return null;
+    return `Allow ${missing.map((v) => v.name).join(", ")} above to revive with ${missing.length === 1 ? "it" : "them"}, or cancel.`;
+  }
+
+  private renderPlan(): void {
+    const plan = this.plan;
+    const status = this.planError !== null ? null : plan === null ? "Reading what it will run…" : this.planNotice;
+    setText(this.planStatus, status ?? "");
+    show(this.planStatus, status !== null);
+    this.planStatus.classList.toggle("is-notice", plan !== null && this.planNotice !== null);
+    const key = plan === null ? "" : plan.digest + "\u0000" + plan.env.map((v) => `${v.name}:${v.allowed}`).join(",");
+    if (this.planBox.dataset.key === key) return;
+    this.planBox.dataset.key = key;
+    show(this.planBox, plan !== null);
+    if (plan === null) {
+      this.planBox.replaceChildren();
+      return;
+    }
+    const program = h("dd", {}, h("code", { text: plan.program, attrs: { "data-testid": "plan-program" } }));
+    if (plan.recordedProgram !== plan.program) program.append(h("span", { class: "plan-note", text: ` recorded as ${plan.recordedProgram}, found on PATH` }));
+    const args =
+      plan.args.length > 0
+        ? h("ol", { class: "argv", attrs: { "data-testid": "plan-args", "aria-label": "Arguments, one per item" } }, ...plan.args.map((arg) => h("li", {}, h("code", { text: arg }))))
+        : h("p", { class: "argv-missing", attrs: { "data-testid": "plan-args" }, text: "None." });
+    const env =
+      plan.env.length > 0
+        ? h("ul", { class: "plan-env", attrs: { "data-testid": "plan-env" } }, ...plan.env.map((v) => this.envItem(v)))
+        : h("p", { class: "argv-missing", attrs: { "data-testid": "plan-env" }, text: "Nothing added." });
+    this.planBox.replaceChildren(
+      h(
+        "dl",
+        { class: "plan-list" },
+        h("dt", { text: "Program" }),
+        program,
+        h("dt", { text: "Arguments" }),
+        h("dd", {}, args),
+        h("dt", { text: "Working directory" }),
+        h("dd", {}, h("code", { text: plan.cwd, attrs: { "data-testid": "plan-cwd" } })),
+        h("dt", { text: "Environment" }),
+        h("dd", {}, h("p", { class: "plan-note", text: "Supercode Tray's own, plus:" }), env),
+      ),
+    );
+  }
+
+  private envItem(v: PlanEnvVar): HTMLLIElement {
+    const item = h("li", { class: `plan-env-var${v.needsAllow && !v.allowed ? " is-refused" : ""}`, attrs: { "data-env-name": v.name } }, h("code", { class: "env-pair", text: `${v.name}=${v.value}` }));
+    if (!v.needsAllow) return item;
+    if (v.allowed) {
+      item.append(h("span", { class: "env-tag", text: "allowed for this runtime" }));
+      return item;
+    }
+    const box = h("input", { attrs: { type: "checkbox", "data-testid": "allow-env", "data-env-name": v.name } });
+    box.checked = this.allowTicked.has(v.name);
+    box.addEventListener("change", () => {
+      if (box.checked) this.allowTicked.add(v.name);
+      else this.allowTicked.delete(v.name);
+      this.update(this.rt);
+    });
+    item.append(
+      h("p", { class: "env-reason", text: v.reason ?? "" }),
+      h("label", { class: "env-allow" }, box, ` Allow ${v.name} with this value for this runtime`),
+    );
+    return item;
   }
 
   /** Closes an open confirmation (Escape pressed outside the row); true when one was open. */
@@ -303,7 +410,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     (target ?? this.attachBtn).button.focus();
   }
 
-  private async run(action: RuntimeAction): Promise<void> {
+  private async run(action: RuntimeAction, confirmed?: { digest: string, allow: string[] }): Promise<void> {
     if (this.busy !== null) return;
     this.busy = action;
     this.error = null;
@@ -312,24 +419,27 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     // Revive and forget start from a confirmation that just closed: keep focus
     // on the (now busy) button that opened it rather than losing it to <body>.
     if (action !== "attach") this.buttonFor(action).focus();
+    let reviewAgain: string | null = null;
     try {
       if (action === "revive") {
-        const outcome = await this.actions.revive(this.rt.id);
+        const outcome = await this.actions.revive(this.rt.id, confirmed?.digest ?? "", confirmed?.allow ?? []);
         this.notice = outcome.message;
+      } else if (action === "attach") {
+        await this.actions.attach(this.rt.id);
       } else {
-        await this.actions[action](this.rt.id);
+        await this.actions.forget(this.rt.id);
       }
     } catch (err) {
-      this.error = (err as CommandError).message;
+      const error = err as CommandError;
+      // The record changed after the plan was shown: show the new plan and ask again.
+      if (action === "revive" && error.code === "planChanged") reviewAgain = error.message;
+      else this.error = error.message;
     } finally {
       this.busy = null;
       this.update(this.rt);
     }
+    if (reviewAgain !== null) this.openConfirm("revive", reviewAgain);
   }
-}
-
-function argvKey(argv: readonly string[]): string {
-  return argv.join("\u0000");
 }
 
 interface ConfirmOptions {
@@ -348,6 +458,8 @@ interface ConfirmState {
   open: boolean;
   /** Set when the action stopped being available while the panel was open. */
   unavailable: string | null;
+  /** Confirm waits for something to load (no message). */
+  waiting: boolean;
 }
 
 /** An inline confirmation under a row: title, details, Cancel and Confirm. */
@@ -394,7 +506,7 @@ class ConfirmPanel {
     setAttr(this.cancel, "aria-label", s.cancelAria);
     setText(this.unavailable, s.unavailable ?? "");
     show(this.unavailable, s.unavailable !== null);
-    setAttr(this.confirm, "aria-disabled", s.unavailable !== null ? "true" : null);
+    setAttr(this.confirm, "aria-disabled", s.unavailable !== null || s.waiting ? "true" : null);
   }
 
   focusDefault(): void {

@@ -44,7 +44,9 @@ async fn run(t: &TempHome, secrets: &SecretStore, options: &ApprovalOptions) -> 
     let mut states = Vec::new();
     let outcome = tokio::time::timeout(
         RUN_TIMEOUT,
-        approve(&t.home, "alice", secrets, options, |s| states.push(s)),
+        approve(&t.home, &t.origins, "alice", secrets, options, |s| {
+            states.push(s)
+        }),
     )
     .await
     .expect("approve did not finish in time");
@@ -122,10 +124,9 @@ async fn approval_after_several_pending_polls_stores_the_key_everywhere() {
         .unwrap();
     assert_eq!(profile.api_key.expose(), CANARY_KEY);
     assert_eq!(profile.client_type.as_deref(), Some("codex"));
-    assert_eq!(
-        profile.base_url.as_deref(),
-        Some(server.base_url().as_str())
-    );
+    // The test server is plain http on loopback: used for the exchange, never recorded for the
+    // package to keep using (issue 13).
+    assert_eq!(profile.base_url.as_deref(), None);
     assert!(
         load_pending_registrations(&t.home)
             .unwrap()
@@ -218,7 +219,7 @@ async fn rejection_keeps_the_entry_until_dismissed() {
         .is_some());
     assert!(secrets.get(&api_key_account("alice")).unwrap().is_none());
     assert!(!t.home.agents_path().exists());
-    reject(&t.home, "alice").unwrap();
+    reject(&t.home, &t.origins, "alice").unwrap();
     assert!(load_pending_registrations(&t.home)
         .unwrap()
         .get("alice")
@@ -410,6 +411,7 @@ async fn nothing_to_approve_is_an_error_saying_what_to_do() {
     let (_dir, secrets) = secrets_dir();
     let err = approve(
         &t.home,
+        &t.origins,
         "alice",
         &secrets,
         &ApprovalOptions::default(),
@@ -568,7 +570,14 @@ fn approve_can_run_on_a_multi_threaded_runtime() {
     let t = temp_home();
     let (_dir, secrets) = secrets_dir();
     let options = ApprovalOptions::default();
-    let future = approve(&t.home, "alice", &secrets, &options, |_state| {});
+    let future = approve(
+        &t.home,
+        &t.origins,
+        "alice",
+        &secrets,
+        &options,
+        |_state| {},
+    );
     assert_send(&future);
 }
 

@@ -4,19 +4,26 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use canon_local::CanonHome;
+use canon_local::{CanonHome, RegistrationOrigins};
 use serde_json::{json, Value};
 
 /// A Canon home in a fresh temporary directory.
 pub struct TempHome {
     _dir: tempfile::TempDir,
     pub home: CanonHome,
+    /// The tray's record of each registration's Canon API, outside the Canon home as in the app.
+    pub origins: RegistrationOrigins,
 }
 
 pub fn temp_home() -> TempHome {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = CanonHome::at(dir.path().join("canon")).expect("home");
-    TempHome { _dir: dir, home }
+    let origins = RegistrationOrigins::at(dir.path().join("tray-state/origins.json"));
+    TempHome {
+        _dir: dir,
+        home,
+        origins,
+    }
 }
 
 fn cli_path() -> PathBuf {

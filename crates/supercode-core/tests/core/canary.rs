@@ -120,7 +120,9 @@ async fn no_token_key_poll_token_or_address_reaches_a_snapshot_an_event_or_a_com
             .unwrap_err(),
     ));
     outputs.push(error_text(
-        core.revive(live.endpoint().as_str()).await.unwrap_err(),
+        crate::support::revive_confirmed(&core, live.endpoint().as_str())
+            .await
+            .unwrap_err(),
     ));
     outputs.push(error_text(
         core.attach("lre_0123456789abcdef0123456789abcdef")

@@ -10,12 +10,13 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use canon_local::LocalRuntimeStatus;
-use supercode_core::view::{CommandError, ErrorCode, RuntimeOrigin, RuntimeStatus};
+use supercode_core::revive::ReviveRequest;
+use supercode_core::view::{CommandError, ErrorCode, RevivePlanView, RuntimeOrigin, RuntimeStatus};
 use supercode_core::CoreError;
 
 use crate::support::{
-    find, first_line_with, is_child_for, kill_pid, run_child, session_of, tray_binary, wait_until,
-    Fixture, Sleeper, TIMEOUT,
+    find, first_line_with, is_child_for, kill_pid, revive_confirmed, run_child, session_of,
+    tray_binary, unplanned, wait_until, write_receipt_as, Fixture, Sleeper, TIMEOUT,
 };
 
 const FLOW_CHILD: &str = "revive::revive_flow_child";
@@ -104,7 +105,9 @@ fn revive_flow_child() {
 
     // Refused while it runs, by either id.
     for id in [&endpoint, &catalog_id] {
-        let message = refused_message(rt.block_on(core.revive(id)).unwrap_err());
+        let message = refused_message(rt.block_on(core.revive(unplanned(id))).unwrap_err());
+        assert!(message.contains("already running"), "{message}");
+        let message = refused_message(rt.block_on(core.revive_plan(id)).unwrap_err());
         assert!(message.contains("already running"), "{message}");
     }
 
@@ -132,7 +135,7 @@ fn revive_flow_child() {
     // Another live process holding p's lock blocks revive, and the refusal names it.
     let mut holder = Sleeper::spawn();
     fx.hold_lock_as("p", holder.pid());
-    let message = refused_message(rt.block_on(core.revive(&catalog_id)).unwrap_err());
+    let message = refused_message(rt.block_on(core.revive_plan(&catalog_id)).unwrap_err());
     assert!(
         message.contains(&format!("PID {}", holder.pid())),
         "{message}"
@@ -142,7 +145,7 @@ fn revive_flow_child() {
     holder.kill();
 
     // Revive: relaunched from the catalog's launch command, reported once it registers.
-    let outcome = rt.block_on(core.revive(&catalog_id)).unwrap();
+    let outcome = rt.block_on(revive_confirmed(&core, &catalog_id)).unwrap();
     let revived = find(&core.snapshot(), &catalog_id)
         .filter(|r| r.status == RuntimeStatus::Running)
         .cloned()
@@ -209,7 +212,7 @@ async fn revive_of_a_launch_command_that_exits_at_once_reports_failure_with_its_
     let core = fx.core();
 
     let started = std::time::Instant::now();
-    let error = tokio::time::timeout(TIMEOUT, core.revive(&id))
+    let error = tokio::time::timeout(TIMEOUT, revive_confirmed(&core, &id))
         .await
         .expect("revive gives up when the process exits, not at its timeout")
         .unwrap_err();
@@ -238,7 +241,14 @@ async fn revive_of_a_launch_command_that_exits_at_once_reports_failure_with_its_
 #[tokio::test]
 async fn revive_of_an_unknown_id_is_not_found() {
     let fx = Fixture::new();
-    let error = CommandError::from(fx.core().revive("sdk:nobody:0000").await.unwrap_err());
+    let core = fx.core();
+    let error = CommandError::from(
+        revive_confirmed(&core, "sdk:nobody:0000")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
+    let error = CommandError::from(core.revive(unplanned("sdk:nobody:0000")).await.unwrap_err());
     assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
 }
 
@@ -265,7 +275,7 @@ async fn revive_counts_the_started_process_registering_itself_as_up() {
     let core = fx.core();
 
     let started = std::time::Instant::now();
-    let outcome = tokio::time::timeout(TIMEOUT, core.revive(&id))
+    let outcome = tokio::time::timeout(TIMEOUT, revive_confirmed(&core, &id))
         .await
         .expect("revive answers within the test's bound");
     let elapsed = started.elapsed();
@@ -289,5 +299,315 @@ async fn revive_counts_the_started_process_registering_itself_as_up() {
     assert!(
         elapsed < supercode_core::revive::REVIVE_READY_TIMEOUT,
         "reported up when it registered, not after the ready timeout ({elapsed:?})"
+    );
+}
+
+/// A stale receipt (its pid now belongs to `holder`, another process) whose supervisor records
+/// `argv` in the workspace with `env`, running as profile `p`. Returns its endpoint.
+fn stale_receipt_with(
+    fx: &Fixture,
+    holder: &Sleeper,
+    endpoint: &live_runtime::LiveRuntimeEndpoint,
+    argv: &[&str],
+    env: serde_json::Value,
+) -> String {
+    let identity = holder.identity();
+    let metadata = serde_json::json!({
+        "runtimeKind": "sdk",
+        "displayName": "planned",
+        "profile": "p",
+        "supervisor": {
+            "kind": "launchCommand",
+            "argv": argv,
+            "cwd": fx.workspace(),
+            "env": env,
+        },
+    });
+    write_receipt_as(
+        fx.receipts(),
+        endpoint,
+        identity.pid,
+        identity.start_time + 1,
+        "planned",
+        metadata,
+    );
+    endpoint.to_string()
+}
+
+fn confirm(plan: &RevivePlanView, allow_env: &[&str]) -> ReviveRequest {
+    ReviveRequest {
+        id: plan.id.clone(),
+        plan_digest: plan.digest.clone(),
+        allow_env: allow_env.iter().map(|n| (*n).to_owned()).collect(),
+    }
+}
+
+// Issue 13: the confirmation shows the program resolved to an absolute path (looked up on PATH
+// as the spawn would), its arguments, its working directory and every variable it sets.
+#[tokio::test]
+async fn the_revive_plan_shows_the_absolute_program_its_arguments_cwd_and_every_variable() {
+    let fx = Fixture::new();
+    let holder = Sleeper::spawn();
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
+    let id = stale_receipt_with(
+        &fx,
+        &holder,
+        &endpoint,
+        &["sleep", "30", "two words"],
+        serde_json::json!({ "GREETING": "hello world" }),
+    );
+    let plan = fx.core().revive_plan(&id).await.unwrap();
+
+    let program = std::path::Path::new(&plan.program);
+    assert!(program.is_absolute(), "{plan:?}");
+    assert_eq!(program.file_name().unwrap(), "sleep");
+    let on_path = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join("sleep"))
+        .find(|p| p.is_file())
+        .unwrap();
+    assert_eq!(
+        program, on_path,
+        "the first sleep on PATH, as execvp would pick"
+    );
+    assert_eq!(plan.recorded_program, "sleep");
+    assert_eq!(plan.args, ["30", "two words"]);
+    assert_eq!(plan.cwd, fx.workspace().to_string_lossy());
+    let env: Vec<(&str, &str)> = plan
+        .env
+        .iter()
+        .map(|v| (v.name.as_str(), v.value.as_str()))
+        .collect();
+    assert_eq!(env, [("CANON_AGENT", "p"), ("GREETING", "hello world")]);
+    assert!(plan
+        .env
+        .iter()
+        .all(|v| !v.needs_allow && v.reason.is_none()));
+    assert!(plan.run.available, "{:?}", plan.run);
+    assert_eq!(plan.digest.len(), 64);
+}
+
+// Issue 13: a variable that changes how programs load is refused with its reason, and runs once
+// the user allowed that value for that runtime; the allow is remembered, for that value only.
+#[tokio::test]
+async fn a_launch_plan_with_ld_preload_is_refused_with_its_reason_until_it_is_allowed() {
+    let fx = Fixture::new();
+    let holder = Sleeper::spawn();
+    let marker = fx.root.join("ran");
+    let script = format!("printf %s \"$LD_PRELOAD\" > '{}'; exit 3", marker.display());
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
+    let preload = fx.root.join("missing-preload.so");
+    let id = stale_receipt_with(
+        &fx,
+        &holder,
+        &endpoint,
+        &["/bin/sh", "-c", &script],
+        serde_json::json!({ "LD_PRELOAD": preload }),
+    );
+    let core = fx.core();
+
+    let plan = core.revive_plan(&id).await.unwrap();
+    let var = plan.env.iter().find(|v| v.name == "LD_PRELOAD").unwrap();
+    assert!(var.needs_allow && !var.allowed, "{var:?}");
+    let reason = var.reason.clone().unwrap();
+    assert!(
+        reason.contains("LD_PRELOAD changes how programs load"),
+        "{reason}"
+    );
+    assert!(!plan.run.available);
+    assert!(
+        plan.run.reason.as_deref().unwrap().contains("LD_PRELOAD"),
+        "{:?}",
+        plan.run
+    );
+
+    // Confirmed without the allow: refused with the reason, nothing ran.
+    let error = CommandError::from(core.revive(confirm(&plan, &[])).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::Refused, "{error:?}");
+    assert!(error.message.contains(&reason), "{}", error.message);
+    assert!(!marker.exists(), "a refused plan ran");
+
+    // Allowed in the confirmation: it runs, with exactly that value.
+    let error = tokio::time::timeout(TIMEOUT, core.revive(confirm(&plan, &["LD_PRELOAD"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("exited before it came up"),
+        "it ran (and exited, as scripted): {error}"
+    );
+    let seen = wait_until("the revived script to write its marker", TIMEOUT, || {
+        std::fs::read_to_string(&marker).ok()
+    });
+    assert_eq!(seen, preload.to_string_lossy());
+
+    // Remembered for this runtime and this value...
+    let again = core.revive_plan(&id).await.unwrap();
+    let var = again.env.iter().find(|v| v.name == "LD_PRELOAD").unwrap();
+    assert!(var.allowed, "{var:?}");
+    assert!(again.run.available, "{:?}", again.run);
+    // ...and not for another value.
+    stale_receipt_with(
+        &fx,
+        &holder,
+        &endpoint,
+        &["/bin/sh", "-c", &script],
+        serde_json::json!({ "LD_PRELOAD": "/elsewhere/other.so" }),
+    );
+    let changed = core.revive_plan(&id).await.unwrap();
+    assert!(!changed.run.available, "a new value needs a new allow");
+}
+
+// Issue 13: what runs is what was shown. A catalog entry rewritten between showing and confirming
+// is refused ("the launch command changed; review it again"); the new plan, once shown, runs.
+#[tokio::test]
+async fn a_revive_whose_catalog_entry_changed_since_it_was_shown_is_refused() {
+    let fx = Fixture::new();
+    fx.add_profile("q", "k");
+    let marker = fx.root.join("ran");
+    let launch = |word: &str| {
+        vec![
+            "/bin/sh".to_owned(),
+            "-c".to_owned(),
+            format!("echo {word} > '{}'; exit 3", marker.display()),
+        ]
+    };
+    let first: Vec<String> = launch("first");
+    let first: Vec<&str> = first.iter().map(String::as_str).collect();
+    let id = fx.add_catalog_entry(Some("q"), &first, LocalRuntimeStatus::Offline, None);
+    let core = fx.core();
+    let shown = core.revive_plan(&id).await.unwrap();
+    assert_eq!(shown.args[1], first[2]);
+
+    // Something rewrites the entry (same id, another command) while the user reads the plan.
+    let mut entry = canon_local::read_local_runtime_entry(fx.canon(), &id)
+        .unwrap()
+        .unwrap();
+    entry.launch_command = launch("second");
+    canon_local::upsert_local_runtime_entry(fx.canon(), &entry).unwrap();
+
+    let error = CommandError::from(core.revive(confirm(&shown, &[])).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
+    assert!(
+        error
+            .message
+            .contains("changed since it was shown; review it again"),
+        "{}",
+        error.message
+    );
+    assert!(!marker.exists(), "the changed command ran");
+
+    let reviewed = core.revive_plan(&id).await.unwrap();
+    assert_ne!(reviewed.digest, shown.digest);
+    let error = tokio::time::timeout(TIMEOUT, core.revive(confirm(&reviewed, &[])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("exited before it came up"),
+        "{error}"
+    );
+    let text = wait_until("the reviewed command to run", TIMEOUT, || {
+        std::fs::read_to_string(&marker).ok()
+    });
+    assert_eq!(text.trim(), "second");
+}
+
+// Issue 13: the same for a receipt's recorded command: its environment changed after it was shown.
+#[tokio::test]
+async fn a_revive_whose_receipt_changed_since_it_was_shown_is_refused() {
+    let fx = Fixture::new();
+    let holder = Sleeper::spawn();
+    let marker = fx.root.join("ran");
+    let script = format!("echo ran > '{}'; exit 3", marker.display());
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
+    let argv = ["/bin/sh", "-c", script.as_str()];
+    let id = stale_receipt_with(
+        &fx,
+        &holder,
+        &endpoint,
+        &argv,
+        serde_json::json!({ "MODE": "a" }),
+    );
+    let core = fx.core();
+    let shown = core.revive_plan(&id).await.unwrap();
+    stale_receipt_with(
+        &fx,
+        &holder,
+        &endpoint,
+        &argv,
+        serde_json::json!({ "MODE": "b" }),
+    );
+    let error = CommandError::from(core.revive(confirm(&shown, &[])).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
+    assert!(!marker.exists(), "the changed command ran");
+}
+
+// Issue 13: the program is looked up when the plan is made, the way the spawn would (the plan's
+// own PATH once it is allowed), and that absolute path runs; a program of the same name that
+// appears earlier on PATH after the plan was shown makes another plan, which is refused.
+#[tokio::test]
+async fn the_program_is_resolved_on_the_plans_path_and_that_absolute_path_runs() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    let holder = Sleeper::spawn();
+    let (earlier, bin) = (fx.root.join("earlier-bin"), fx.root.join("private-bin"));
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let marker = fx.root.join("ran");
+    let tool = bin.join("revive-test-tool");
+    std::fs::write(
+        &tool,
+        format!("#!/bin/sh\necho \"$0\" > '{}'\nexit 3\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
+    let search = format!("{}:{}:/usr/bin:/bin", earlier.display(), bin.display());
+    let id = stale_receipt_with(
+        &fx,
+        &holder,
+        &endpoint,
+        &["revive-test-tool"],
+        serde_json::json!({ "PATH": search }),
+    );
+    let core = fx.core();
+    let plan = core.revive_plan(&id).await.unwrap();
+    assert_eq!(plan.program, tool.to_string_lossy(), "{plan:?}");
+    assert_eq!(plan.recorded_program, "revive-test-tool");
+    let path = plan.env.iter().find(|v| v.name == "PATH").unwrap();
+    assert!(
+        path.needs_allow && !path.allowed,
+        "PATH itself must be allowed"
+    );
+
+    let error = tokio::time::timeout(TIMEOUT, core.revive(confirm(&plan, &["PATH"])))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("exited before it came up"),
+        "{error}"
+    );
+    let ran = wait_until("the tool to run", TIMEOUT, || {
+        std::fs::read_to_string(&marker).ok()
+    });
+    assert_eq!(
+        ran.trim(),
+        tool.to_string_lossy(),
+        "started as the absolute path shown"
+    );
+
+    std::fs::remove_file(&marker).unwrap();
+    let shown = core.revive_plan(&id).await.unwrap();
+    let shadow = earlier.join("revive-test-tool");
+    std::fs::copy(&tool, &shadow).unwrap();
+    let error = CommandError::from(core.revive(confirm(&shown, &[])).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
+    assert!(!marker.exists(), "neither program ran");
+    let again = core.revive_plan(&id).await.unwrap();
+    assert_eq!(
+        again.program,
+        shadow.to_string_lossy(),
+        "the new plan shows the new program"
     );
 }

@@ -18,8 +18,9 @@ use live_runtime::{
     LiveRuntimeEndpoint, LiveRuntimeMetadata, LiveRuntimeRegistration, LiveRuntimeSource,
     ProcessIdentity, ReceiptDir, SecretStore, Sensitive,
 };
-use supercode_core::view::{RuntimeView, Snapshot};
-use supercode_core::{CoreEvent, Locations, Supercode};
+use supercode_core::revive::ReviveRequest;
+use supercode_core::view::{ReviveOutcome, RuntimeView, Snapshot};
+use supercode_core::{CoreError, CoreEvent, Locations, Supercode};
 
 /// The longest any single wait in these tests may take. Generous: CI machines are shared and
 /// slow, and a passing test never waits this long.
@@ -192,6 +193,25 @@ impl Fixture {
     }
 }
 
+/// Revives `id` as the window does: shows its plan, then confirms that plan's digest.
+pub async fn revive_confirmed(core: &Supercode, id: &str) -> Result<ReviveOutcome, CoreError> {
+    let plan = core.revive_plan(id).await?;
+    core.revive(ReviveRequest {
+        id: id.to_owned(),
+        plan_digest: plan.digest,
+        allow_env: Vec::new(),
+    })
+    .await
+}
+
+/// A revive of `id` confirming no plan (for refusals that come before any plan is compared).
+pub fn unplanned(id: &str) -> ReviveRequest {
+    ReviveRequest {
+        id: id.to_owned(),
+        ..ReviveRequest::default()
+    }
+}
+
 /// Registers a runtime of this process through the real library, on a real loopback listener.
 pub fn register(
     receipts: &ReceiptDir,
@@ -235,13 +255,27 @@ pub fn register_at(
 /// Writes a receipt by hand (atomically, as foreign writers must) for process `pid` with the
 /// given start time; returns its endpoint.
 pub fn write_receipt(receipts: &ReceiptDir, pid: u32, start_time: u64, name: &str) -> String {
+    let endpoint = LiveRuntimeEndpoint::generate();
+    let metadata = serde_json::json!({ "runtimeKind": "sdk", "displayName": name });
+    write_receipt_as(receipts, &endpoint, pid, start_time, name, metadata);
+    endpoint.to_string()
+}
+
+/// Writes (or rewrites) the receipt `endpoint` by hand, with the given `metadata` object.
+pub fn write_receipt_as(
+    receipts: &ReceiptDir,
+    endpoint: &LiveRuntimeEndpoint,
+    pid: u32,
+    start_time: u64,
+    name: &str,
+    metadata: serde_json::Value,
+) {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(receipts.path())
         .unwrap();
-    let endpoint = LiveRuntimeEndpoint::generate();
     let receipt = serde_json::json!({
         "version": 1,
         "endpoint": endpoint,
@@ -250,7 +284,7 @@ pub fn write_receipt(receipts: &ReceiptDir, pid: u32, start_time: u64, name: &st
         "process": { "pid": pid, "startTime": start_time },
         "address": "127.0.0.1:9",
         "registeredAt": "2026-01-02T03:04:05.678Z",
-        "metadata": { "runtimeKind": "sdk", "displayName": name },
+        "metadata": metadata,
     });
     let tmp = receipts
         .path()
@@ -264,8 +298,7 @@ pub fn write_receipt(receipts: &ReceiptDir, pid: u32, start_time: u64, name: &st
     file.write_all(serde_json::to_string_pretty(&receipt).unwrap().as_bytes())
         .unwrap();
     drop(file);
-    std::fs::rename(&tmp, receipts.receipt_path(&endpoint)).unwrap();
-    endpoint.to_string()
+    std::fs::rename(&tmp, receipts.receipt_path(endpoint)).unwrap();
 }
 
 /// A `sleep` process: a real, live pid that is not this process. Killed on drop.

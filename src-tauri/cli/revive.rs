@@ -1,0 +1,123 @@
+//! `revive ID [--yes] [--allow-env NAME]...`: prints the plan the window would show (absolute
+//! program, arguments, working directory, every variable it sets), asks before running it (`y/N`
+//! on a terminal; `--yes` otherwise), and runs exactly that plan: the revive carries the plan's
+//! digest, so a record rewritten in between is refused.
+//!
+//! Every value is printed quoted and escaped (`{:?}`), so an argument with spaces stays one
+//! argument and a control character in a record cannot rewrite the terminal.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, IsTerminal, Write};
+
+use supercode_core::revive::ReviveRequest;
+use supercode_core::view::RevivePlanView;
+use supercode_core::Supercode;
+
+/// Shows the plan for `id`, confirms it, and revives it.
+pub async fn run(
+    core: &Supercode,
+    id: &str,
+    yes: bool,
+    allow_env: Vec<String>,
+) -> Result<(), String> {
+    let plan = core.revive_plan(id).await.map_err(|e| e.to_string())?;
+    print!("{}", plan_text(&plan, &allow_env));
+    let _ = std::io::stdout().flush();
+    let still_refused: Vec<&str> = plan
+        .env
+        .iter()
+        .filter(|v| v.needs_allow && !v.allowed && !allow_env.contains(&v.name))
+        .map(|v| v.name.as_str())
+        .collect();
+    if !still_refused.is_empty() {
+        let flags: Vec<String> = still_refused
+            .iter()
+            .map(|n| format!("--allow-env {n}"))
+            .collect();
+        return Err(format!(
+            "{} To run it anyway, allow {} for this runtime: supercode-tray revive {id} {}",
+            plan.run
+                .reason
+                .as_deref()
+                .unwrap_or("Some variables are refused."),
+            if still_refused.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            flags.join(" "),
+        ));
+    }
+    if !yes && !confirmed_on_terminal(&plan)? {
+        return Err(format!("{} was not revived", plan.name));
+    }
+    let outcome = core
+        .revive(ReviveRequest {
+            id: id.to_owned(),
+            plan_digest: plan.digest.clone(),
+            allow_env,
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("{}", outcome.message);
+    Ok(())
+}
+
+/// `y/N` on a terminal; without one, the plan cannot have been read, so `--yes` is required.
+fn confirmed_on_terminal(plan: &RevivePlanView) -> Result<bool, String> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() || !std::io::stderr().is_terminal() {
+        return Err(format!(
+            "not reviving {} without a confirmation: stdin is not a terminal; read the plan above and run again with --yes to run it",
+            plan.name
+        ));
+    }
+    eprint!("Revive {}? [y/N] ", plan.name);
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| format!("could not read the answer: {e}"))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
+}
+
+/// The plan as text: one item per line, every value quoted.
+fn plan_text(plan: &RevivePlanView, allow_env: &[String]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Revive {} will run:", plan.name);
+    let _ = writeln!(out, "  program:           {:?}", plan.program);
+    if plan.recorded_program != plan.program {
+        let _ = writeln!(
+            out,
+            "    (recorded as {:?}, found on PATH)",
+            plan.recorded_program
+        );
+    }
+    if plan.args.is_empty() {
+        let _ = writeln!(out, "  arguments:         (none)");
+    } else {
+        let _ = writeln!(out, "  arguments:");
+        for (i, arg) in plan.args.iter().enumerate() {
+            let _ = writeln!(out, "    {:>2}. {arg:?}", i + 1);
+        }
+    }
+    let _ = writeln!(out, "  working directory: {:?}", plan.cwd);
+    if plan.env.is_empty() {
+        let _ = writeln!(
+            out,
+            "  environment:       Supercode Tray's own, nothing added"
+        );
+    } else {
+        let _ = writeln!(out, "  environment:       Supercode Tray's own, plus:");
+        for var in &plan.env {
+            let note = match (&var.reason, var.allowed || allow_env.contains(&var.name)) {
+                (Some(_), true) => "  (allowed for this runtime)".to_owned(),
+                (Some(reason), false) => format!("  REFUSED: {reason}"),
+                (None, _) => String::new(),
+            };
+            let _ = writeln!(out, "    {}={:?}{note}", var.name, var.value);
+        }
+    }
+    out
+}

@@ -1,0 +1,22 @@
+// Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
+export type PlanEnvVar = { 
+/**
+ * Its name.
+ */
+name: string, 
+/**
+ * Its value, exactly as it will be set.
+ */
+value: string, 
+/**
+ * It changes how programs load, so it runs only once allowed for this runtime.
+ */
+needsAllow: boolean, 
+/**
+ * The user allowed this exact value for this runtime before.
+ */
+allowed: boolean, 
+/**
+ * Why it needs allowing, for people; `None` when it does not.
+ */
+reason: string | null, };
