@@ -490,8 +490,12 @@ fn ensure_private_dir(dir: &Path) -> Result<(), SecretStoreError> {
 fn file_set(dir: &Path, account: &str, secret: &Sensitive<String>) -> Result<(), SecretStoreError> {
     ensure_private_dir(dir)?;
     let target = dir.join(account_file_name(account));
-    crate::receipt::write_atomically(dir, &account_file_name(account), secret.expose().as_bytes())
-        .map_err(io_err(&target))
+    crate::owned_file::write_atomically(
+        dir,
+        &account_file_name(account),
+        secret.expose().as_bytes(),
+    )
+    .map_err(io_err(&target))
 }
 
 fn file_get(dir: &Path, account: &str) -> Result<Option<Sensitive<String>>, SecretStoreError> {
