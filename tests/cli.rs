@@ -765,3 +765,185 @@ fn revive_prints_the_plan_asks_for_yes_and_refuses_ld_preload_until_allowed() {
     assert!(stdout.contains("(allowed for this runtime)"), "{stdout}");
     assert!(marker.exists(), "the allow was remembered");
 }
+
+/// Runs a subcommand, failing the test (and killing it) if it has not ended within `deadline`:
+/// a FIFO opened without `O_NONBLOCK` or `/dev/zero` read without a cap would hang it forever.
+fn run_within(home: &Home, args: &[&str], deadline: Duration) -> Output {
+    let child = home
+        .command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(deadline) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!(
+                "`supercode-tray {}` did not end within {deadline:?}",
+                args.join(" ")
+            );
+        }
+    }
+}
+
+/// A `$CANON_HOME` with two good catalog entries (one whose profile exists, one whose profile is
+/// missing) and every kind of hostile file next to them; returns the bad files and the reason
+/// each must be listed with.
+fn hostile_canon_home(canon: &Path) -> Vec<(&'static str, &'static str)> {
+    use std::os::unix::fs::PermissionsExt;
+    let write = |path: &Path, text: &str, mode: u32| {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let entry = |profile: &str| {
+        serde_json::json!({
+            "id": format!("sdk:{profile}:0123456789abcdef"), "runtime": "sdk", "profile": profile,
+            "cwd": canon.display().to_string(), "launchCommand": ["/bin/true", profile],
+            "status": "offline", "reviveCapability": "revivable",
+            "lastStoppedAt": "2026-12-01T10:00:00.000Z"
+        })
+        .to_string()
+    };
+    let runtimes = canon.join("runtimes");
+    std::fs::create_dir_all(&runtimes).unwrap();
+    std::fs::create_dir_all(canon.join("locks")).unwrap();
+    write(
+        &canon.join("agents.json"),
+        r#"{"alpha": {"apiKey": "k", "agentId": "a", "agentName": "alpha", "registeredAt": "2026-12-01T09:00:00.000Z"}}"#,
+        0o600,
+    );
+    write(&runtimes.join("alpha.json"), &entry("alpha"), 0o600);
+    write(&runtimes.join("gone.json"), &entry("gone"), 0o600);
+    // Used, but reported: others may read it.
+    write(&runtimes.join("wide.json"), &entry("wide"), 0o644);
+
+    let mkfifo = |path: &Path| {
+        assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+    };
+    let mut bad = Vec::new();
+    mkfifo(&runtimes.join("fifo.json"));
+    bad.push(("runtimes/fifo.json", "not a regular file (a FIFO)"));
+    std::os::unix::fs::symlink("/dev/zero", runtimes.join("zero.json")).unwrap();
+    bad.push(("runtimes/zero.json", "symbolic link"));
+    let huge = runtimes.join("huge.json");
+    write(&huge, "{", 0o600);
+    std::fs::File::options()
+        .write(true)
+        .open(&huge)
+        .unwrap()
+        .set_len(100 * 1024 * 1024)
+        .unwrap();
+    bad.push((
+        "runtimes/huge.json",
+        "over the 1048576-byte Canon file limit",
+    ));
+    write(&runtimes.join("deep.json"), &"[".repeat(200_000), 0o600);
+    bad.push(("runtimes/deep.json", "nested too deeply"));
+    let foreign = runtimes.join("foreign.json");
+    write(&foreign, &entry("foreign"), 0o600);
+    std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+    bad.push(("runtimes/foreign.json", "owned by uid 65534"));
+    mkfifo(&canon.join("pending-registrations.json"));
+    bad.push(("pending-registrations.json", "not a regular file (a FIFO)"));
+    std::os::unix::fs::symlink("/dev/zero", canon.join("locks/other.lock")).unwrap();
+    bad.push(("locks/other.lock", "symbolic link"));
+    bad
+}
+
+/// How long `list` or `doctor` may take over a hostile `$CANON_HOME`: a correct read takes
+/// milliseconds; a hung one never ends. Generous for a loaded CI machine.
+const HOSTILE_READ_DEADLINE: Duration = Duration::from_secs(20);
+
+/// Issue 13: with a FIFO, links to `/dev/zero`, a 100 MB file, a deep nest, another user's file
+/// and a 0644 file in `$CANON_HOME`, `list --json` returns promptly, lists the good catalog
+/// entries with the package's derived `reviveCapability` and `status` next to the tray's own
+/// revive availability, lists each bad file with its reason and the 0644 one as a warning; `list`
+/// and `doctor` say the same in words.
+#[test]
+fn issue_13_list_and_doctor_return_promptly_over_a_hostile_canon_home() {
+    let home = Home::new();
+    let bad = hostile_canon_home(&home.path("canon"));
+
+    let output = run_within(&home, &["list", "--json"], HOSTILE_READ_DEADLINE);
+    assert!(output.status.success(), "{output:?}");
+    let list: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let entry = |profile: &str| {
+        runtimes(&list)
+            .iter()
+            .find(|r| r["profile"] == profile)
+            .unwrap_or_else(|| panic!("{profile} not listed: {list:#}"))
+    };
+    let alpha = entry("alpha");
+    assert_eq!(alpha["origin"], "catalog");
+    assert_eq!(alpha["catalogStatus"], "offline");
+    assert_eq!(alpha["reviveCapability"], "revivable");
+    assert_eq!(alpha["revive"]["available"], true, "{alpha:#}");
+    let gone = entry("gone");
+    assert_eq!(gone["reviveCapability"], "missing-profile");
+    assert_eq!(gone["catalogStatus"], "offline");
+    assert_eq!(gone["revive"]["available"], false);
+    assert!(gone["revive"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("missing from agents.json"));
+    assert_eq!(entry("wide")["reviveCapability"], "missing-profile");
+    assert_eq!(runtimes(&list).len(), 3, "{list:#}");
+
+    let ignored = list["ignored"].as_array().unwrap();
+    for (file, reason) in &bad {
+        let found = ignored
+            .iter()
+            .find(|i| i["location"] == "canon" && i["file"] == *file)
+            .unwrap_or_else(|| panic!("{file} not listed as ignored: {ignored:#?}"));
+        assert!(
+            found["reason"].as_str().unwrap().contains(reason),
+            "{file}: {found} lacks {reason:?}"
+        );
+    }
+    assert_eq!(ignored.len(), bad.len(), "{ignored:#?}");
+    let warnings = list["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert_eq!(warnings[0]["file"], "runtimes/wide.json");
+    assert!(warnings[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("permissions (644)"));
+
+    let output = run_within(&home, &["list"], HOSTILE_READ_DEADLINE);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        text.contains("ignored runtimes/fifo.json: it is not a regular file (a FIFO)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning runtimes/wide.json: its permissions (644)"),
+        "{text}"
+    );
+
+    let output = run_within(&home, &["doctor", "--json"], HOSTILE_READ_DEADLINE);
+    let doctor: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let canon = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "CANON_HOME")
+        .unwrap();
+    assert_eq!(canon["status"], "warn", "{canon:#}");
+    let detail = canon["detail"].as_str().unwrap();
+    for (file, _) in &bad {
+        assert!(
+            detail.contains(file),
+            "doctor does not name {file}: {detail}"
+        );
+    }
+    assert!(detail.contains("runtimes/wide.json"), "{detail}");
+}

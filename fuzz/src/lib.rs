@@ -559,6 +559,9 @@ impl Target for LockTarget {
             LockStatus::Available => {
                 assert!(!self.path.exists(), "a stale lock file was left in place");
             }
+            LockStatus::Untrusted { reason } => {
+                panic!("a private regular lock file was not read: {reason}");
+            }
         }
     }
 }

@@ -257,6 +257,7 @@ mod tests {
         Snapshot {
             runtimes,
             ignored: Vec::new(),
+            warnings: Vec::new(),
             pending: Vec::new(),
             secret_store: SecretStoreView {
                 kind: SecretStoreKindView::Keychain,
@@ -290,6 +291,8 @@ mod tests {
             revive: ActionAvailability::no("it is running"),
             launch_command: None,
             origin: RuntimeOrigin::Receipt,
+            catalog_status: None,
+            revive_capability: None,
         }
     }
 

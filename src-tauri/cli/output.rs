@@ -21,9 +21,11 @@ struct ListJson<'a> {
     secret_store: &'a supercode_core::view::SecretStoreView,
     runtimes: &'a [RuntimeView],
     ignored: &'a [supercode_core::view::IgnoredFile],
+    warnings: &'a [supercode_core::view::FileWarning],
 }
 
-/// `list`: a table, or `{version, receiptDir, canonHome, secretStore, runtimes: [...], ignored: [...]}`.
+/// `list`: a table, or `{version, receiptDir, canonHome, secretStore, runtimes: [...], ignored: [...],
+/// warnings: [...]}`.
 pub fn print_list(snapshot: &Snapshot, json: bool) {
     let mut out = String::new();
     if json {
@@ -34,6 +36,7 @@ pub fn print_list(snapshot: &Snapshot, json: bool) {
             secret_store: &snapshot.secret_store,
             runtimes: &snapshot.runtimes,
             ignored: &snapshot.ignored,
+            warnings: &snapshot.warnings,
         };
         print_json(&mut out, &doc);
         emit(&out);
@@ -67,6 +70,9 @@ pub fn print_list(snapshot: &Snapshot, json: bool) {
     }
     for ignored in &snapshot.ignored {
         let _ = writeln!(out, "ignored {}: {}", ignored.file, ignored.reason);
+    }
+    for warning in &snapshot.warnings {
+        let _ = writeln!(out, "warning {}: {}", warning.file, warning.reason);
     }
     let _ = writeln!(out, "Secret store: {}", snapshot.secret_store.description);
     emit(&out);

@@ -309,8 +309,8 @@ try {
       await page.locator('[data-runtime-id="rt-review"] [data-testid="confirm-revive"]').getByTestId("confirm-cancel").click();
       await page.evaluate(() => window.__supercodeMock.hold("approve"));
       await page.locator('[data-profile="ci-runner"]').getByTestId("action-approve").click();
-      await page.locator("details.ignored summary").click();
-      await page.locator("details.ignored").scrollIntoViewIfNeeded();
+      await page.locator('[data-testid="ignored-rows"] summary').click();
+      await page.locator('[data-testid="ignored-rows"]').scrollIntoViewIfNeeded();
       await page.screenshot({ path: resolve(artifacts, `ui-${scheme}-bottom.png`) });
       await expectClean(page, problems);
       await context.close();

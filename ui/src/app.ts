@@ -4,7 +4,7 @@
 // never steals focus, scroll position or an open confirmation.
 import type { Backend } from "./backend";
 import { CONFIRM_REVIVE_PARAM, toCommandError } from "./backend";
-import type { IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
+import type { FileWarning, IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
 import { h, icon, KeyedList, setAttr, setText, show, Slot } from "./dom";
 import { PendingRow } from "./views/pending-row";
 import { RuntimeRow } from "./views/runtime-row";
@@ -156,17 +156,17 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
       }),
   );
 
-  // ---- ignored files ----
-  const ignoredCount = h("span", { class: "count" });
-  const ignoredList = h("ul", { class: "ignored-list", attrs: { role: "list" } });
-  const ignored = h(
-    "details",
-    { class: "ignored" },
-    h("summary", {}, icon("chevron", "icon chevron"), h("span", { class: "summary-text", text: "Ignored files" }), ignoredCount),
-    h("p", { class: "ignored-help", text: "These files were skipped because they could not be read as receipts." }),
-    ignoredList,
+  // ---- ignored files, and files used with a warning ----
+  const ignored = fileList(
+    "Ignored files",
+    "These files were skipped because they cannot be trusted or read. The rest keeps working.",
+    "ignored-row",
   );
-  ignored.hidden = true;
+  const warnings = fileList(
+    "Files to check",
+    "These files were used, but other users can read them. Run chmod 600 on each.",
+    "warning-row",
+  );
 
   // ---- footer ----
   const logsButton = h(
@@ -193,27 +193,9 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   );
   const footer = h("footer", { class: "app-footer" }, logsButton);
 
-  const main = h("main", { class: "app-main" }, banner.anchor, notice.anchor, loading, empty.anchor, runtimesSection, pendingSection, ignored);
+  const main = h("main", { class: "app-main" }, banner.anchor, notice.anchor, loading, empty.anchor, runtimesSection, pendingSection, ignored.element, warnings.element);
   root.replaceChildren(header, main, footer);
   root.classList.add("app");
-
-  function renderIgnored(files: readonly IgnoredFile[]): void {
-    show(ignored, files.length > 0);
-    setText(ignoredCount, String(files.length));
-    const key = JSON.stringify(files.map((f) => [f.location, f.file, f.reason]));
-    if (ignoredList.dataset.key === key) return;
-    ignoredList.dataset.key = key;
-    ignoredList.replaceChildren(
-      ...files.map((f) =>
-        h(
-          "li",
-          { class: "ignored-row", attrs: { "data-testid": "ignored-row" } },
-          h("span", { class: "ignored-file" }, h("span", { class: "ignored-loc", text: f.location === "canon" ? "canon" : "receipts" }), h("code", { text: f.file, attrs: { title: f.file } })),
-          h("span", { class: "ignored-reason", text: f.reason }),
-        ),
-      ),
-    );
-  }
 
   function renderSummary(s: Snapshot): void {
     const running = s.runtimes.filter((r) => r.status === "running" || r.status === "embedded" || r.status === "manual").length;
@@ -252,7 +234,8 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     setText(pendingCount, String(s.pending.length));
     const lostPendingFocus = pendingRows.reconcile(s.pending);
 
-    renderIgnored(s.ignored);
+    ignored.render(s.ignored);
+    warnings.render(s.warnings);
 
     // A row that held focus went away (forgotten, dismissed): land on its section, not on <body>.
     if (lostRuntimeFocus) (isEmpty ? logsButton : runtimesHeading).focus();
@@ -341,4 +324,39 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
       stopReviveRequests?.();
     },
   };
+}
+
+/**
+ * A collapsed list of files with a reason each (ignored ones, or ones used with a warning),
+ * hidden while empty. Reasons are text, never markup.
+ */
+function fileList(title: string, help: string, rowTestId: string) {
+  const count = h("span", { class: "count" });
+  const list = h("ul", { class: "ignored-list", attrs: { role: "list" } });
+  const element = h(
+    "details",
+    { class: "ignored", attrs: { "data-testid": `${rowTestId}s` } },
+    h("summary", {}, icon("chevron", "icon chevron"), h("span", { class: "summary-text", text: title }), count),
+    h("p", { class: "ignored-help", text: help }),
+    list,
+  );
+  element.hidden = true;
+  function render(files: readonly (IgnoredFile | FileWarning)[]): void {
+    show(element, files.length > 0);
+    setText(count, String(files.length));
+    const key = JSON.stringify(files.map((f) => [f.location, f.file, f.reason]));
+    if (list.dataset.key === key) return;
+    list.dataset.key = key;
+    list.replaceChildren(
+      ...files.map((f) =>
+        h(
+          "li",
+          { class: "ignored-row", attrs: { "data-testid": rowTestId } },
+          h("span", { class: "ignored-file" }, h("span", { class: "ignored-loc", text: f.location === "canon" ? "canon" : "receipts" }), h("code", { text: f.file, attrs: { title: f.file } })),
+          h("span", { class: "ignored-reason", text: f.reason }),
+        ),
+      ),
+    );
+  }
+  return { element, render };
 }

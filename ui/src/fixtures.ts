@@ -37,6 +37,8 @@ export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeVie
     revive: no("Already running."),
     launchCommand: null,
     origin: "receipt",
+    catalogStatus: null,
+    reviveCapability: null,
     ...over,
   };
 }
@@ -86,6 +88,8 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
         revive: yes,
         launchCommand: ["opencode", "serve", "--profile", "nightly"],
         origin: "catalog",
+        catalogStatus: "offline",
+        reviveCapability: "revivable",
       }),
       runtime({
         id: "rt-ide",
@@ -115,6 +119,7 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
       { location: "receipts", file: "broken-1733150000.json", reason: "Not valid JSON (line 1, column 17)." },
       { location: "canon", file: "runtimes/legacy.json", reason: "Unknown receipt version 9; update Supercode Tray." },
     ],
+    warnings: [],
     pending: [
       {
         profile: "ci-runner",
@@ -145,6 +150,7 @@ export function emptySnapshot(): Snapshot {
   return {
     runtimes: [],
     ignored: [],
+    warnings: [],
     pending: [],
     secretStore: { kind: "keychain", description: "OS keychain (Secret Service)" },
     firstRun: true,

@@ -181,3 +181,23 @@ describe("ignored files", () => {
     expect(root.querySelector<HTMLElement>("details")?.hidden).toBe(true);
   });
 });
+
+describe("files used with a warning (issue 13)", () => {
+  it("lists each file and its reason apart from the ignored ones, as text", async () => {
+    const reason = "its permissions (644) let other users read it; <b>chmod 600</b> it";
+    const root = await show({ ...demoSnapshot(NOW), warnings: [{ location: "canon", file: "agents.json", reason }] });
+    const details = root.querySelector<HTMLElement>('[data-testid="warning-rows"]');
+    expect(details?.hidden).toBe(false);
+    expect(details?.querySelector("summary")?.textContent).toContain("Files to check1");
+    const rows = [...root.querySelectorAll('[data-testid="warning-row"]')];
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.querySelector(".ignored-reason")?.textContent).toBe(reason);
+    expect(rows[0]?.querySelector("b")).toBeNull();
+    expect(root.querySelectorAll('[data-testid="ignored-row"]')).toHaveLength(2);
+  });
+
+  it("is hidden when there is nothing to check", async () => {
+    const root = await show(demoSnapshot(NOW));
+    expect(root.querySelector<HTMLElement>('[data-testid="warning-rows"]')?.hidden).toBe(true);
+  });
+});

@@ -60,6 +60,13 @@ impl LocalRuntimeStatus {
     }
 }
 
+/// Serialized as the package writes it (`"running"`, or the unknown value as written).
+impl serde::Serialize for LocalRuntimeStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 /// `LocalRuntimeReviveCapability`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ReviveCapability {
@@ -96,6 +103,13 @@ impl ReviveCapability {
             "missing-profile" => Self::MissingProfile,
             other => Self::Other(other.to_owned()),
         }
+    }
+}
+
+/// Serialized as the package writes it (`"missing-profile"`, or the unknown value as written).
+impl serde::Serialize for ReviveCapability {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -301,7 +315,7 @@ pub fn build_local_runtime_id(
 
 /// The raw object of `id`'s file, if it exists, parses, and its `id` matches.
 fn read_raw(home: &CanonHome, id: &str) -> Result<Option<Map<String, Value>>, CanonFileError> {
-    match read_json(&home.runtime_path(id))? {
+    match read_json(&home.runtime_path(id))?.map(|file| file.value) {
         Some(Value::Object(obj)) if obj.get("id").and_then(Value::as_str) == Some(id) => {
             Ok(Some(obj))
         }
@@ -460,27 +474,83 @@ pub struct RuntimeCatalogListing {
     /// Entries after `deriveRuntimeState`, newest first
     /// (`lastHeartbeatAt ?? lastStartedAt ?? lastStoppedAt`, descending).
     pub entries: Vec<LocalRuntimeCatalogEntry>,
-    /// Files that were skipped (corrupt, unreadable, wrong shape) and why; also `agents.json` if
-    /// it could not be read while deriving `missing-profile`.
+    /// Files that were skipped (untrusted, corrupt, unreadable, wrong shape) and why; also
+    /// `agents.json` if it could not be read while deriving `missing-profile`.
     pub problems: Vec<FileProblem>,
+    /// Files that were used but that the user should fix (their mode lets other users read
+    /// them), `agents.json` included.
+    pub warnings: Vec<FileProblem>,
+}
+
+/// `runtimes/` must be a real directory of ours: through a link or another user's directory,
+/// every entry in it would be someone else's to write. `Ok(false)` when it does not exist.
+fn check_runtimes_dir(dir: &std::path::Path) -> Result<bool, CanonFileError> {
+    use std::os::unix::fs::MetadataExt;
+    let refused = |reason: String| CanonFileError::Refused {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(CanonFileError::Read {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refused(
+            "it is a symbolic link; the catalog directory must be a real directory, and links are never followed".into(),
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(refused(format!(
+            "it is not a directory ({}); remove it",
+            live_runtime::owned_file::file_kind(&meta)
+        )));
+    }
+    let me = live_runtime::effective_uid();
+    if meta.uid() != me {
+        return Err(refused(format!(
+            "it is owned by uid {}, not by you (uid {me}); only your own catalog is trusted",
+            meta.uid()
+        )));
+    }
+    Ok(true)
 }
 
 /// `listLocalRuntimeEntries({runtime})`: every `*.json` in `runtimes/`, state derived (a
 /// `running` entry with a dead pid is `stale`; a profile missing from `agents.json` makes it
-/// `missing-profile`). Bad files are reported in `problems` instead of being dropped silently.
+/// `missing-profile`). Every file is read the receipt way (no link followed, no blocking open,
+/// regular files of ours only, size and depth capped): bad files are reported in `problems`, and
+/// files others may read in `warnings`, instead of being dropped or trusted silently. A bad file
+/// never hides the good ones.
 pub fn list_local_runtime_entries(
     home: &CanonHome,
     runtime: Option<&str>,
 ) -> Result<RuntimeCatalogListing, CanonFileError> {
     let dir = home.runtimes_dir();
     let mut listing = RuntimeCatalogListing::default();
+    if !check_runtimes_dir(&dir)? {
+        return Ok(listing);
+    }
     let read_dir = match fs::read_dir(&dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(listing),
         Err(source) => return Err(CanonFileError::Read { path: dir, source }),
     };
     let profiles = match load_profiles(home) {
-        Ok(p) => Some(p),
+        Ok(p) => {
+            if let Some(warning) = p.file_warning() {
+                listing.warnings.push(FileProblem {
+                    path: home.agents_path(),
+                    reason: warning.to_owned(),
+                });
+            }
+            Some(p)
+        }
         Err(e) => {
             listing.problems.push(FileProblem::from(&e));
             None
@@ -494,15 +564,21 @@ pub fn list_local_runtime_entries(
     names.sort();
     for name in names {
         let path = dir.join(&name);
-        let value = match read_json(&path) {
-            Ok(Some(v)) => v,
+        let file = match read_json(&path) {
+            Ok(Some(file)) => file,
             Ok(None) => continue, // removed between readdir and read
             Err(e) => {
                 listing.problems.push(FileProblem::from(&e));
                 continue;
             }
         };
-        let mut entry = match LocalRuntimeCatalogEntry::from_json(value) {
+        if let Some(reason) = file.warning {
+            listing.warnings.push(FileProblem {
+                path: path.clone(),
+                reason,
+            });
+        }
+        let mut entry = match LocalRuntimeCatalogEntry::from_json(file.value) {
             Ok(e) => e,
             Err(reason) => {
                 listing.problems.push(FileProblem { path, reason });

@@ -20,6 +20,16 @@ pub enum CanonFileError {
         /// What is wrong with it (never its content).
         reason: String,
     },
+    /// The file was not read because it cannot be trusted: a symbolic link, not a regular file
+    /// (a FIFO, a device, a directory), owned by another user, writable by other users, or over
+    /// the size cap. It is left exactly as it is.
+    #[error("{path} was not read: {reason}")]
+    Refused {
+        /// The offending file.
+        path: PathBuf,
+        /// Why, and what to do (never its content).
+        reason: String,
+    },
     /// The file exists but could not be read.
     #[error("cannot read {path}: {source}; check its permissions")]
     Read {
@@ -47,7 +57,8 @@ pub enum CanonFileError {
 }
 
 /// A file that was skipped while reading a directory or a record file, with the reason, so the
-/// UI can show it instead of silently dropping it.
+/// UI can show it instead of silently dropping it; or, in a `warnings` list, a file that was used
+/// but that the user should fix (its mode lets other users read it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileProblem {
     /// The skipped file.
@@ -60,13 +71,16 @@ impl From<&CanonFileError> for FileProblem {
     fn from(error: &CanonFileError) -> Self {
         let path = match error {
             CanonFileError::Corrupt { path, .. }
+            | CanonFileError::Refused { path, .. }
             | CanonFileError::Read { path, .. }
             | CanonFileError::Write { path, .. } => path.clone(),
             _ => PathBuf::new(),
         };
-        FileProblem {
-            path,
-            reason: error.to_string(),
-        }
+        let reason = match error {
+            // Its reason is a whole sentence already; the path is in `path`.
+            CanonFileError::Refused { reason, .. } => reason.clone(),
+            other => other.to_string(),
+        };
+        FileProblem { path, reason }
     }
 }

@@ -5,12 +5,17 @@
 //! and all non-ASCII as raw UTF-8). They disagree on two things this module handles itself:
 //! numbers (V8 prints `1` for `1.0` and `1e+21` for `1e21`) and key order (V8 lists array-index
 //! keys such as `"2"` first, in ascending order, before the other keys in insertion order).
+//!
+//! Reading and writing go through `live_runtime::owned_file`, the receipt directory's own reader
+//! and writer: no link followed, no blocking open, regular files owned by the user only, size and
+//! depth capped; exclusive-create, no-follow temp file renamed into place.
 
 use std::fs;
-use std::io::Write;
+use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Mutex;
 
+use live_runtime::owned_file::{parse_json, read_owned_file, FileRules, ModeRule, StagedFile};
 use serde_json::{Map, Value};
 
 use crate::error::CanonFileError;
@@ -226,9 +231,30 @@ fn date_now_ms() -> u128 {
         .unwrap_or(0)
 }
 
+/// Largest `$CANON_HOME` file that is read. The package's files are a few KiB (a profile or a
+/// catalog entry is a few hundred bytes; a catalog entry's `sessions` grow by about 300 bytes per
+/// conversation), so 1 MiB holds thousands of each, while a hostile or corrupt file (a 100 MB
+/// sparse file, `/dev/zero` behind a link) costs no more than that on any read.
+pub const MAX_CANON_FILE_BYTES: u64 = 1024 * 1024;
+
+/// How every `$CANON_HOME` file is read (the receipt reader's rules, with the package's 0600 as a
+/// warning rather than a refusal, see [`ModeRule::WarnWhenReadable`]).
+pub(crate) const CANON_FILE_RULES: FileRules = FileRules {
+    singular: "Canon file",
+    plural: "Canon files",
+    max_bytes: MAX_CANON_FILE_BYTES,
+    mode: ModeRule::WarnWhenReadable,
+};
+
+/// How many temp names a write tries before giving up: the package's own name first, then
+/// randomized ones, in case a leftover (or planted) file already holds it.
+const TEMP_NAME_ATTEMPTS: u32 = 4;
+
 /// The package's `writeJsonFile`/`writeJsonAtomic`: create `dir` recursively, write
 /// `JSON.stringify(value, null, 2)` (no trailing newline) to `${path}.${pid}.${Date.now()}.tmp`
-/// with mode 0600, then rename it over `path`.
+/// with mode 0600, then rename it over `path`. The temp file is created exclusively and without
+/// following links ([`StagedFile::write_via`]), so an existing file or link at that name is never
+/// written through: another name is tried instead.
 pub(crate) fn write_json_atomic(
     dir: &Path,
     path: &Path,
@@ -239,49 +265,61 @@ pub(crate) fn write_json_atomic(
         move |source| CanonFileError::Write { path: p, source }
     };
     fs::create_dir_all(dir).map_err(write_err(dir))?;
-    let tmp = format!(
-        "{}.{}.{}.tmp",
-        path.to_string_lossy(),
-        std::process::id(),
-        date_now_ms()
-    );
-    let tmp = Path::new(&tmp);
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let result = options
-        .open(tmp)
-        .and_then(|mut f| f.write_all(to_js_json_pretty(value).as_bytes()))
-        .and_then(|()| fs::rename(tmp, path));
-    if let Err(source) = result {
-        let _ = fs::remove_file(tmp);
-        return Err(write_err(path)(source));
-    }
-    Ok(())
+    let bytes = to_js_json_pretty(value);
+    let mut attempt = 0;
+    let staged = loop {
+        let mut temp = path.as_os_str().to_owned();
+        temp.push(format!(".{}.{}", std::process::id(), date_now_ms()));
+        if attempt > 0 {
+            temp.push(format!(".{:08x}", rand_u32()));
+        }
+        temp.push(".tmp");
+        match StagedFile::write_via(Path::new(&temp), path, bytes.as_bytes()) {
+            Ok(staged) => break staged,
+            Err(e) if e.kind() == ErrorKind::AlreadyExists && attempt + 1 < TEMP_NAME_ATTEMPTS => {
+                attempt += 1;
+            }
+            Err(source) => return Err(write_err(path)(source)),
+        }
+    };
+    staged.publish().map_err(write_err(path))
 }
 
-/// Reads and parses a JSON file. `Ok(None)` when it does not exist.
-pub(crate) fn read_json(path: &Path) -> Result<Option<Value>, CanonFileError> {
-    let text = match fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(CanonFileError::Read {
+fn rand_u32() -> u32 {
+    // Only needs to differ from a name that already exists; uuid's v4 is random enough.
+    uuid::Uuid::new_v4().as_fields().0
+}
+
+/// A parsed `$CANON_HOME` file, and what the user should know about it even though it was used.
+pub(crate) struct JsonFile {
+    pub(crate) value: Value,
+    /// Set when the file was used despite a problem (its mode lets other users read it).
+    pub(crate) warning: Option<String>,
+}
+
+/// Reads and parses a JSON file the receipt way ([`read_owned_file`]). `Ok(None)` when it does
+/// not exist; a file that is not a regular file of ours within the cap is
+/// [`CanonFileError::Refused`]; one that is not JSON is [`CanonFileError::Corrupt`].
+pub(crate) fn read_json(path: &Path) -> Result<Option<JsonFile>, CanonFileError> {
+    let file = match read_owned_file(path, &CANON_FILE_RULES) {
+        Ok(Some(file)) => file,
+        Ok(None) => return Ok(None),
+        Err(refused) => {
+            return Err(CanonFileError::Refused {
                 path: path.to_path_buf(),
-                source,
+                reason: refused.reason,
             })
         }
     };
-    let text = String::from_utf8_lossy(&text);
-    // Node keeps a leading BOM and JSON.parse rejects it; serde_json rejects it too.
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| CanonFileError::Corrupt {
-            path: path.to_path_buf(),
-            reason: format!("not JSON: {e}"),
-        })
+    // Node reads with 'utf-8', replacing invalid sequences; it keeps a leading BOM, which
+    // JSON.parse rejects and so does serde_json.
+    let text = String::from_utf8_lossy(&file.bytes);
+    let value = parse_json(&text).map_err(|reason| CanonFileError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    Ok(Some(JsonFile {
+        value,
+        warning: file.warning,
+    }))
 }

@@ -6,12 +6,13 @@ use std::io::{ErrorKind, Write};
 
 use serde_json::{json, Value};
 
-use crate::error::CanonFileError;
+use crate::error::{CanonFileError, FileProblem};
 use crate::home::CanonHome;
-use crate::json::{iso_now, js_number, to_js_json_compact};
+use crate::json::{iso_now, js_number, to_js_json_compact, CANON_FILE_RULES};
+use live_runtime::owned_file::{read_owned_file, OwnedFile};
 
 /// Whether a profile is in use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockStatus {
     /// No lock, or a stale one (which was deleted while checking).
     Available,
@@ -20,10 +21,18 @@ pub enum LockStatus {
         /// The holder.
         pid: i64,
     },
+    /// The lock file is not a regular file of ours within the size cap (a symbolic link, a FIFO,
+    /// another user's file...): it was not read and is left as it is, so whether the profile is
+    /// in use is unknown until the user removes it.
+    Untrusted {
+        /// Why, for people (never the file's content).
+        reason: String,
+    },
 }
 
 impl LockStatus {
-    /// `isProfileLocked(profile).locked`.
+    /// `isProfileLocked(profile).locked`: only a live holder counts ([`LockStatus::Untrusted`]
+    /// is not locked, but nor is it available; callers that start a runtime must refuse both).
     pub fn is_locked(&self) -> bool {
         matches!(self, LockStatus::Locked { .. })
     }
@@ -48,6 +57,14 @@ pub enum LockError {
         profile: String,
         /// The holder.
         pid: i64,
+    },
+    /// The lock file is not one we read (see [`LockStatus::Untrusted`]).
+    #[error("Agent \"{profile}\" cannot be locked: its lock file {reason}")]
+    Untrusted {
+        /// The profile.
+        profile: String,
+        /// Why the lock file was not read.
+        reason: String,
     },
     /// Two attempts raced with other processes and both lost (the package's exact message).
     #[error("Agent \"{profile}\" lock could not be acquired")]
@@ -88,10 +105,20 @@ pub(crate) fn js_trim(s: &str) -> &str {
 
 /// `isProfileLocked(profile)`: a lock whose pid is falsy or dead is stale and is deleted —
 /// unless the profile name (with `/` or `..`) points outside `locks/`, where we never delete.
+///
+/// The file is read the receipt way (no link followed, no blocking open, a regular file of ours
+/// within the size cap): anything else is [`LockStatus::Untrusted`], and is never deleted. A lock
+/// readable by others is read all the same (the package's older versions wrote bare pids 0644).
 pub fn is_profile_locked(home: &CanonHome, profile: &str) -> LockStatus {
     let path = home.lock_path(profile);
-    let Ok(raw) = fs::read(&path) else {
-        return LockStatus::Available;
+    let raw = match read_owned_file(&path, &CANON_FILE_RULES) {
+        Ok(Some(file)) => file.bytes,
+        Ok(None) => return LockStatus::Available,
+        Err(refused) => {
+            return LockStatus::Untrusted {
+                reason: refused.reason,
+            }
+        }
     };
     let lock = parse_lock(&String::from_utf8_lossy(&raw));
     if let Some(pid) = lock.map(|l| l.pid) {
@@ -111,6 +138,7 @@ pub fn describe_profile_lock(home: &CanonHome, profile: &str) -> String {
     match is_profile_locked(home, profile) {
         LockStatus::Locked { pid } => format!("locked by PID {pid}"),
         LockStatus::Available => "available".into(),
+        LockStatus::Untrusted { reason } => format!("unknown: its lock file {reason}"),
     }
 }
 
@@ -159,11 +187,12 @@ pub fn acquire_lock(home: &CanonHome, profile: &str) -> Result<ProfileLockHandle
     }));
     for _attempt in 0..2 {
         let mut options = fs::OpenOptions::new();
+        // Exclusive create never follows a link at the name; O_NOFOLLOW says so explicitly.
         options.write(true).create_new(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
+            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
         }
         match options.open(&path) {
             Ok(mut file) => {
@@ -181,11 +210,20 @@ pub fn acquire_lock(home: &CanonHome, profile: &str) -> Result<ProfileLockHandle
                 });
             }
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                if let LockStatus::Locked { pid } = is_profile_locked(home, profile) {
-                    return Err(LockError::InUse {
-                        profile: profile.to_owned(),
-                        pid,
-                    });
+                match is_profile_locked(home, profile) {
+                    LockStatus::Locked { pid } => {
+                        return Err(LockError::InUse {
+                            profile: profile.to_owned(),
+                            pid,
+                        })
+                    }
+                    LockStatus::Untrusted { reason } => {
+                        return Err(LockError::Untrusted {
+                            profile: profile.to_owned(),
+                            reason,
+                        })
+                    }
+                    LockStatus::Available => {}
                 }
             }
             Err(source) => return Err(CanonFileError::Write { path, source }.into()),
@@ -201,7 +239,9 @@ pub fn acquire_lock(home: &CanonHome, profile: &str) -> Result<ProfileLockHandle
 pub fn release_lock(home: &CanonHome, profile: &str, token: Option<&str>) {
     let path = home.lock_path(profile);
     if let Some(token) = token.filter(|t| !t.is_empty()) {
-        let Ok(raw) = fs::read(&path) else {
+        // A lock file we do not read is not ours to remove either.
+        let Ok(Some(OwnedFile { bytes: raw, .. })) = read_owned_file(&path, &CANON_FILE_RULES)
+        else {
             return;
         };
         if let Some(LockFile {
@@ -214,4 +254,33 @@ pub fn release_lock(home: &CanonHome, profile: &str, token: Option<&str>) {
         }
     }
     let _ = fs::remove_file(&path);
+}
+
+/// The lock files in `locks/` that are not read (a symbolic link, a FIFO, another user's file,
+/// over the cap...), each with the reason. Nothing is parsed, deleted or changed: this only says
+/// which locks [`is_profile_locked`] will call [`LockStatus::Untrusted`], so they can be shown.
+pub fn untrusted_lock_files(home: &CanonHome) -> Vec<FileProblem> {
+    let dir = home.locks_dir();
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".lock"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let path = dir.join(name);
+            match read_owned_file(&path, &CANON_FILE_RULES) {
+                Err(refused) => Some(FileProblem {
+                    path,
+                    reason: refused.reason,
+                }),
+                Ok(_) => None,
+            }
+        })
+        .collect()
 }

@@ -78,7 +78,7 @@ impl RegistrationOrigins {
     }
 
     fn load(&self) -> Result<Map<String, Value>, CanonFileError> {
-        match read_json(&self.path)? {
+        match read_json(&self.path)?.map(|file| file.value) {
             None => Ok(Map::new()),
             Some(Value::Object(all)) => Ok(all),
             Some(_) => Err(CanonFileError::Corrupt {

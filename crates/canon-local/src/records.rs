@@ -18,6 +18,8 @@ use crate::json::{read_json, write_json_atomic};
 /// The top-level `Record<string, T>` of a Canon file, in file order.
 pub struct Records<T> {
     entries: IndexMap<String, Slot<T>>,
+    /// Something the user should fix about the file these came from, though it was used.
+    warning: Option<String>,
 }
 
 enum Slot<T> {
@@ -33,6 +35,7 @@ impl<T> Default for Records<T> {
     fn default() -> Self {
         Self {
             entries: IndexMap::new(),
+            warning: None,
         }
     }
 }
@@ -54,6 +57,7 @@ impl<T: Clone> Clone for Records<T> {
                     (k.clone(), slot)
                 })
                 .collect(),
+            warning: self.warning.clone(),
         }
     }
 }
@@ -74,18 +78,22 @@ impl<T: fmt::Debug> fmt::Debug for Records<T> {
 }
 
 impl<T> Records<T> {
-    /// Reads a record file: missing → empty; corrupt → an error with the reason.
+    /// Reads a record file: missing → empty; corrupt or untrusted → an error with the reason.
     pub(crate) fn load(
         path: &Path,
         parse: impl Fn(Map<String, Value>) -> Result<T, String>,
     ) -> Result<Self, CanonFileError> {
         match read_json(path)? {
             None => Ok(Self::default()),
-            Some(value) => {
-                Self::from_value(value, parse).map_err(|reason| CanonFileError::Corrupt {
-                    path: path.to_path_buf(),
-                    reason,
-                })
+            Some(file) => {
+                let mut records = Self::from_value(file.value, parse).map_err(|reason| {
+                    CanonFileError::Corrupt {
+                        path: path.to_path_buf(),
+                        reason,
+                    }
+                })?;
+                records.warning = file.warning;
+                Ok(records)
             }
         }
     }
@@ -98,6 +106,12 @@ impl<T> Records<T> {
         render: impl Fn(&T) -> Map<String, Value>,
     ) -> Result<(), CanonFileError> {
         write_json_atomic(home.root(), path, &self.to_value(render))
+    }
+
+    /// What the user should fix about the file, though it was read and used (its mode lets other
+    /// users read it); `None` when nothing.
+    pub fn file_warning(&self) -> Option<&str> {
+        self.warning.as_deref()
     }
 
     /// The well-formed entry named `name`.
@@ -189,7 +203,10 @@ impl<T> Records<T> {
             };
             entries.insert(name, slot);
         }
-        Ok(Self { entries })
+        Ok(Self {
+            entries,
+            warning: None,
+        })
     }
 
     pub(crate) fn to_value(&self, render: impl Fn(&T) -> Map<String, Value>) -> Value {

@@ -9,6 +9,8 @@ mod support;
 mod approval;
 #[path = "canon_local/catalog.rs"]
 mod catalog;
+#[path = "canon_local/hostile.rs"]
+mod hostile;
 #[path = "canon_local/json_format.rs"]
 mod json_format;
 #[path = "canon_local/locks.rs"]

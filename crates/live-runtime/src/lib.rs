@@ -15,6 +15,9 @@
 //! - [`secret`]: [`Sensitive`], [`SecretStore`] and its error type.
 //! - [`process`]: [`ProcessIdentity`] (pid + start time), so a reused pid is never mistaken for
 //!   the runtime that registered.
+//! - [`owned_file`]: how every file another program leaves for us is read and written (no link
+//!   followed, no blocking open, regular, owned, capped; exclusive temp file + rename). Receipts
+//!   use it, and so does `canon-local` for `$CANON_HOME`.
 //! - [`receipt`]: the receipt types, the on-disk format (see `docs/receipt-format.md`) and the
 //!   register / list / resolve / discover / find / forget operations.
 //!
@@ -23,11 +26,12 @@
 //! [`KEYCHAIN_TIMEOUT`]. Async callers should run them with `tokio::task::spawn_blocking`.
 #![deny(missing_docs)]
 
+pub mod owned_file;
 pub mod process;
 pub mod receipt;
 pub mod secret;
 
-pub use process::{pid_exists, ProcessIdentity};
+pub use process::{effective_uid, pid_exists, ProcessIdentity};
 pub use receipt::{
     discover_live_runtime, find_live_runtime, forget_live_runtime, list_live_runtimes,
     read_receipt, register_live_runtime, register_live_runtime_with_metadata, resolve_live_runtime,

@@ -96,7 +96,7 @@ fn start_time_of(pid: u32) -> Option<u64> {
 }
 
 /// The effective uid of this process: receipts and secret files must belong to it.
-pub(crate) fn effective_uid() -> u32 {
+pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions, cannot fail and touches no memory we own.
     #[allow(unsafe_code)]
     unsafe {

@@ -17,10 +17,10 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, File};
+use std::io;
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime};
@@ -30,6 +30,9 @@ use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
+use crate::owned_file::{
+    parse_json, read_owned_file, write_atomically, FileRules, ModeRule, OwnedFile, StagedFile,
+};
 use crate::process::{effective_uid, pid_exists, ProcessIdentity};
 use crate::secret::{BearerToken, SecretStore, SecretStoreError, Sensitive};
 
@@ -443,65 +446,6 @@ fn check_private_dir(dir: &Path) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Writes `bytes` to `dir/name` atomically with mode 0600: a `.`-prefixed temp file in the same
-/// directory, fsync, rename over the target, fsync the directory. Readers never see a partial file.
-pub(crate) fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    StagedFile::write(dir, name, bytes)?.publish()
-}
-
-/// The first half of [`write_atomically`]: the bytes are durable in a `.<name>.<random>.<pid>.tmp`
-/// file next to `name`, not yet visible under it. Dropped unpublished, the temp file is removed.
-pub(crate) struct StagedFile {
-    dir: PathBuf,
-    name: String,
-    temp: Option<PathBuf>,
-}
-
-impl StagedFile {
-    pub(crate) fn write(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<Self> {
-        let temp = dir.join(format!(
-            ".{name}.{:08x}.{}.tmp",
-            rand::random::<u32>(),
-            std::process::id()
-        ));
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&temp)?;
-        // From here on the temp file exists: an error below drops `staged`, which removes it.
-        let staged = Self {
-            dir: dir.to_path_buf(),
-            name: name.to_owned(),
-            temp: Some(temp),
-        };
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        Ok(staged)
-    }
-
-    /// Renames the temp file over `name` and makes the rename durable.
-    pub(crate) fn publish(mut self) -> io::Result<()> {
-        let Some(temp) = self.temp.take() else {
-            return Ok(());
-        };
-        if let Err(e) = fs::rename(&temp, self.dir.join(&self.name)) {
-            let _ = fs::remove_file(&temp);
-            return Err(e);
-        }
-        File::open(&self.dir)?.sync_all()
-    }
-}
-
-impl Drop for StagedFile {
-    fn drop(&mut self) {
-        if let Some(temp) = self.temp.take() {
-            let _ = fs::remove_file(temp);
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Reading one receipt.
 
@@ -544,105 +488,13 @@ enum Scan {
     NotAReceipt,
 }
 
-enum FileRead {
-    Bytes(Vec<u8>),
-    Missing,
-    Refused(String),
-}
-
-/// Opens without following symlinks and without blocking (a FIFO must not hang us), then checks the
-/// opened file itself: regular, ours, private, not too big; reads at most the cap + 1 bytes.
-fn read_private_file(path: &Path) -> FileRead {
-    match fs::symlink_metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return FileRead::Missing,
-        Err(e) => return FileRead::Refused(format!("it cannot be inspected ({e})")),
-        Ok(meta) if meta.file_type().is_symlink() => return FileRead::Refused(
-            "it is a symbolic link; receipts must be regular files written by the runtime itself"
-                .into(),
-        ),
-        Ok(meta) if !meta.is_file() => {
-            return FileRead::Refused(format!(
-                "it is not a regular file ({}); remove it",
-                file_kind(&meta)
-            ))
-        }
-        Ok(_) => {}
-    }
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return FileRead::Missing,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return FileRead::Refused(
-                "it is a symbolic link; receipts must be regular files".into(),
-            )
-        }
-        Err(e) => return FileRead::Refused(format!("it cannot be opened ({e})")),
-    };
-    let meta = match file.metadata() {
-        Ok(meta) => meta,
-        Err(e) => return FileRead::Refused(format!("it cannot be inspected ({e})")),
-    };
-    if !meta.is_file() {
-        return FileRead::Refused(format!(
-            "it is not a regular file ({}); remove it",
-            file_kind(&meta)
-        ));
-    }
-    let me = effective_uid();
-    if meta.uid() != me {
-        return FileRead::Refused(format!(
-            "it is owned by uid {}, not by you (uid {me}); only your own runtimes are trusted",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return FileRead::Refused(format!(
-            "its permissions ({:03o}) let other users read or write it; receipts must be mode 0600",
-            meta.mode() & 0o777
-        ));
-    }
-    if meta.len() > MAX_RECEIPT_BYTES {
-        return FileRead::Refused(format!(
-            "it is {} bytes, over the {MAX_RECEIPT_BYTES}-byte receipt limit",
-            meta.len()
-        ));
-    }
-    let mut bytes = Vec::new();
-    if let Err(e) = (&mut file)
-        .take(MAX_RECEIPT_BYTES + 1)
-        .read_to_end(&mut bytes)
-    {
-        return FileRead::Refused(format!("it cannot be read ({e})"));
-    }
-    if bytes.len() as u64 > MAX_RECEIPT_BYTES {
-        return FileRead::Refused(format!(
-            "it grew past the {MAX_RECEIPT_BYTES}-byte receipt limit while being read"
-        ));
-    }
-    FileRead::Bytes(bytes)
-}
-
-fn file_kind(meta: &fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = meta.file_type();
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_block_device() || kind.is_char_device() {
-        "a device"
-    } else if kind.is_symlink() {
-        "a symbolic link"
-    } else {
-        "not a regular file"
-    }
-}
+/// How receipts are read: owner only (0600), at most [`MAX_RECEIPT_BYTES`].
+const RECEIPT_RULES: FileRules = FileRules {
+    singular: "receipt",
+    plural: "receipts",
+    max_bytes: MAX_RECEIPT_BYTES,
+    mode: ModeRule::OwnerOnly,
+};
 
 /// Parses and validates receipt bytes. Reasons never quote field values (the address and token
 /// are secrets).
@@ -651,15 +503,7 @@ fn parse_receipt(
     bytes: Vec<u8>,
 ) -> std::result::Result<(Map<String, Value>, ReceiptFields), String> {
     let text = String::from_utf8(bytes).map_err(|_| "it is not valid UTF-8".to_string())?;
-    // serde_json stops at 128 levels of nesting, so a hostile `[[[[...` cannot overflow the stack.
-    let value: Value = serde_json::from_str(&text).map_err(|e| {
-        let detail = if e.to_string().contains("recursion limit") {
-            "nested too deeply".to_string()
-        } else {
-            format!("line {}, column {}", e.line(), e.column())
-        };
-        format!("it is not valid JSON ({detail})")
-    })?;
+    let value = parse_json(&text)?;
     let Value::Object(object) = value else {
         return Err("it is not a JSON object".into());
     };
@@ -707,10 +551,10 @@ fn scan_file(dir: &ReceiptDir, file_name: &str) -> Scan {
         })
     };
     let path = dir.path.join(file_name);
-    let bytes = match read_private_file(&path) {
-        FileRead::Bytes(bytes) => bytes,
-        FileRead::Missing => return Scan::Gone { exited_pid: None },
-        FileRead::Refused(reason) => return ignored(reason),
+    let bytes = match read_owned_file(&path, &RECEIPT_RULES) {
+        Ok(Some(file)) => file.bytes,
+        Ok(None) => return Scan::Gone { exited_pid: None },
+        Err(refused) => return ignored(refused.reason),
     };
     let (mut object, fields) = match parse_receipt(file_name, bytes) {
         Ok(parsed) => parsed,
@@ -945,7 +789,7 @@ impl LiveRuntimeRegistration {
         // pid, which the next scan removes, rather than a token nothing points to any more.
         self.dir.secrets.delete(&secret_account(&self.endpoint))?;
         let path = self.dir.receipt_path(&self.endpoint);
-        if let FileRead::Bytes(bytes) = read_private_file(&path) {
+        if let Ok(Some(OwnedFile { bytes, .. })) = read_owned_file(&path, &RECEIPT_RULES) {
             let ours = serde_json::from_slice::<Value>(&bytes).is_ok_and(|value| {
                 value.get("endpoint").and_then(Value::as_str) == Some(self.endpoint.as_str())
                     && value.pointer("/process/pid").and_then(Value::as_u64)

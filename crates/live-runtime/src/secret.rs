@@ -13,9 +13,8 @@
 //! fallback from the keychain to plaintext.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs::{self, File};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -23,6 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
+
+use crate::owned_file::{read_owned_file, write_atomically, FileRules, ModeRule};
 
 /// How long a caller waits for one keychain operation before giving up with
 /// [`SecretStoreError::TimedOut`].
@@ -490,41 +491,33 @@ fn ensure_private_dir(dir: &Path) -> Result<(), SecretStoreError> {
 fn file_set(dir: &Path, account: &str, secret: &Sensitive<String>) -> Result<(), SecretStoreError> {
     ensure_private_dir(dir)?;
     let target = dir.join(account_file_name(account));
-    crate::receipt::write_atomically(dir, &account_file_name(account), secret.expose().as_bytes())
+    write_atomically(dir, &account_file_name(account), secret.expose().as_bytes())
         .map_err(io_err(&target))
 }
 
+/// How secret files are read: owner only, at most [`MAX_SECRET_FILE_BYTES`].
+const SECRET_FILE_RULES: FileRules = FileRules {
+    singular: "secret file",
+    plural: "secret files",
+    max_bytes: MAX_SECRET_FILE_BYTES,
+    mode: ModeRule::OwnerOnly,
+};
+
 fn file_get(dir: &Path, account: &str) -> Result<Option<Sensitive<String>>, SecretStoreError> {
     let path = dir.join(account_file_name(account));
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-    {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err(&path)(e)),
+    let file = match read_owned_file(&path, &SECRET_FILE_RULES) {
+        Ok(Some(file)) => file,
+        Ok(None) => return Ok(None),
+        Err(refused) => {
+            return Err(SecretStoreError::Other {
+                detail: format!(
+                    "{} was not read: {refused}; remove it and store the secret again",
+                    path.display()
+                ),
+            })
+        }
     };
-    let meta = file.metadata().map_err(io_err(&path))?;
-    if !meta.is_file() || meta.uid() != crate::process::effective_uid() {
-        return Err(SecretStoreError::Other {
-            detail: format!(
-                "{} is not a regular file owned by you; remove it and store the secret again",
-                path.display()
-            ),
-        });
-    }
-    let mut bytes = Vec::new();
-    (&mut file)
-        .take(MAX_SECRET_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_err(&path))?;
-    if bytes.len() as u64 > MAX_SECRET_FILE_BYTES {
-        return Err(SecretStoreError::Other {
-            detail: format!("{} is too large to be a secret", path.display()),
-        });
-    }
-    String::from_utf8(bytes)
+    String::from_utf8(file.bytes)
         .map(|s| Some(Sensitive::new(s)))
         .map_err(|_| SecretStoreError::Other {
             detail: format!("{} is not valid UTF-8", path.display()),

@@ -168,21 +168,29 @@ fn canon_home(locations: &Locations) -> Check {
         );
     }
     let summary = crate::inventory::canon_summary(locations);
-    if summary.problems.is_empty() {
-        Check::ok(NAME, format!("{}: {}", root.display(), summary.text))
-    } else {
-        Check::warn(
-            NAME,
-            format!(
-                "{}: {}; {} file(s) ignored: {}",
-                root.display(),
-                summary.text,
-                summary.problems.len(),
-                summary.problems.join("; ")
-            ),
-            "fix or remove the files named above; the rest keeps working",
-        )
+    if summary.problems.is_empty() && summary.warnings.is_empty() {
+        return Check::ok(NAME, format!("{}: {}", root.display(), summary.text));
     }
+    let mut detail = format!("{}: {}", root.display(), summary.text);
+    if !summary.problems.is_empty() {
+        detail.push_str(&format!(
+            "; {} file(s) ignored: {}",
+            summary.problems.len(),
+            summary.problems.join("; ")
+        ));
+    }
+    if !summary.warnings.is_empty() {
+        detail.push_str(&format!(
+            "; {} file(s) used but readable by other users: {}",
+            summary.warnings.len(),
+            summary.warnings.join("; ")
+        ));
+    }
+    Check::warn(
+        NAME,
+        detail,
+        "fix or remove the files named above (chmod 600 those others can read); the rest keeps working",
+    )
 }
 
 /// Whether attach proxies can tell which OS user is at the other end of a connection (see

@@ -7,12 +7,14 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use canon_local::{LocalRuntimeStatus, LockStatus, ReviveCapability};
 use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, ReceiptFiles, ReceiptScan};
 
 use crate::approvals::ApprovalBoard;
 use crate::view::{
-    ActionAvailability, IgnoredFile, IgnoredLocation, PendingState, PendingView, RuntimeOrigin,
-    RuntimeStatus, RuntimeView, SecretStoreKindView, SecretStoreView, Snapshot, SourceView,
+    ActionAvailability, FileWarning, IgnoredFile, IgnoredLocation, PendingState, PendingView,
+    RuntimeOrigin, RuntimeStatus, RuntimeView, SecretStoreKindView, SecretStoreView, Snapshot,
+    SourceView,
 };
 use crate::{CoreError, Locations};
 
@@ -38,10 +40,10 @@ pub struct CatalogRuntime {
     pub launch_command: Vec<String>,
     /// `pid`.
     pub pid: Option<u32>,
-    /// Derived status: running, offline, stale, manual, embedded.
-    pub status: String,
-    /// Derived revive capability: revivable, manual, embedded, missing-profile.
-    pub revive_capability: String,
+    /// Status as the package derives it: running, offline, stale, manual, embedded.
+    pub status: LocalRuntimeStatus,
+    /// Revive capability as the package derives it: revivable, manual, embedded, missing-profile.
+    pub revive_capability: ReviveCapability,
     /// `lastHeartbeatAt ?? lastStartedAt ?? lastStoppedAt`.
     pub since: Option<String>,
     /// `lastError`, if any.
@@ -68,9 +70,14 @@ pub struct Sources {
 #[derive(Clone, Debug)]
 struct CanonSources {
     catalog: Vec<CatalogRuntime>,
-    /// Catalog problems, then pending-registration problems: the order a full read reports them.
+    /// Catalog problems, then pending-registration problems, then untrusted lock files: the order
+    /// a full read reports them.
     ignored: Vec<IgnoredFile>,
+    /// Files that were used but that the user should fix (their mode lets other users read them).
+    warnings: Vec<FileWarning>,
     pending: Vec<PendingEntry>,
+    /// How many profiles `agents.json` holds (0 when it cannot be read).
+    profiles: usize,
 }
 
 /// A pending registration before the approval board's view of it is applied: the board changes
@@ -154,6 +161,7 @@ impl Sources {
             }
         };
         ignored.extend(self.canon.ignored.iter().cloned());
+        let warnings = self.canon.warnings.clone();
         let pending = self
             .canon
             .pending
@@ -170,6 +178,7 @@ impl Sources {
         Snapshot {
             runtimes,
             ignored,
+            warnings,
             pending,
             secret_store: SecretStoreView {
                 kind: match store.kind() {
@@ -206,13 +215,20 @@ fn read_receipts(locations: &Locations) -> (Result<ReceiptFiles, IgnoredFile>, V
 
 impl CanonSources {
     fn read(locations: &Locations) -> Self {
-        let (catalog, mut ignored) = catalog_runtimes(locations);
-        let (pending, pending_ignored) = pending_entries(locations);
-        ignored.extend(pending_ignored);
+        let catalog = read_catalog(locations);
+        let mut ignored = catalog.ignored;
+        let mut warnings = catalog.warnings;
+        let pending = read_pending(locations);
+        let profiles = read_agents(locations, &mut ignored, &mut warnings);
+        ignored.extend(pending.ignored);
+        warnings.extend(pending.warning);
+        ignored.extend(lock_problems(locations));
         Self {
-            catalog,
+            catalog: catalog.runtimes,
             ignored,
-            pending,
+            warnings,
+            pending: pending.entries,
+            profiles,
         }
     }
 }
@@ -295,12 +311,12 @@ fn live_status(record: &LiveRuntimeRecord) -> RuntimeStatus {
 }
 
 fn catalog_status(entry: &CatalogRuntime) -> RuntimeStatus {
-    match entry.status.as_str() {
-        "running" => RuntimeStatus::Running,
-        "stale" => RuntimeStatus::Stale,
-        "manual" => RuntimeStatus::Manual,
-        "embedded" => RuntimeStatus::Embedded,
-        _ => RuntimeStatus::Offline,
+    match entry.status {
+        LocalRuntimeStatus::Running => RuntimeStatus::Running,
+        LocalRuntimeStatus::Stale => RuntimeStatus::Stale,
+        LocalRuntimeStatus::Manual => RuntimeStatus::Manual,
+        LocalRuntimeStatus::Embedded => RuntimeStatus::Embedded,
+        LocalRuntimeStatus::Offline | LocalRuntimeStatus::Other(_) => RuntimeStatus::Offline,
     }
 }
 
@@ -382,6 +398,8 @@ fn live_view(
         } else {
             RuntimeOrigin::Receipt
         },
+        catalog_status: entry.map(|e| e.status.clone()),
+        revive_capability: entry.map(|e| e.revive_capability.clone()),
     }
 }
 
@@ -437,29 +455,31 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
         revive,
         launch_command: Some(entry.launch_command.clone()),
         origin: RuntimeOrigin::Catalog,
+        catalog_status: Some(entry.status.clone()),
+        revive_capability: Some(entry.revive_capability.clone()),
     }
 }
 
 /// Whether a catalog entry can be revived now, and why not.
 pub fn revive_availability(locations: &Locations, entry: &CatalogRuntime) -> ActionAvailability {
-    if entry.status == "running" {
+    if entry.status == LocalRuntimeStatus::Running {
         return ActionAvailability::no("It is already running.");
     }
-    match entry.revive_capability.as_str() {
-        "revivable" => {}
-        "missing-profile" => {
+    match &entry.revive_capability {
+        ReviveCapability::Revivable => {}
+        ReviveCapability::MissingProfile => {
             return ActionAvailability::no(format!(
                 "Its profile \"{}\" is missing from agents.json; register it again first.",
                 entry.profile.as_deref().unwrap_or_default()
             ))
         }
-        "embedded" => {
+        ReviveCapability::Embedded => {
             return ActionAvailability::no("It runs embedded in another host; restart that host.")
         }
-        "manual" => {
+        ReviveCapability::Manual => {
             return ActionAvailability::no("It was started by hand; start it again the same way.")
         }
-        other => {
+        ReviveCapability::Other(other) => {
             return ActionAvailability::no(format!(
                 "Its catalog entry says revive capability \"{other}\", which this version of Supercode Tray does not know, so it is not revived; start it the way it was started."
             ))
@@ -469,12 +489,18 @@ pub fn revive_availability(locations: &Locations, entry: &CatalogRuntime) -> Act
         return ActionAvailability::no("No launch command was recorded for it.");
     }
     if let Some(profile) = &entry.profile {
-        if let canon_local::LockStatus::Locked { pid } =
-            canon_local::is_profile_locked(&locations.canon, profile)
-        {
-            return ActionAvailability::no(format!(
-                "Agent \"{profile}\" is in use by another session (PID {pid})."
-            ));
+        match canon_local::is_profile_locked(&locations.canon, profile) {
+            LockStatus::Locked { pid } => {
+                return ActionAvailability::no(format!(
+                    "Agent \"{profile}\" is in use by another session (PID {pid})."
+                ))
+            }
+            LockStatus::Untrusted { reason } => {
+                return ActionAvailability::no(format!(
+                    "Its profile's lock file (locks/{profile}.lock) was not read: {reason}."
+                ))
+            }
+            LockStatus::Available => {}
         }
     }
     ActionAvailability::yes()
@@ -482,16 +508,29 @@ pub fn revive_availability(locations: &Locations, entry: &CatalogRuntime) -> Act
 
 /// Catalog entries with the package's derived state, and the files that were skipped.
 pub fn catalog_runtimes(locations: &Locations) -> (Vec<CatalogRuntime>, Vec<IgnoredFile>) {
+    let catalog = read_catalog(locations);
+    (catalog.runtimes, catalog.ignored)
+}
+
+/// What reading the catalog found: entries, skipped files, and files used with a warning.
+struct CatalogRead {
+    runtimes: Vec<CatalogRuntime>,
+    ignored: Vec<IgnoredFile>,
+    warnings: Vec<FileWarning>,
+}
+
+fn read_catalog(locations: &Locations) -> CatalogRead {
     let listing = match canon_local::list_local_runtime_entries(&locations.canon, None) {
         Ok(listing) => listing,
         Err(e) => {
-            return (
-                Vec::new(),
-                vec![canon_problem(
+            return CatalogRead {
+                runtimes: Vec::new(),
+                ignored: vec![canon_problem(
                     locations,
                     &canon_local::FileProblem::from(&e),
                 )],
-            )
+                warnings: Vec::new(),
+            }
         }
     };
     let ignored = listing
@@ -499,7 +538,12 @@ pub fn catalog_runtimes(locations: &Locations) -> (Vec<CatalogRuntime>, Vec<Igno
         .iter()
         .map(|p| canon_problem(locations, p))
         .collect();
-    let entries = listing
+    let warnings = listing
+        .warnings
+        .iter()
+        .map(|p| canon_warning(locations, p))
+        .collect();
+    let runtimes = listing
         .entries
         .into_iter()
         .map(|e| CatalogRuntime {
@@ -516,26 +560,83 @@ pub fn catalog_runtimes(locations: &Locations) -> (Vec<CatalogRuntime>, Vec<Igno
             workspace_roots: e.workspace_roots.unwrap_or_default(),
             launch_command: e.launch_command,
             pid: e.pid.and_then(|p| u32::try_from(p).ok()),
-            status: e.status.as_str().to_owned(),
-            revive_capability: e.revive_capability.as_str().to_owned(),
+            status: e.status,
+            revive_capability: e.revive_capability,
             last_error: e.last_error,
         })
         .collect();
-    (entries, ignored)
+    CatalogRead {
+        runtimes,
+        ignored,
+        warnings,
+    }
 }
 
-fn canon_problem(locations: &Locations, problem: &canon_local::FileProblem) -> IgnoredFile {
-    let file = problem
+/// A problem's file, relative to `$CANON_HOME`.
+fn canon_file(locations: &Locations, problem: &canon_local::FileProblem) -> String {
+    problem
         .path
         .strip_prefix(locations.canon.root())
         .unwrap_or(&problem.path)
         .display()
-        .to_string();
+        .to_string()
+}
+
+fn canon_problem(locations: &Locations, problem: &canon_local::FileProblem) -> IgnoredFile {
     IgnoredFile {
         location: IgnoredLocation::Canon,
-        file,
+        file: canon_file(locations, problem),
         reason: problem.reason.clone(),
     }
+}
+
+fn canon_warning(locations: &Locations, problem: &canon_local::FileProblem) -> FileWarning {
+    FileWarning {
+        location: IgnoredLocation::Canon,
+        file: canon_file(locations, problem),
+        reason: problem.reason.clone(),
+    }
+}
+
+/// Reads `agents.json` for its own sake: the catalog listing reads it only to derive
+/// `missing-profile`, and not at all without a catalog, but a bad `agents.json` must be reported
+/// either way (once). Returns how many profiles it holds.
+fn read_agents(
+    locations: &Locations,
+    ignored: &mut Vec<IgnoredFile>,
+    warnings: &mut Vec<FileWarning>,
+) -> usize {
+    match canon_local::load_profiles(&locations.canon) {
+        Ok(profiles) => {
+            if let Some(reason) = profiles.file_warning() {
+                let warning = FileWarning {
+                    location: IgnoredLocation::Canon,
+                    file: "agents.json".into(),
+                    reason: reason.to_owned(),
+                };
+                if !warnings.contains(&warning) {
+                    warnings.push(warning);
+                }
+            }
+            profiles.len()
+        }
+        Err(e) => {
+            let problem = canon_problem(locations, &canon_local::FileProblem::from(&e));
+            if !ignored.contains(&problem) {
+                ignored.push(problem);
+            }
+            0
+        }
+    }
+}
+
+/// Lock files that are not read (links, FIFOs, other users' files...): the package's own files,
+/// so never deleted here, but listed so the user learns why a revive is refused.
+fn lock_problems(locations: &Locations) -> Vec<IgnoredFile> {
+    canon_local::locks::untrusted_lock_files(&locations.canon)
+        .iter()
+        .map(|p| canon_problem(locations, p))
+        .collect()
 }
 
 /// Pending registrations as views, and the problems reading them.
@@ -543,23 +644,39 @@ pub fn pending(
     locations: &Locations,
     approvals: &ApprovalBoard,
 ) -> (Vec<PendingView>, Vec<IgnoredFile>) {
-    let (entries, ignored) = pending_entries(locations);
-    (entries.iter().map(|p| p.view(approvals)).collect(), ignored)
+    let read = read_pending(locations);
+    (
+        read.entries.iter().map(|p| p.view(approvals)).collect(),
+        read.ignored,
+    )
 }
 
-fn pending_entries(locations: &Locations) -> (Vec<PendingEntry>, Vec<IgnoredFile>) {
+/// What reading `pending-registrations.json` found.
+struct PendingRead {
+    entries: Vec<PendingEntry>,
+    ignored: Vec<IgnoredFile>,
+    warning: Option<FileWarning>,
+}
+
+fn read_pending(locations: &Locations) -> PendingRead {
     let records = match canon_local::load_pending_registrations(&locations.canon) {
         Ok(records) => records,
         Err(e) => {
-            return (
-                Vec::new(),
-                vec![canon_problem(
+            return PendingRead {
+                entries: Vec::new(),
+                ignored: vec![canon_problem(
                     locations,
                     &canon_local::FileProblem::from(&e),
                 )],
-            )
+                warning: None,
+            }
         }
     };
+    let warning = records.file_warning().map(|reason| FileWarning {
+        location: IgnoredLocation::Canon,
+        file: "pending-registrations.json".into(),
+        reason: reason.to_owned(),
+    });
     let ignored = records
         .unrecognized()
         .map(|(name, reason)| IgnoredFile {
@@ -578,7 +695,11 @@ fn pending_entries(locations: &Locations) -> (Vec<PendingEntry>, Vec<IgnoredFile
             updated_at: p.updated_at.clone(),
         })
         .collect();
-    (entries, ignored)
+    PendingRead {
+        entries,
+        ignored,
+        warning,
+    }
 }
 
 /// Removes a stale receipt (by endpoint or runtime id) and its keychain entry; nothing else.
@@ -592,36 +713,33 @@ pub fn forget(locations: &Locations, id: &str) -> Result<(), CoreError> {
 pub struct CanonSummary {
     /// "2 profiles, 3 catalog entries, 1 pending registration".
     pub text: String,
-    /// One line per unreadable file.
+    /// One line per file that was not read.
     pub problems: Vec<String>,
+    /// One line per file that was used but should be fixed (its mode lets others read it).
+    pub warnings: Vec<String>,
 }
 
-/// Summarises `$CANON_HOME` for doctor.
+/// Summarises `$CANON_HOME` for doctor: the same files the inventory reads, read the same way.
 pub fn canon_summary(locations: &Locations) -> CanonSummary {
-    let (catalog, mut problems) = catalog_runtimes(locations);
-    let profiles = match canon_local::load_profiles(&locations.canon) {
-        Ok(p) => p.len(),
-        Err(e) => {
-            problems.push(IgnoredFile {
-                location: IgnoredLocation::Canon,
-                file: "agents.json".into(),
-                reason: e.to_string(),
-            });
-            0
-        }
-    };
-    let (pending, pending_problems) = pending(locations, &ApprovalBoard::default());
-    problems.extend(pending_problems);
+    let canon = CanonSources::read(locations);
+    let line = |file: &str, reason: &str| format!("{file}: {reason}");
     CanonSummary {
         text: format!(
-            "{profiles} profile(s), {} catalog entr{}, {} pending registration(s)",
-            catalog.len(),
-            if catalog.len() == 1 { "y" } else { "ies" },
-            pending.len()
+            "{} profile(s), {} catalog entr{}, {} pending registration(s)",
+            canon.profiles,
+            canon.catalog.len(),
+            if canon.catalog.len() == 1 { "y" } else { "ies" },
+            canon.pending.len()
         ),
-        problems: problems
-            .into_iter()
-            .map(|p| format!("{}: {}", p.file, p.reason))
+        problems: canon
+            .ignored
+            .iter()
+            .map(|p| line(&p.file, &p.reason))
+            .collect(),
+        warnings: canon
+            .warnings
+            .iter()
+            .map(|w| line(&w.file, &w.reason))
             .collect(),
     }
 }

@@ -558,7 +558,7 @@ fn is_up(
         .iter()
         .any(|entry| {
             &entry.id == catalog_id
-                && entry.status == "running"
+                && entry.status == canon_local::LocalRuntimeStatus::Running
                 && entry
                     .since
                     .as_deref()

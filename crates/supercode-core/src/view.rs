@@ -115,6 +115,17 @@ pub struct RuntimeView {
     pub revive: ActionAvailability,
     /// The command revive would run, shown to the user before it runs.
     pub launch_command: Option<Vec<String>>,
+    /// The `status` of the catalog entry behind this runtime exactly as `@canonmsg/core`'s
+    /// `listLocalRuntimeEntries` derives it (`running`, `offline`, `stale`, `manual`, `embedded`,
+    /// or a newer value as written); `None` without a catalog entry. `status` above is the tray's
+    /// own reading, which also weighs the live receipt.
+    #[ts(type = "string | null")]
+    pub catalog_status: Option<canon_local::LocalRuntimeStatus>,
+    /// The catalog entry's `reviveCapability` exactly as the package derives it (`revivable`,
+    /// `manual`, `embedded`, `missing-profile`, or a newer value as written); `None` without a
+    /// catalog entry. Whether the tray can revive it now, and why not, is `revive`.
+    #[ts(type = "string | null")]
+    pub revive_capability: Option<canon_local::ReviveCapability>,
     /// Which record(s) this view was built from.
     pub origin: RuntimeOrigin,
 }
@@ -137,6 +148,18 @@ pub struct IgnoredFile {
     /// Its file name (or path relative to the location).
     pub file: String,
     /// Why it was ignored, for people.
+    pub reason: String,
+}
+
+/// A file that was read and used, but that the user should fix: its mode lets other users read
+/// it (`@canonmsg/core` writes 0600). It is left as it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+pub struct FileWarning {
+    /// Where it was found.
+    pub location: IgnoredLocation,
+    /// Its file name (or path relative to the location).
+    pub file: String,
+    /// What is wrong and what to do, for people.
     pub reason: String,
 }
 
@@ -205,6 +228,8 @@ pub struct Snapshot {
     pub runtimes: Vec<RuntimeView>,
     /// Files that were ignored, with reasons.
     pub ignored: Vec<IgnoredFile>,
+    /// Files that were used, but should be fixed, with reasons.
+    pub warnings: Vec<FileWarning>,
     /// Pending agent registrations.
     pub pending: Vec<PendingView>,
     /// The secret store in use.

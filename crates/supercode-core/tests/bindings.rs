@@ -35,6 +35,7 @@ fn generated() -> Vec<(String, String)> {
         one::<ActionAvailability>(),
         one::<CommandError>(),
         one::<ErrorCode>(),
+        one::<FileWarning>(),
         one::<IgnoredFile>(),
         one::<IgnoredLocation>(),
         one::<PendingState>(),

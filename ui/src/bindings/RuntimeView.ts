@@ -82,6 +82,19 @@ revive: ActionAvailability,
  */
 launchCommand: Array<string> | null, 
 /**
+ * The `status` of the catalog entry behind this runtime exactly as `@canonmsg/core`'s
+ * `listLocalRuntimeEntries` derives it (`running`, `offline`, `stale`, `manual`, `embedded`,
+ * or a newer value as written); `None` without a catalog entry. `status` above is the tray's
+ * own reading, which also weighs the live receipt.
+ */
+catalogStatus: string | null, 
+/**
+ * The catalog entry's `reviveCapability` exactly as the package derives it (`revivable`,
+ * `manual`, `embedded`, `missing-profile`, or a newer value as written); `None` without a
+ * catalog entry. Whether the tray can revive it now, and why not, is `revive`.
+ */
+reviveCapability: string | null, 
+/**
  * Which record(s) this view was built from.
  */
 origin: RuntimeOrigin, };

@@ -1,4 +1,5 @@
 // Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
+import type { FileWarning } from "./FileWarning";
 import type { IgnoredFile } from "./IgnoredFile";
 import type { PendingView } from "./PendingView";
 import type { RuntimeView } from "./RuntimeView";
@@ -13,6 +14,10 @@ runtimes: Array<RuntimeView>,
  * Files that were ignored, with reasons.
  */
 ignored: Array<IgnoredFile>, 
+/**
+ * Files that were used, but should be fixed, with reasons.
+ */
+warnings: Array<FileWarning>, 
 /**
  * Pending agent registrations.
  */

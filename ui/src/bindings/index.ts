@@ -2,6 +2,7 @@
 export type { ActionAvailability } from "./ActionAvailability";
 export type { CommandError } from "./CommandError";
 export type { ErrorCode } from "./ErrorCode";
+export type { FileWarning } from "./FileWarning";
 export type { IgnoredFile } from "./IgnoredFile";
 export type { IgnoredLocation } from "./IgnoredLocation";
 export type { PendingState } from "./PendingState";

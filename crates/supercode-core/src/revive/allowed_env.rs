@@ -12,8 +12,9 @@
 //! value is refused again; deleting the file withdraws every allow.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use live_runtime::owned_file::{read_owned_file, write_atomically, FileRules, ModeRule};
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +67,14 @@ pub const ALLOWED_ENV_FILE: &str = "revive-allowed-env.json";
 /// Largest allow file read: a few hundred allows fit; anything bigger is not ours.
 const MAX_FILE_BYTES: u64 = 256 * 1024;
 
+/// The record is the app's own, written 0600: read it as receipts are, owner only.
+const ALLOWED_ENV_RULES: FileRules = FileRules {
+    singular: "allowed-variables record",
+    plural: "allowed-variables records",
+    max_bytes: MAX_FILE_BYTES,
+    mode: ModeRule::OwnerOnly,
+};
+
 /// Why `name` must be allowed before revive sets it, or `None` when it need not be.
 pub fn loader_reason(name: &str) -> Option<String> {
     let upper = name.to_ascii_uppercase();
@@ -98,9 +107,9 @@ impl AllowedEnv {
     /// no allow (refusing is the safe reading), and is logged.
     pub fn load(state_dir: &Path) -> Self {
         let path = state_dir.join(ALLOWED_ENV_FILE);
-        match read_small_file(&path) {
+        match read_owned_file(&path, &ALLOWED_ENV_RULES) {
             Ok(None) => Self::default(),
-            Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            Ok(Some(file)) => serde_json::from_slice(&file.bytes).unwrap_or_else(|e| {
                 tracing::warn!(
                     "{} is not a valid allow list ({e}); nothing is allowed",
                     path.display()
@@ -144,59 +153,6 @@ impl AllowedEnv {
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
         write_atomically(state_dir, ALLOWED_ENV_FILE, &bytes).map_err(io)
     }
-}
-
-/// Reads a small file without following a link or blocking on a FIFO; `None` when missing.
-fn read_small_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use rustix::fs::OFlags;
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32);
-    }
-    let file = match options.open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("it is not a regular file"));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(std::io::Error::other("it is too large"));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    Ok(Some(bytes))
-}
-
-fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp: PathBuf = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        time::OffsetDateTime::now_utc().unix_timestamp_nanos()
-    ));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
-    }
-    let result = options.open(&tmp).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, dir.join(name))
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -224,3 +224,78 @@ fn first_run_is_on_until_a_runtime_is_seen_and_stays_off_after_it_is_gone() {
     // A fresh core over the same state directory remembers it too.
     assert!(!fx.core().snapshot().first_run);
 }
+
+/// Issue 13: the package's derived `status` and `reviveCapability` reach the view typed; a lock
+/// file that is a FIFO is listed with its reason and makes revive unavailable with it (it is never
+/// opened for a blocking read, nor deleted); an `agents.json` other users can read is used, and
+/// listed as a warning.
+#[test]
+fn issue_13_untrusted_locks_and_readable_canon_files_are_reported_and_derived_state_is_typed() {
+    use canon_local::ReviveCapability;
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new();
+    fx.add_profile("eve", "k");
+    let eve = fx.add_catalog_entry(Some("eve"), &["run-eve"], LocalRuntimeStatus::Offline, None);
+    let nobody = fx.add_catalog_entry(
+        Some("nobody"),
+        &["run-nobody"],
+        LocalRuntimeStatus::Offline,
+        None,
+    );
+    std::fs::create_dir_all(fx.canon().locks_dir()).unwrap();
+    let lock = fx.canon().lock_path("eve");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&lock)
+        .status()
+        .unwrap()
+        .success());
+    let agents = fx.canon().agents_path();
+    std::fs::set_permissions(&agents, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let snapshot = fx.core().snapshot();
+
+    let eve = find(&snapshot, &eve).unwrap();
+    assert_eq!(eve.catalog_status, Some(LocalRuntimeStatus::Offline));
+    assert_eq!(eve.revive_capability, Some(ReviveCapability::Revivable));
+    assert!(!eve.revive.available);
+    let reason = eve.revive.reason.as_deref().unwrap();
+    assert!(
+        reason.contains("locks/eve.lock") && reason.contains("FIFO"),
+        "{reason}"
+    );
+    let nobody = find(&snapshot, &nobody).unwrap();
+    assert_eq!(
+        nobody.revive_capability,
+        Some(ReviveCapability::MissingProfile)
+    );
+    assert!(
+        snapshot
+            .ignored
+            .iter()
+            .any(|i| i.location == IgnoredLocation::Canon
+                && i.file == "locks/eve.lock"
+                && i.reason.contains("FIFO")),
+        "{:#?}",
+        snapshot.ignored
+    );
+    assert!(lock.exists(), "an untrusted lock is not deleted");
+    let warning = snapshot
+        .warnings
+        .iter()
+        .find(|w| w.file == "agents.json")
+        .unwrap_or_else(|| panic!("{:#?}", snapshot.warnings));
+    assert!(warning.reason.contains("permissions (644)"), "{warning:?}");
+    assert_eq!(
+        std::fs::metadata(&agents).unwrap().permissions().mode() & 0o777,
+        0o644,
+        "reported, not changed"
+    );
+    // A receipt-only runtime has no catalog state.
+    let (_live, _listener) = register(fx.receipts(), "solo", "tok", None);
+    let snapshot = fx.core().snapshot();
+    let solo = snapshot.runtimes.iter().find(|r| r.name == "solo").unwrap();
+    assert_eq!(
+        (solo.catalog_status.clone(), solo.revive_capability.clone()),
+        (None, None)
+    );
+}
