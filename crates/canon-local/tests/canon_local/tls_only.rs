@@ -19,7 +19,7 @@ use canon_local::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::support::temp_home;
+use crate::support::{temp_home, TempHome};
 
 const POLL_TOKEN: &str = "poll-canary-5b2e71";
 
@@ -34,6 +34,28 @@ fn options(base_url: String) -> ApprovalOptions {
         min_poll_interval: Duration::from_millis(5),
         max_backoff: Duration::from_millis(100),
     }
+}
+
+/// Submits alice's registration to `base_url` and polls it until a short deadline stops the
+/// approval midway, as a quit app or a killed CLI would.
+async fn poll_until_stopped(t: &TempHome, secrets: &SecretStore, base_url: String) {
+    let first = approve(
+        &t.home,
+        &t.origins,
+        "alice",
+        secrets,
+        &ApprovalOptions {
+            deadline: Duration::from_millis(150),
+            ..options(base_url)
+        },
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(first, ApprovalOutcome::Expired { .. }),
+        "{first:?}"
+    );
 }
 
 fn secrets() -> (tempfile::TempDir, SecretStore) {
@@ -287,23 +309,7 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
     get_or_create_pending_registration(&t.home, "alice", None).unwrap();
     // Submitted to the issuer, polled a few times, stopped mid-poll (the deadline here; a
     // restart of the real CLI in tests/cli.rs).
-    let first = approve(
-        &t.home,
-        &t.origins,
-        "alice",
-        &secrets,
-        &ApprovalOptions {
-            deadline: Duration::from_millis(150),
-            ..options(issuer.base_url())
-        },
-        |_| {},
-    )
-    .await
-    .unwrap();
-    assert!(
-        matches!(first, ApprovalOutcome::Expired { .. }),
-        "{first:?}"
-    );
+    poll_until_stopped(&t, &secrets, issuer.base_url()).await;
     assert!(issuer.state().polls > 0, "it was polling when it stopped");
     let entry = load_pending_registrations(&t.home)
         .unwrap()
@@ -387,23 +393,7 @@ async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_poll
     .unwrap();
 
     // The first approve polls this API and pins it (stopped here by its deadline)...
-    let first = approve(
-        &t.home,
-        &t.origins,
-        "alice",
-        &secrets,
-        &ApprovalOptions {
-            deadline: Duration::from_millis(150),
-            ..options(issuer.base_url())
-        },
-        |_| {},
-    )
-    .await
-    .unwrap();
-    assert!(
-        matches!(first, ApprovalOutcome::Expired { .. }),
-        "{first:?}"
-    );
+    poll_until_stopped(&t, &secrets, issuer.base_url()).await;
     assert_eq!(
         t.origins
             .base_url_of(&entry.local_registration_id)
