@@ -3,6 +3,7 @@
 //! keeps its directory by the same rule), and the cleanup of temp files left by writers that died
 //! mid-write. The writes themselves go through [`crate::owned_file`]'s atomic writer.
 
+use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -69,6 +70,16 @@ impl ReceiptDir {
         &self.secrets
     }
 
+    /// What the next list, read or registration will find the directory to be, without changing
+    /// anything. They all make this check first; then a list or read treats
+    /// [`PrivateDir::Missing`] as empty, a registration creates it, and both tighten a
+    /// [`PrivateDir::TooOpen`] one to 0700. A [`PrivateDir::Refused`] directory makes them fail
+    /// with [`LiveRuntimeReceiptError::Invalid`], the refusal's sentence as its reason; an error
+    /// here is the error they would fail with.
+    pub fn check(&self) -> Result<PrivateDir> {
+        inspect_private_dir(&self.path).map_err(dir_error(&self.path))
+    }
+
     /// Where the receipt for `endpoint` lives: `<dir>/<endpoint>.json`.
     pub fn receipt_path(&self, endpoint: &LiveRuntimeEndpoint) -> PathBuf {
         self.path.join(receipt_file_name(endpoint))
@@ -77,6 +88,104 @@ impl ReceiptDir {
 
 pub(super) fn receipt_file_name(endpoint: &LiveRuntimeEndpoint) -> String {
     format!("{}.json", endpoint.as_str())
+}
+
+/// What a use of a private directory (the receipt directory, the secret file store's) finds there
+/// before it reads or writes anything: the one rule, which [`ReceiptDir::check`] exposes so that
+/// `doctor` reports what the next list or registration will do rather than a rule of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrivateDir {
+    /// Nothing is there yet. A list reads it as empty; a registration creates it with mode 0700.
+    Missing,
+    /// A directory of the user's own that no other user may enter: used as it is.
+    Private {
+        /// Its permission bits (`0o700`, or narrower).
+        mode: u32,
+    },
+    /// A directory of the user's own whose permissions let other users in: the next use tightens
+    /// it to 0700 before reading or writing anything in it.
+    TooOpen {
+        /// Its permission bits now (`0o755`, say).
+        mode: u32,
+    },
+    /// Refused: nothing in it is read or written, and every use fails with this reason.
+    Refused(DirRefused),
+}
+
+/// Why a path is refused as a private directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirRefused {
+    /// Something other than a directory is there: a file, or a symbolic link (never followed,
+    /// even to a directory of the user's own).
+    NotADirectory,
+    /// The directory belongs to another user.
+    NotYours {
+        /// Its owner.
+        uid: u32,
+    },
+}
+
+impl DirRefused {
+    /// What is wrong, for people.
+    pub fn problem(&self) -> String {
+        match self {
+            DirRefused::NotADirectory => {
+                "it is not a directory (symbolic links are refused)".to_string()
+            }
+            DirRefused::NotYours { uid } => format!("it is owned by uid {uid}, not by you"),
+        }
+    }
+
+    /// What to do about it.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            DirRefused::NotADirectory => "remove it or point SUPERCODE_RUNTIME_DIR elsewhere",
+            DirRefused::NotYours { .. } => "use a directory of your own",
+        }
+    }
+}
+
+/// The reason a refused operation gives: the problem, then the fix.
+impl fmt::Display for DirRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}; {}", self.problem(), self.fix())
+    }
+}
+
+impl From<DirRefused> for io::Error {
+    fn from(refused: DirRefused) -> Self {
+        // Both kinds become `LiveRuntimeReceiptError::Invalid` in `dir_error`, this sentence its
+        // reason; the secret file store passes them on inside its own I/O error.
+        let kind = match refused {
+            DirRefused::NotADirectory => io::ErrorKind::Other,
+            DirRefused::NotYours { .. } => io::ErrorKind::PermissionDenied,
+        };
+        io::Error::new(kind, refused.to_string())
+    }
+}
+
+/// Looks at `dir` without changing anything: the first step of every use, which then creates a
+/// missing directory (when it is about to write) or tightens a too open one.
+fn inspect_private_dir(dir: &Path) -> io::Result<PrivateDir> {
+    let meta = match fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PrivateDir::Missing),
+        Err(e) => return Err(e),
+    };
+    if !meta.is_dir() {
+        return Ok(PrivateDir::Refused(DirRefused::NotADirectory));
+    }
+    if meta.uid() != effective_uid() {
+        return Ok(PrivateDir::Refused(DirRefused::NotYours {
+            uid: meta.uid(),
+        }));
+    }
+    let mode = meta.mode() & 0o777;
+    Ok(if mode & 0o077 != 0 {
+        PrivateDir::TooOpen { mode }
+    } else {
+        PrivateDir::Private { mode }
+    })
 }
 
 /// Creates `dir` (and missing parents) with mode 0700; an existing directory must be a real
@@ -89,31 +198,18 @@ pub(crate) fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     check_private_dir(dir).map(|_| ())
 }
 
-/// Checks an existing directory: `Ok(false)` if it does not exist.
+/// Checks an existing directory, tightening it if it is too open: `Ok(false)` if it does not
+/// exist.
 fn check_private_dir(dir: &Path) -> io::Result<bool> {
-    let meta = match fs::symlink_metadata(dir) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e),
-    };
-    if !meta.is_dir() {
-        return Err(io::Error::other(
-            "it is not a directory (symbolic links are refused); remove it or point SUPERCODE_RUNTIME_DIR elsewhere",
-        ));
+    match inspect_private_dir(dir)? {
+        PrivateDir::Missing => Ok(false),
+        PrivateDir::Private { .. } => Ok(true),
+        PrivateDir::TooOpen { .. } => {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+            Ok(true)
+        }
+        PrivateDir::Refused(refused) => Err(refused.into()),
     }
-    if meta.uid() != effective_uid() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "it is owned by uid {}, not by you; use a directory of your own",
-                meta.uid()
-            ),
-        ));
-    }
-    if meta.mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(true)
 }
 
 /// Deletes a leftover `.*.tmp` file once it is older than [`STALE_TEMP_FILE_AGE`] and its writer
@@ -151,14 +247,23 @@ pub(super) fn clean_stale_temp(receipts: &ReceiptDir, name: &str) {
     }
 }
 
+/// Checks the receipt directory before a read, tightening it if it is too open: `Ok(false)` if it
+/// does not exist.
 pub(super) fn check_dir(dir: &ReceiptDir) -> Result<bool> {
-    check_private_dir(&dir.path).map_err(|e| match e.kind() {
+    check_private_dir(&dir.path).map_err(dir_error(&dir.path))
+}
+
+/// The error a use of the receipt directory fails with: a refusal, or a permission the system
+/// denied, is [`LiveRuntimeReceiptError::Invalid`] with the sentence as its reason; anything else
+/// is [`LiveRuntimeReceiptError::Io`].
+pub(super) fn dir_error(dir: &Path) -> impl FnOnce(io::Error) -> LiveRuntimeReceiptError + '_ {
+    move |e| match e.kind() {
         io::ErrorKind::PermissionDenied | io::ErrorKind::Other => {
             LiveRuntimeReceiptError::Invalid {
-                what: format!("receipt directory {}", dir.path.display()),
+                what: format!("receipt directory {}", dir.display()),
                 reason: e.to_string(),
             }
         }
-        _ => io_error(&dir.path)(e),
-    })
+        _ => io_error(dir)(e),
+    }
 }

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::dir::{ensure_private_dir, receipt_file_name};
+use super::dir::{dir_error, ensure_private_dir, receipt_file_name};
 use super::read::{format_rfc3339, RECEIPT_RULES};
 use super::types::{io_error, Result};
 use super::{
@@ -138,15 +138,7 @@ pub fn register_live_runtime_with_metadata(
             reason: "it is empty; runtimes must require a token".into(),
         });
     }
-    ensure_private_dir(&dir.path).map_err(|e| match e.kind() {
-        io::ErrorKind::PermissionDenied | io::ErrorKind::Other => {
-            LiveRuntimeReceiptError::Invalid {
-                what: format!("receipt directory {}", dir.path.display()),
-                reason: e.to_string(),
-            }
-        }
-        _ => io_error(&dir.path)(e),
-    })?;
+    ensure_private_dir(&dir.path).map_err(dir_error(&dir.path))?;
     let endpoint = LiveRuntimeEndpoint::generate();
     let process = ProcessIdentity::current();
     // Serialized up front: `json!` would panic on a value that cannot be JSON (a non-UTF-8 path).
