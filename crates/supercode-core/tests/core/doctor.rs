@@ -20,6 +20,13 @@ async fn doctor_on_receipts(fixture: &Fixture) -> Check {
         .expect("doctor has a receipt-directory check")
 }
 
+/// Doctor's receipt-directory check, which must have come out as `status`.
+async fn doctor_reports(fixture: &Fixture, status: CheckStatus) -> Check {
+    let check = doctor_on_receipts(fixture).await;
+    assert_eq!(check.status, status, "{check:?}");
+    check
+}
+
 /// What the library does next with the directory: a list, as the tray and the CLI make.
 fn library_lists(fixture: &Fixture) -> Result<LiveRuntimeList, LiveRuntimeReceiptError> {
     list_live_runtimes(fixture.receipts())
@@ -34,12 +41,18 @@ fn make_dir(path: &Path, mode: u32) {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// Fresh locations whose receipt directory exists with `mode`.
+fn receipts_with_mode(mode: u32) -> Fixture {
+    let fixture = Fixture::new();
+    make_dir(fixture.receipts().path(), mode);
+    fixture
+}
+
 /// A refused directory: doctor fails, and its detail and fix are, word for word, the reason the
 /// library's list fails with.
 async fn assert_both_refuse(fixture: &Fixture) {
     let path = fixture.receipts().path().display().to_string();
-    let check = doctor_on_receipts(fixture).await;
-    assert_eq!(check.status, CheckStatus::Fail, "{check:?}");
+    let check = doctor_reports(fixture, CheckStatus::Fail).await;
     let problem = check
         .detail
         .strip_prefix(&format!("{path}: "))
@@ -55,39 +68,25 @@ async fn assert_both_refuse(fixture: &Fixture) {
 
 #[tokio::test]
 async fn a_0700_receipt_directory_is_ok_for_doctor_and_used_as_it_is() {
-    let fixture = Fixture::new();
-    let dir = fixture.receipts().path();
-    make_dir(dir, 0o700);
-    let check = doctor_on_receipts(&fixture).await;
-    assert_eq!(check.status, CheckStatus::Ok, "{check:?}");
+    let fixture = receipts_with_mode(0o700);
+    let check = doctor_reports(&fixture, CheckStatus::Ok).await;
     assert!(check.detail.contains("mode 700"), "{check:?}");
     library_lists(&fixture).unwrap();
-    assert_eq!(mode(dir), 0o700);
+    assert_eq!(mode(fixture.receipts().path()), 0o700);
 }
 
 #[tokio::test]
 async fn a_0755_receipt_directory_is_a_warning_that_the_next_use_tightens_it() {
-    let fixture = Fixture::new();
+    let fixture = receipts_with_mode(0o755);
     let dir = fixture.receipts().path();
-    make_dir(dir, 0o755);
-    let check = doctor_on_receipts(&fixture).await;
-    assert_eq!(check.status, CheckStatus::Warn, "{check:?}");
-    assert!(
-        check
-            .detail
-            .contains("will be tightened to 0700 on next use"),
-        "{check:?}"
-    );
+    let check = doctor_reports(&fixture, CheckStatus::Warn).await;
+    let promise = "will be tightened to 0700 on next use";
+    assert!(check.detail.contains(promise), "{check:?}");
     assert_eq!(mode(dir), 0o755, "doctor changed the directory");
 
     library_lists(&fixture).unwrap();
-    assert_eq!(
-        mode(dir),
-        0o700,
-        "the library did not tighten what doctor said it would"
-    );
-    let after = doctor_on_receipts(&fixture).await;
-    assert_eq!(after.status, CheckStatus::Ok, "{after:?}");
+    assert_eq!(mode(dir), 0o700, "the library did not do what doctor said");
+    doctor_reports(&fixture, CheckStatus::Ok).await;
 }
 
 #[tokio::test]
@@ -106,30 +105,23 @@ async fn another_users_receipt_directory_is_refused_by_both_for_the_same_reason(
         eprintln!("not root: cannot give a directory to another user, so this case is not set up");
         return;
     }
-    let fixture = Fixture::new();
-    let dir = fixture.receipts().path();
-    make_dir(dir, 0o700);
-    chown(dir, Some(65534), Some(65534)).unwrap();
+    let fixture = receipts_with_mode(0o700);
+    chown(fixture.receipts().path(), Some(65534), Some(65534)).unwrap();
     assert_both_refuse(&fixture).await;
-    assert!(doctor_on_receipts(&fixture)
-        .await
-        .detail
-        .contains("owned by uid 65534"));
+    let check = doctor_on_receipts(&fixture).await;
+    assert!(check.detail.contains("owned by uid 65534"), "{check:?}");
 }
 
 #[tokio::test]
 async fn a_missing_receipt_directory_is_ok_for_doctor_and_an_empty_list() {
     let fixture = Fixture::new();
-    let dir = fixture.receipts().path();
-    let check = doctor_on_receipts(&fixture).await;
-    assert_eq!(check.status, CheckStatus::Ok, "{check:?}");
-    assert!(
-        check
-            .detail
-            .contains("created when the first runtime registers"),
-        "{check:?}"
-    );
+    let check = doctor_reports(&fixture, CheckStatus::Ok).await;
+    let promise = "created when the first runtime registers";
+    assert!(check.detail.contains(promise), "{check:?}");
     let list = library_lists(&fixture).unwrap();
     assert!(list.runtimes.is_empty() && list.ignored.is_empty());
-    assert!(!dir.exists(), "a list created the directory");
+    assert!(
+        !fixture.receipts().path().exists(),
+        "a list created the directory"
+    );
 }
