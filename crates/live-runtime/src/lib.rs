@@ -35,10 +35,11 @@ pub use process::{effective_uid, pid_exists, ProcessIdentity};
 pub use receipt::{
     discover_live_runtime, find_live_runtime, forget_live_runtime, list_live_runtimes,
     read_receipt, register_live_runtime, register_live_runtime_with_metadata, resolve_live_runtime,
-    secret_account, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeMetadata,
-    LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeRegistration, LiveRuntimeSource,
-    LiveRuntimeStatus, LiveRuntimeSupervisor, ReceiptDir, ReceiptFiles, ReceiptScan,
-    ResolvedLiveRuntime, MAX_RECEIPT_BYTES, RECEIPT_VERSION, STALE_TEMP_FILE_AGE,
+    secret_account, DirRefused, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList,
+    LiveRuntimeMetadata, LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeRegistration,
+    LiveRuntimeSource, LiveRuntimeStatus, LiveRuntimeSupervisor, PrivateDir, ReceiptDir,
+    ReceiptFiles, ReceiptScan, ResolvedLiveRuntime, MAX_RECEIPT_BYTES, RECEIPT_VERSION,
+    STALE_TEMP_FILE_AGE,
 };
 pub use secret::{
     BearerToken, SecretStore, SecretStoreError, SecretStoreKind, Sensitive, KEYCHAIN_TIMEOUT,

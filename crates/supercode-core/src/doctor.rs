@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use live_runtime::{PrivateDir, ReceiptDir};
 use serde::Serialize;
 
 use crate::Locations;
@@ -90,7 +91,7 @@ pub async fn run(locations: &Locations) -> DoctorReport {
                 sysinfo::System::long_os_version().unwrap_or_else(|| std::env::consts::OS.into())
             ),
         ),
-        receipt_dir(locations.receipts.path()),
+        receipt_dir(&locations.receipts),
         canon_home(locations),
         log_dir(&locations.log_dir),
         attach_peer_check(),
@@ -100,58 +101,32 @@ pub async fn run(locations: &Locations) -> DoctorReport {
     DoctorReport { checks }
 }
 
-fn receipt_dir(path: &Path) -> Check {
+/// The receipt directory as the next list or registration will find it: the library's own check
+/// ([`ReceiptDir::check`]), so doctor never judges it by a rule of its own.
+fn receipt_dir(dir: &ReceiptDir) -> Check {
     const NAME: &str = "receipt directory";
-    match std::fs::symlink_metadata(path) {
-        Err(_) => Check::ok(
+    let path = dir.path().display();
+    match dir.check() {
+        Ok(PrivateDir::Missing) => Check::ok(
+            NAME,
+            format!("{path} (created when the first runtime registers)"),
+        ),
+        Ok(PrivateDir::Private { mode }) => Check::ok(NAME, format!("{path} (mode {mode:o})")),
+        Ok(PrivateDir::TooOpen { mode }) => Check::warn(
             NAME,
             format!(
-                "{} (created when the first runtime registers)",
-                path.display()
+                "{path} has mode {mode:o}, which lets other users in; it will be tightened to 0700 on next use (by the tray, the CLI or a runtime registering)"
             ),
+            format!("nothing is needed; to tighten it now: chmod 700 {path}"),
         ),
-        Ok(meta) if !meta.is_dir() => Check::fail(
-            NAME,
-            format!("{} is not a directory", path.display()),
-            format!(
-                "remove it, or set SUPERCODE_RUNTIME_DIR to another path: rm {}",
-                path.display()
-            ),
-        ),
-        Ok(meta) => {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::{MetadataExt, PermissionsExt};
-                let mode = meta.permissions().mode() & 0o777;
-                if meta.uid() != rustix::process::geteuid().as_raw() {
-                    return Check::fail(
-                        NAME,
-                        format!(
-                            "{} belongs to another user (uid {})",
-                            path.display(),
-                            meta.uid()
-                        ),
-                        "set SUPERCODE_RUNTIME_DIR to a directory you own",
-                    );
-                }
-                if mode & 0o077 != 0 {
-                    return Check::fail(
-                        NAME,
-                        format!(
-                            "{} has mode {mode:o}; others could read runtime receipts",
-                            path.display()
-                        ),
-                        format!("chmod 700 {}", path.display()),
-                    );
-                }
-                Check::ok(NAME, format!("{} (mode {mode:o})", path.display()))
-            }
-            #[cfg(not(unix))]
-            {
-                let _ = meta;
-                Check::ok(NAME, path.display().to_string())
-            }
+        Ok(PrivateDir::Refused(refused)) => {
+            Check::fail(NAME, format!("{path}: {}", refused.problem()), refused.fix())
         }
+        Err(e) => Check::fail(
+            NAME,
+            e.to_string(),
+            "set SUPERCODE_RUNTIME_DIR to a directory of your own",
+        ),
     }
 }
 

@@ -16,6 +16,7 @@ mod support;
 mod approvals;
 mod attach;
 mod canary;
+mod doctor;
 mod forget;
 mod incremental;
 mod inventory;

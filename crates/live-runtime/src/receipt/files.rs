@@ -1,0 +1,201 @@
+//! The per-file cache a watcher keeps ([`ReceiptFiles`]): the directory as last read, file by
+//! file, so a change to one file costs one read while the listing stays exactly what a full scan
+//! gives.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+
+use time::OffsetDateTime;
+
+use super::dir::{check_dir, clean_stale_temp};
+use super::read::{check_file_name, scan_file, Scan, ValidReceipt};
+use super::types::{io_error, Result};
+use super::{
+    IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeRecord, ReceiptDir,
+    ReceiptScan,
+};
+
+/// The receipt directory as last read, file by file: what a watcher keeps so that a change to
+/// one file costs one read ([`ReceiptFiles::refresh`]), while [`ReceiptFiles::list`] still gives
+/// exactly what [`list_live_runtimes`] would for the same files. The checks that span files (a
+/// duplicate endpoint, the newest-first order) are made by `list`, over every file, because no
+/// read of one file can see them.
+///
+/// [`list_live_runtimes`]: super::list_live_runtimes
+#[derive(Clone, Debug, Default)]
+pub struct ReceiptFiles {
+    /// By file name: the order a scan visits them in, which fixes the order of `ignored`.
+    files: BTreeMap<String, FileState>,
+    /// Names that are not UTF-8. A file event cannot name them as a `&str`, so only a full scan
+    /// finds them (and forgets them).
+    unnamed: Vec<IgnoredReceipt>,
+}
+
+// Nearly every file is a listed receipt, so boxing that variant would add an allocation per
+// receipt to save space only on the few refused ones.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+enum FileState {
+    Listed {
+        record: LiveRuntimeRecord,
+        /// Kept parsed because the listing sorts by it on every call.
+        registered: OffsetDateTime,
+    },
+    Ignored(IgnoredReceipt),
+}
+
+impl ReceiptFiles {
+    /// Reads the whole directory as [`list_live_runtimes`] does (dead receipts removed, stale temp
+    /// files cleaned), and returns it with the endpoints whose receipts this read removed because
+    /// their process had exited. A missing directory holds no files.
+    ///
+    /// [`list_live_runtimes`]: super::list_live_runtimes
+    pub fn scan(dir: &ReceiptDir) -> Result<(Self, Vec<LiveRuntimeEndpoint>)> {
+        let mut files = Self::default();
+        let mut exited = Vec::new();
+        if !check_dir(dir)? {
+            return Ok((files, exited));
+        }
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&dir.path).map_err(io_error(&dir.path))? {
+            let entry = entry.map_err(io_error(&dir.path))?;
+            match entry.file_name().into_string() {
+                Ok(name) => names.push(name),
+                Err(raw) => {
+                    let lossy = raw.to_string_lossy().into_owned();
+                    if lossy.ends_with(".json") && !lossy.starts_with('.') {
+                        files.unnamed.push(IgnoredReceipt {
+                            file: lossy,
+                            reason: "its file name is not valid UTF-8, so it cannot be an endpoint"
+                                .into(),
+                        });
+                    }
+                }
+            }
+        }
+        // Sorted so that removals of dead receipts, and so `exited`, come in a stable order.
+        names.sort();
+        for name in names {
+            if name.starts_with('.') {
+                if name.ends_with(".tmp") {
+                    clean_stale_temp(dir, &name);
+                }
+                continue;
+            }
+            let scan = scan_file(dir, &name);
+            if let Scan::Gone {
+                exited_pid: Some(_),
+            } = scan
+            {
+                if let Ok(endpoint) = name.trim_end_matches(".json").parse() {
+                    exited.push(endpoint);
+                }
+            }
+            files.store(name, scan);
+        }
+        Ok((files, exited))
+    }
+
+    /// Re-reads one file after a change to it, with every check and reconciliation of
+    /// [`read_receipt`], and keeps what it found. A temp file or any other name that is not a
+    /// receipt's is never read. A missing directory empties the cache, as a full scan would.
+    ///
+    /// [`read_receipt`]: super::read_receipt
+    pub fn refresh(&mut self, dir: &ReceiptDir, file_name: &str) -> Result<ReceiptScan> {
+        check_file_name(file_name)?;
+        if !check_dir(dir)? {
+            *self = Self::default();
+            return Ok(ReceiptScan::Gone);
+        }
+        let scan = scan_file(dir, file_name);
+        let outcome = match &scan {
+            Scan::Valid(valid) => ReceiptScan::Listed(valid.record.clone()),
+            Scan::Ignored(ignored) => ReceiptScan::Ignored(ignored.clone()),
+            Scan::Gone {
+                exited_pid: Some(pid),
+            } => ReceiptScan::Exited { pid: *pid },
+            Scan::Gone { exited_pid: None } => ReceiptScan::Gone,
+            Scan::NotAReceipt => ReceiptScan::NotAReceipt,
+        };
+        self.store(file_name.to_owned(), scan);
+        Ok(outcome)
+    }
+
+    fn store(&mut self, name: String, scan: Scan) {
+        match scan {
+            Scan::Valid(valid) => {
+                let ValidReceipt {
+                    record, registered, ..
+                } = *valid;
+                self.files
+                    .insert(name, FileState::Listed { record, registered });
+            }
+            Scan::Ignored(ignored) => {
+                self.files.insert(name, FileState::Ignored(ignored));
+            }
+            Scan::Gone { .. } | Scan::NotAReceipt => {
+                self.files.remove(&name);
+            }
+        }
+    }
+
+    /// The names of the listed receipts that record process `pid`: what to re-read when it exits.
+    pub fn names_with_pid(&self, pid: u32) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(
+                |(_, state)| matches!(state, FileState::Listed { record, .. } if record.pid == pid),
+            )
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The listing these files make, exactly as [`list_live_runtimes`] gives it: valid receipts
+    /// newest first, refused files with their reasons. `exited` is empty: a removal is reported
+    /// by the read that made it. Costs memory work only, no file is touched.
+    ///
+    /// [`list_live_runtimes`]: super::list_live_runtimes
+    pub fn list(&self) -> LiveRuntimeList {
+        let (runtimes, ignored) = self.list_borrowed();
+        LiveRuntimeList {
+            runtimes: runtimes.into_iter().cloned().collect(),
+            ignored,
+            exited: Vec::new(),
+        }
+    }
+
+    /// [`ReceiptFiles::list`] with the records borrowed from the cache instead of copied, for a
+    /// caller that builds something else from them on every change (copying 10,000 records costs
+    /// more than the rest of such a rebuild).
+    pub fn list_borrowed(&self) -> (Vec<&LiveRuntimeRecord>, Vec<IgnoredReceipt>) {
+        let mut seen = HashSet::with_capacity(self.files.len());
+        let mut valid = Vec::with_capacity(self.files.len());
+        let mut ignored = self.unnamed.clone();
+        for (name, state) in &self.files {
+            match state {
+                FileState::Listed { record, registered } => {
+                    if seen.insert(&record.endpoint) {
+                        valid.push((record, registered));
+                    } else {
+                        ignored.push(IgnoredReceipt {
+                            file: name.clone(),
+                            reason: format!(
+                                "duplicate endpoint {}: another receipt already uses it",
+                                record.endpoint
+                            ),
+                        });
+                    }
+                }
+                FileState::Ignored(refused) => ignored.push(refused.clone()),
+            }
+        }
+        valid.sort_by(|(a, a_at), (b, b_at)| {
+            b_at.cmp(a_at)
+                .then_with(|| a.endpoint.as_str().cmp(b.endpoint.as_str()))
+        });
+        (
+            valid.into_iter().map(|(record, _)| record).collect(),
+            ignored,
+        )
+    }
+}
