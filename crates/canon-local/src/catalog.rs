@@ -482,45 +482,6 @@ pub struct RuntimeCatalogListing {
     pub warnings: Vec<FileProblem>,
 }
 
-/// `runtimes/` must be a real directory of ours: through a link or another user's directory,
-/// every entry in it would be someone else's to write. `Ok(false)` when it does not exist.
-fn check_runtimes_dir(dir: &std::path::Path) -> Result<bool, CanonFileError> {
-    use std::os::unix::fs::MetadataExt;
-    let refused = |reason: String| CanonFileError::Refused {
-        path: dir.to_path_buf(),
-        reason,
-    };
-    let meta = match fs::symlink_metadata(dir) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
-        Err(source) => {
-            return Err(CanonFileError::Read {
-                path: dir.to_path_buf(),
-                source,
-            })
-        }
-    };
-    if meta.file_type().is_symlink() {
-        return Err(refused(
-            "it is a symbolic link; the catalog directory must be a real directory, and links are never followed".into(),
-        ));
-    }
-    if !meta.is_dir() {
-        return Err(refused(format!(
-            "it is not a directory ({}); remove it",
-            live_runtime::owned_file::file_kind(&meta)
-        )));
-    }
-    let me = live_runtime::effective_uid();
-    if meta.uid() != me {
-        return Err(refused(format!(
-            "it is owned by uid {}, not by you (uid {me}); only your own catalog is trusted",
-            meta.uid()
-        )));
-    }
-    Ok(true)
-}
-
 /// `listLocalRuntimeEntries({runtime})`: every `*.json` in `runtimes/`, state derived (a
 /// `running` entry with a dead pid is `stale`; a profile missing from `agents.json` makes it
 /// `missing-profile`). Every file is read the receipt way (no link followed, no blocking open,
@@ -533,7 +494,7 @@ pub fn list_local_runtime_entries(
 ) -> Result<RuntimeCatalogListing, CanonFileError> {
     let dir = home.runtimes_dir();
     let mut listing = RuntimeCatalogListing::default();
-    if !check_runtimes_dir(&dir)? {
+    if !crate::home::check_canon_dir(&dir, "catalog")? {
         return Ok(listing);
     }
     let read_dir = match fs::read_dir(&dir) {

@@ -115,3 +115,44 @@ fn normalize_absolute(p: &str) -> String {
     }
     format!("/{}", parts.join("/"))
 }
+
+/// A directory under `$CANON_HOME` whose entries decide what we trust (`runtimes/`, `locks/`)
+/// must be a real directory of ours: through a link or in another user's directory, every entry
+/// in it would be someone else's to write. `Ok(false)` when it does not exist. `what` names it
+/// in the message ("catalog", "locks").
+pub(crate) fn check_canon_dir(dir: &Path, what: &str) -> Result<bool, CanonFileError> {
+    use std::os::unix::fs::MetadataExt;
+    let refused = |reason: String| CanonFileError::Refused {
+        path: dir.to_path_buf(),
+        reason,
+    };
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(CanonFileError::Read {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refused(format!(
+            "it is a symbolic link; the {what} directory must be a real directory, and links are never followed"
+        )));
+    }
+    if !meta.is_dir() {
+        return Err(refused(format!(
+            "it is not a directory ({}); remove it",
+            live_runtime::owned_file::file_kind(&meta)
+        )));
+    }
+    let me = live_runtime::effective_uid();
+    if meta.uid() != me {
+        return Err(refused(format!(
+            "it is owned by uid {}, not by you (uid {me}); only your own {what} directory is trusted",
+            meta.uid()
+        )));
+    }
+    Ok(true)
+}

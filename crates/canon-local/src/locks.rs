@@ -11,6 +11,8 @@ use crate::home::CanonHome;
 use crate::json::{iso_now, js_number, to_js_json_compact, CANON_FILE_RULES};
 use live_runtime::owned_file::{read_owned_file, OwnedFile};
 
+use crate::home::check_canon_dir;
+
 /// Whether a profile is in use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockStatus {
@@ -111,6 +113,9 @@ pub(crate) fn js_trim(s: &str) -> &str {
 /// readable by others is read all the same (the package's older versions wrote bare pids 0644).
 pub fn is_profile_locked(home: &CanonHome, profile: &str) -> LockStatus {
     let path = home.lock_path(profile);
+    if let Err(refused) = check_locks_dir(home) {
+        return LockStatus::Untrusted { reason: refused };
+    }
     let raw = match read_owned_file(&path, &CANON_FILE_RULES) {
         Ok(Some(file)) => file.bytes,
         Ok(None) => return LockStatus::Available,
@@ -131,6 +136,20 @@ pub fn is_profile_locked(home: &CanonHome, profile: &str) -> LockStatus {
         let _ = fs::remove_file(&path);
     }
     LockStatus::Available
+}
+
+/// `Err(reason)` when `locks/` itself is not trusted (a link, or another user's directory): then
+/// no lock in it is read, created or deleted. The reason reads after "its lock file".
+fn check_locks_dir(home: &CanonHome) -> Result<(), String> {
+    match check_canon_dir(&home.locks_dir(), "locks") {
+        Ok(_) => Ok(()),
+        Err(CanonFileError::Refused { reason, .. }) => {
+            Err(format!("is in a refused locks directory: {reason}"))
+        }
+        Err(other) => Err(format!(
+            "is in a locks directory that cannot be inspected: {other}"
+        )),
+    }
 }
 
 /// `describeProfileLock(profile)`: `locked by PID <n>` or `available`.
@@ -177,6 +196,10 @@ impl Drop for ProfileLockHandle {
 pub fn acquire_lock(home: &CanonHome, profile: &str) -> Result<ProfileLockHandle, LockError> {
     let dir = home.locks_dir();
     fs::create_dir_all(&dir).map_err(|source| CanonFileError::Write { path: dir, source })?;
+    check_locks_dir(home).map_err(|reason| LockError::Untrusted {
+        profile: profile.to_owned(),
+        reason,
+    })?;
     let path = home.lock_path(profile);
     let token = uuid::Uuid::new_v4().to_string();
     let pid = std::process::id();
@@ -261,6 +284,9 @@ pub fn release_lock(home: &CanonHome, profile: &str, token: Option<&str>) {
 /// which locks [`is_profile_locked`] will call [`LockStatus::Untrusted`], so they can be shown.
 pub fn untrusted_lock_files(home: &CanonHome) -> Vec<FileProblem> {
     let dir = home.locks_dir();
+    if let Err(CanonFileError::Refused { path, reason }) = check_canon_dir(&dir, "locks") {
+        return vec![FileProblem { path, reason }];
+    }
     let Ok(entries) = fs::read_dir(&dir) else {
         return Vec::new();
     };

@@ -278,6 +278,37 @@ fn issue_13_an_untrusted_lock_file_is_neither_read_nor_deleted_and_blocks_acquir
     assert!(fs::symlink_metadata(t.home.lock_path("zero")).is_ok());
 }
 
+// Issue 13: a locks/ that is a link (or another user's directory) decides nothing: a lock in
+// it is not read (so it neither blocks nor frees a profile), none is created or deleted there,
+// and the directory is listed with its reason.
+#[test]
+fn issue_13_a_linked_locks_directory_is_not_followed() {
+    let t = temp_home();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let stale = elsewhere.path().join("alice.lock");
+    // A lock whose pid is dead: read through the link, it would be deleted as stale.
+    fs::write(&stale, r#"{"pid":999999999,"token":"t"}"#).unwrap();
+    fs::set_permissions(&stale, fs::Permissions::from_mode(0o600)).unwrap();
+    fs::create_dir_all(t.home.root()).unwrap();
+    symlink(elsewhere.path(), t.home.locks_dir()).unwrap();
+
+    let status = is_profile_locked(&t.home, "alice");
+    assert!(
+        matches!(&status, LockStatus::Untrusted { reason } if reason.contains("symbolic link")),
+        "{status:?}"
+    );
+    assert!(stale.exists(), "nothing is deleted through the link");
+    let err = acquire_lock(&t.home, "bob").unwrap_err();
+    assert!(matches!(err, LockError::Untrusted { .. }), "{err:?}");
+    assert!(
+        !elsewhere.path().join("bob.lock").exists(),
+        "nothing is created through the link"
+    );
+    let problems = canon_local::locks::untrusted_lock_files(&t.home);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].path, t.home.locks_dir());
+}
+
 #[test]
 fn issue_13_a_linked_catalog_directory_is_reported_not_followed() {
     let t = temp_home();
