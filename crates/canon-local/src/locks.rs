@@ -139,15 +139,15 @@ pub fn is_profile_locked(home: &CanonHome, profile: &str) -> LockStatus {
 }
 
 /// `Err(reason)` when `locks/` itself is not trusted (a link, or another user's directory): then
-/// no lock in it is read, created or deleted. The reason reads after "its lock file".
+/// no lock in it is read, created or deleted. The reason is worded like a lock file's own.
 fn check_locks_dir(home: &CanonHome) -> Result<(), String> {
     match check_canon_dir(&home.locks_dir(), "locks") {
         Ok(_) => Ok(()),
-        Err(CanonFileError::Refused { reason, .. }) => {
-            Err(format!("is in a refused locks directory: {reason}"))
-        }
+        Err(CanonFileError::Refused { reason, .. }) => Err(format!(
+            "it is in a locks directory that is not trusted ({reason})"
+        )),
         Err(other) => Err(format!(
-            "is in a locks directory that cannot be inspected: {other}"
+            "it is in a locks directory that cannot be inspected ({other})"
         )),
     }
 }
