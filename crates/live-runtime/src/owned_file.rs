@@ -200,6 +200,21 @@ pub fn parse_json(text: &str) -> Result<Value, String> {
     })
 }
 
+/// Removes `path` and makes the removal durable (fsyncs its directory, best effort); a file that
+/// is already gone is `Ok(())`.
+pub fn remove_durably(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                let _ = File::open(dir).and_then(|d| d.sync_all());
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Writes `bytes` to `dir/name` atomically with mode 0600 through a `.`-prefixed temp file in the
 /// same directory (see [`StagedFile::write`]). Readers never see a partial file.
 pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {

@@ -1,9 +1,6 @@
 //! What the tray does with receipts: list them, resolve one into its address and token, discover
 //! or find one by source or runtime id, and forget a stale one.
 
-use std::fs::{self, File};
-use std::io;
-
 use super::dir::{check_dir, receipt_file_name};
 use super::files::ReceiptFiles;
 use super::read::{scan_file, Scan};
@@ -12,6 +9,7 @@ use super::{
     secret_account, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeReceiptError,
     LiveRuntimeRecord, LiveRuntimeSource, LiveRuntimeStatus, ReceiptDir, ResolvedLiveRuntime,
 };
+use crate::owned_file::remove_durably;
 use crate::process::pid_exists;
 use crate::secret::Sensitive;
 
@@ -161,13 +159,7 @@ pub fn forget_live_runtime(dir: &ReceiptDir, endpoint: &LiveRuntimeEndpoint) -> 
         });
     }
     let path = dir.receipt_path(endpoint);
-    match fs::remove_file(&path) {
-        Ok(()) => {
-            let _ = File::open(&dir.path).and_then(|d| d.sync_all());
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_error(&path)(e)),
-    }
+    remove_durably(&path).map_err(io_error(&path))?;
     dir.secrets.delete(&secret_account(endpoint))?;
     Ok(())
 }

@@ -3,8 +3,6 @@
 //! receipt and token again.
 
 use std::fmt;
-use std::fs::{self, File};
-use std::io;
 use std::net::SocketAddr;
 
 use serde_json::Value;
@@ -17,7 +15,7 @@ use super::{
     secret_account, LiveRuntimeEndpoint, LiveRuntimeMetadata, LiveRuntimeReceiptError,
     LiveRuntimeSource, ReceiptDir, RECEIPT_VERSION,
 };
-use crate::owned_file::{read_owned_file, OwnedFile, StagedFile};
+use crate::owned_file::{read_owned_file, remove_durably, OwnedFile, StagedFile};
 use crate::process::ProcessIdentity;
 use crate::secret::BearerToken;
 
@@ -67,13 +65,7 @@ impl LiveRuntimeRegistration {
                         == Some(self.process.start_time)
             });
             if ours {
-                match fs::remove_file(&path) {
-                    Ok(()) => {
-                        let _ = File::open(&self.dir.path).and_then(|d| d.sync_all());
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io_error(&path)(e)),
-                }
+                remove_durably(&path).map_err(io_error(&path))?;
             }
         }
         Ok(())

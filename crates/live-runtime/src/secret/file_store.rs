@@ -3,12 +3,11 @@
 //! [`crate::owned_file`]'s atomic writer and read back through its reader. Only used when the user
 //! sets `SUPERCODE_SECRET_STORE=file`; the secrets are readable by anything running as them.
 
-use std::fs::{self, File};
 use std::io;
 use std::path::Path;
 
 use super::{SecretStoreError, Sensitive};
-use crate::owned_file::{read_owned_file, write_atomically, FileRules, ModeRule};
+use crate::owned_file::{read_owned_file, remove_durably, write_atomically, FileRules, ModeRule};
 
 /// Largest secret the file store will read back; tokens are tens of bytes, so anything bigger is
 /// not one of ours.
@@ -87,12 +86,5 @@ pub(super) fn get(
 /// Deletes the secret for `account` from `dir`; deleting a missing one is `Ok(())`.
 pub(super) fn delete(dir: &Path, account: &str) -> Result<(), SecretStoreError> {
     let path = dir.join(account_file_name(account));
-    match fs::remove_file(&path) {
-        Ok(()) => {
-            let _ = File::open(dir).and_then(|d| d.sync_all());
-            Ok(())
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_err(&path)(e)),
-    }
+    remove_durably(&path).map_err(io_err(&path))
 }
