@@ -15,6 +15,7 @@ use tauri_plugin_notification::NotificationExt as _;
 use crate::commands;
 
 mod tray;
+use tray::MenuId;
 
 /// The event that carries a fresh [`Snapshot`] to the window.
 pub const SNAPSHOT_EVENT: &str = "supercode://snapshot";
@@ -153,12 +154,12 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
     }
 }
 
-fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: &str) {
+fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
     // Menu ids carry only opaque endpoints, catalog ids and profile names: safe to log.
     tracing::info!(item = %id, "tray menu item chosen");
-    let result = match id.split_once(':') {
-        Some(("attach", runtime)) => {
-            let (app, runtime) = (app.clone(), runtime.to_owned());
+    let result = match &id {
+        MenuId::Attach(runtime) => {
+            let (app, runtime) = (app.clone(), runtime.clone());
             tauri::async_runtime::spawn(async move {
                 let core = app.state::<Supercode>();
                 if let Err(e) = commands::runtimes::attach_and_open(&core, &runtime).await {
@@ -168,9 +169,9 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: &str) {
             Ok(())
         }
         // Revive shows its launch command before running: the window asks for confirmation.
-        Some(("revive", runtime)) => open_window(app, Some(runtime)),
-        Some(("approve", profile)) => {
-            let (app, profile) = (app.clone(), profile.to_owned());
+        MenuId::Revive(runtime) => open_window(app, Some(runtime)),
+        MenuId::Approve(profile) => {
+            let (app, profile) = (app.clone(), profile.clone());
             tauri::async_runtime::spawn(async move {
                 let core = app.state::<Supercode>();
                 match core.approve(&profile, |_| {}).await {
@@ -191,21 +192,19 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: &str) {
             });
             Ok(())
         }
-        _ => match id {
-            "open" => open_window(app, None),
-            "autostart" => toggle_autostart(app),
-            "logs" => {
-                if let Err(e) = commands::app::open_logs_folder(&app.state::<Supercode>()) {
-                    notify(app, "Open logs folder", &e.message);
-                }
-                Ok(())
+        MenuId::Open => open_window(app, None),
+        MenuId::Autostart => toggle_autostart(app),
+        MenuId::Logs => {
+            if let Err(e) = commands::app::open_logs_folder(&app.state::<Supercode>()) {
+                notify(app, "Open logs folder", &e.message);
             }
-            "quit" => {
-                app.exit(0);
-                Ok(())
-            }
-            _ => Ok(()),
-        },
+            Ok(())
+        }
+        MenuId::Quit => {
+            app.exit(0);
+            Ok(())
+        }
+        MenuId::NoRuntimes => Ok(()),
     };
     if let Err(e) = result {
         tracing::warn!("menu action {id} failed: {e}");

@@ -6,9 +6,10 @@
 //! who has the menu open, and a click that lands during the swap is lost; so the icon, tooltip
 //! and menu are only set when their part of the view differs.
 
+use std::fmt;
 use std::sync::Mutex;
 
-use supercode_core::view::{RuntimeStatus, Snapshot};
+use supercode_core::view::{PendingState, PendingView, Snapshot};
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuBuilder, MenuItem, PredefinedMenuItem};
 use tauri::tray::TrayIconBuilder;
@@ -32,13 +33,72 @@ pub enum TrayState {
     Pending,
 }
 
-/// One line of the menu. Ids are what [`super::on_menu_event`] dispatches on.
+/// What a menu item does: built here, parsed back here, dispatched on by
+/// [`super::on_menu_event`]. Ids carry only opaque endpoints, catalog ids and profile names,
+/// never anything secret, so they are safe to log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MenuId {
+    /// Attach the runtime with this inventory id.
+    Attach(String),
+    /// Open the revive confirmation of the runtime with this inventory id.
+    Revive(String),
+    /// Approve the registration of this profile.
+    Approve(String),
+    /// The greyed-out "No live runtimes" line.
+    NoRuntimes,
+    /// Show the window.
+    Open,
+    /// Turn "Start at login" on or off.
+    Autostart,
+    /// Open the logs folder.
+    Logs,
+    /// Quit the app.
+    Quit,
+}
+
+impl MenuId {
+    /// The id `text` names, as [`fmt::Display`] wrote it; `None` for an id this menu never
+    /// built.
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text.split_once(':') {
+            Some(("attach", id)) => Self::Attach(id.to_owned()),
+            Some(("revive", id)) => Self::Revive(id.to_owned()),
+            Some(("approve", profile)) => Self::Approve(profile.to_owned()),
+            Some(_) => return None,
+            None => match text {
+                "none" => Self::NoRuntimes,
+                "open" => Self::Open,
+                "autostart" => Self::Autostart,
+                "logs" => Self::Logs,
+                "quit" => Self::Quit,
+                _ => return None,
+            },
+        })
+    }
+}
+
+impl fmt::Display for MenuId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Attach(id) => write!(f, "attach:{id}"),
+            Self::Revive(id) => write!(f, "revive:{id}"),
+            Self::Approve(profile) => write!(f, "approve:{profile}"),
+            Self::NoRuntimes => f.write_str("none"),
+            Self::Open => f.write_str("open"),
+            Self::Autostart => f.write_str("autostart"),
+            Self::Logs => f.write_str("logs"),
+            Self::Quit => f.write_str("quit"),
+        }
+    }
+}
+
+/// One line of the menu.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
     /// A clickable (or greyed-out) item.
     Item {
-        /// The menu id: `attach:<id>`, `revive:<id>`, `approve:<profile>` or an app item.
-        id: String,
+        /// What choosing it does.
+        id: MenuId,
         /// What the user reads.
         label: String,
         /// Whether it can be clicked.
@@ -46,8 +106,8 @@ pub enum Entry {
     },
     /// A check item (only "Start at login").
     Check {
-        /// The menu id.
-        id: String,
+        /// What choosing it does.
+        id: MenuId,
         /// What the user reads.
         label: String,
         /// Whether it shows its check mark.
@@ -72,19 +132,15 @@ impl TrayView {
     /// The tray for `snapshot`: live runtimes (attach), revivable ones, pending registrations,
     /// then the app's own items.
     pub fn of(snapshot: &Snapshot, autostart: bool) -> Self {
-        let live = snapshot
-            .runtimes
-            .iter()
-            .filter(|r| r.status == RuntimeStatus::Running)
-            .count();
-        let state = if !snapshot.pending.is_empty() {
+        let counts = snapshot.counts;
+        let state = if counts.awaiting_approval > 0 {
             TrayState::Pending
-        } else if live > 0 {
+        } else if counts.running > 0 {
             TrayState::Live
         } else {
             TrayState::Idle
         };
-        let tooltip = match (live, snapshot.pending.len()) {
+        let tooltip = match (counts.running, counts.awaiting_approval) {
             (0, 0) => "Supercode Tray: no live runtimes".to_owned(),
             (live, 0) => format!("Supercode Tray: {live} live"),
             (live, pending) => {
@@ -92,7 +148,7 @@ impl TrayView {
             }
         };
 
-        let item = |id: String, label: String| Entry::Item {
+        let item = |id: MenuId, label: String| Entry::Item {
             id,
             label,
             enabled: true,
@@ -105,14 +161,14 @@ impl TrayView {
             .collect();
         if attachable.is_empty() {
             entries.push(Entry::Item {
-                id: "none".into(),
+                id: MenuId::NoRuntimes,
                 label: "No live runtimes".into(),
                 enabled: false,
             });
         }
         for runtime in attachable {
             entries.push(item(
-                format!("attach:{}", runtime.id),
+                MenuId::Attach(runtime.id.clone()),
                 format!("Attach {} ({})", runtime.name, runtime.kind),
             ));
         }
@@ -125,31 +181,26 @@ impl TrayView {
             entries.push(Entry::Separator);
             for runtime in revivable {
                 entries.push(item(
-                    format!("revive:{}", runtime.id),
+                    MenuId::Revive(runtime.id.clone()),
                     format!("Revive {}…", runtime.name),
                 ));
             }
         }
         if !snapshot.pending.is_empty() {
             entries.push(Entry::Separator);
-            for pending in &snapshot.pending {
-                entries.push(item(
-                    format!("approve:{}", pending.profile),
-                    format!("Approve registration \"{}\"", pending.profile),
-                ));
-            }
+            entries.extend(snapshot.pending.iter().map(pending_entry));
         }
         entries.extend([
             Entry::Separator,
-            item("open".into(), "Open Supercode Tray".into()),
+            item(MenuId::Open, "Open Supercode Tray".into()),
             Entry::Check {
-                id: "autostart".into(),
+                id: MenuId::Autostart,
                 label: "Start at login".into(),
                 checked: autostart,
             },
-            item("logs".into(), "Open logs folder".into()),
+            item(MenuId::Logs, "Open logs folder".into()),
             Entry::Separator,
-            item("quit".into(), "Quit".into()),
+            item(MenuId::Quit, "Quit".into()),
         ]);
         Self {
             state,
@@ -170,12 +221,16 @@ impl TrayView {
         let mut menu = MenuBuilder::new(app);
         for entry in &self.entries {
             menu = match entry {
-                Entry::Item { id, label, enabled } => {
-                    menu.item(&MenuItem::with_id(app, id, label, *enabled, None::<&str>)?)
-                }
+                Entry::Item { id, label, enabled } => menu.item(&MenuItem::with_id(
+                    app,
+                    id.to_string(),
+                    label,
+                    *enabled,
+                    None::<&str>,
+                )?),
                 Entry::Check { id, label, checked } => menu.item(&CheckMenuItem::with_id(
                     app,
-                    id,
+                    id.to_string(),
                     label,
                     true,
                     *checked,
@@ -188,6 +243,30 @@ impl TrayView {
     }
 }
 
+/// A registration's line: Approve where the core says it can be approved (resumed, retried),
+/// otherwise a greyed-out line that says where it stands.
+fn pending_entry(pending: &PendingView) -> Entry {
+    let profile = &pending.profile;
+    let label = if pending.approve.available {
+        match pending.state {
+            PendingState::Expired => format!("Resume approval of \"{profile}\""),
+            PendingState::Error => format!("Retry approval of \"{profile}\""),
+            _ => format!("Approve registration \"{profile}\""),
+        }
+    } else {
+        match pending.state {
+            PendingState::Approved => format!("Registration \"{profile}\" was approved"),
+            PendingState::Rejected => format!("Registration \"{profile}\" was rejected"),
+            _ => format!("Registration \"{profile}\" is being approved…"),
+        }
+    };
+    Entry::Item {
+        id: MenuId::Approve(profile.clone()),
+        label,
+        enabled: pending.approve.available,
+    }
+}
+
 /// What the tray shows now, so a refresh can tell what changed.
 #[derive(Default)]
 struct Shown(Mutex<Option<TrayView>>);
@@ -196,7 +275,7 @@ struct Shown(Mutex<Option<TrayView>>);
 pub fn create<R: Runtime>(
     app: &AppHandle<R>,
     snapshot: &Snapshot,
-    on_menu: fn(&AppHandle<R>, &str),
+    on_menu: fn(&AppHandle<R>, MenuId),
 ) -> tauri::Result<()> {
     let view = TrayView::of(snapshot, autostart_enabled(app));
     TrayIconBuilder::with_id(TRAY_ID)
@@ -204,7 +283,10 @@ pub fn create<R: Runtime>(
         .tooltip(&view.tooltip)
         .menu(&view.menu(app)?)
         .show_menu_on_left_click(true)
-        .on_menu_event(move |app, event| on_menu(app, event.id().as_ref()))
+        .on_menu_event(move |app, event| match MenuId::parse(event.id().as_ref()) {
+            Some(id) => on_menu(app, id),
+            None => tracing::warn!(item = %event.id().as_ref(), "unknown tray menu item"),
+        })
         .build(app)?;
     app.manage(Shown(Mutex::new(Some(view))));
     Ok(())
@@ -250,15 +332,21 @@ fn autostart_enabled<R: Runtime>(app: &AppHandle<R>) -> bool {
 mod tests {
     use super::*;
     use supercode_core::view::{
-        ActionAvailability, RuntimeOrigin, RuntimeView, SecretStoreKindView, SecretStoreView,
+        ActionAvailability, RuntimeOrigin, RuntimeStatus, RuntimeView, SecretStoreKindView,
+        SecretStoreView, SnapshotCounts,
     };
 
     fn snapshot(runtimes: Vec<RuntimeView>) -> Snapshot {
+        with_pending(runtimes, Vec::new())
+    }
+
+    fn with_pending(runtimes: Vec<RuntimeView>, pending: Vec<PendingView>) -> Snapshot {
         Snapshot {
+            counts: SnapshotCounts::of(&runtimes, &pending),
             runtimes,
             ignored: Vec::new(),
             warnings: Vec::new(),
-            pending: Vec::new(),
+            pending,
             secret_store: SecretStoreView {
                 kind: SecretStoreKindView::Keychain,
                 description: "the OS keychain".into(),
@@ -335,7 +423,7 @@ mod tests {
         assert_eq!(
             view.entries[0],
             Entry::Item {
-                id: "attach:lre_alpha".into(),
+                id: MenuId::Attach("lre_alpha".into()),
                 label: "Attach alpha (demo)".into(),
                 enabled: true
             }
@@ -357,6 +445,101 @@ mod tests {
         assert_ne!(
             TrayView::of(&snapshot(Vec::new()), true).entries,
             TrayView::of(&snapshot(Vec::new()), false).entries
+        );
+    }
+
+    fn registration(state: PendingState) -> PendingView {
+        PendingView::new(
+            "agent-a".into(),
+            Some("claude-code".into()),
+            state,
+            "2026-12-02T19:00:00.000Z".into(),
+            "2026-12-02T19:00:00.000Z".into(),
+            None,
+        )
+    }
+
+    #[test]
+    fn each_registration_state_is_offered_in_the_menu_exactly_when_the_core_allows_approving() {
+        for state in PendingState::ALL {
+            let pending = registration(state);
+            let view = TrayView::of(&with_pending(Vec::new(), vec![pending.clone()]), false);
+            let entry = view
+                .entries
+                .iter()
+                .find_map(|e| match e {
+                    Entry::Item {
+                        id: MenuId::Approve(profile),
+                        label,
+                        enabled,
+                    } => Some((profile.clone(), label.clone(), *enabled)),
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("{state:?}: no registration line in the menu"));
+            assert_eq!(entry.0, "agent-a", "{state:?}");
+            assert_eq!(entry.2, pending.approve.available, "{state:?}: {}", entry.1);
+            // A line the user cannot choose never reads as an offer to approve.
+            assert_eq!(
+                ["Approve ", "Resume ", "Retry "]
+                    .iter()
+                    .any(|verb| entry.1.starts_with(verb)),
+                pending.approve.available,
+                "{state:?}: {}",
+                entry.1
+            );
+            // The icon says "waiting" only while the registration has not ended.
+            let waiting = view.state == TrayState::Pending;
+            assert_eq!(waiting, !pending.over, "{state:?}");
+        }
+        // The case the window and the tray used to disagree on: an expired registration is
+        // resumed, not final.
+        let expired = registration(PendingState::Expired);
+        assert!(expired.approve.available && !expired.over);
+    }
+
+    #[test]
+    fn menu_ids_parse_back_to_what_built_them() {
+        let ids = [
+            MenuId::Attach("lre_alpha".into()),
+            MenuId::Revive("canon:agent:with:colons".into()),
+            MenuId::Approve("agent-a".into()),
+            MenuId::NoRuntimes,
+            MenuId::Open,
+            MenuId::Autostart,
+            MenuId::Logs,
+            MenuId::Quit,
+        ];
+        for id in ids {
+            assert_eq!(MenuId::parse(&id.to_string()), Some(id.clone()), "{id}");
+        }
+        assert_eq!(MenuId::parse("forget:lre_alpha"), None);
+        assert_eq!(MenuId::parse("exit"), None);
+    }
+
+    #[test]
+    fn the_tooltip_counts_what_the_snapshot_counts() {
+        let mut stale = live("beta");
+        stale.status = RuntimeStatus::Stale;
+        let inventory = with_pending(
+            vec![live("alpha"), stale],
+            vec![
+                registration(PendingState::Waiting),
+                registration(PendingState::Approved),
+            ],
+        );
+        assert_eq!(
+            inventory.counts,
+            SnapshotCounts {
+                running: 1,
+                stale: 1,
+                awaiting_approval: 1
+            }
+        );
+        let view = TrayView::of(&inventory, false);
+        assert_eq!(view.state, TrayState::Pending);
+        assert_eq!(
+            view.tooltip,
+            "Supercode Tray: 1 live, 1 waiting for approval"
         );
     }
 }

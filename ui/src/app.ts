@@ -198,12 +198,11 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   root.classList.add("app");
 
   function renderSummary(s: Snapshot): void {
-    const running = s.runtimes.filter((r) => r.status === "running" || r.status === "embedded" || r.status === "manual").length;
-    const stale = s.runtimes.filter((r) => r.status === "stale").length;
+    // The core counts; the window only words it.
+    const { running, stale, awaitingApproval } = s.counts;
     const parts = [s.runtimes.length === 0 ? "No runtimes" : `${running} running`];
     if (stale > 0) parts.push(`${stale} stale`);
-    const waiting = s.pending.filter((p) => p.state === "waiting" || p.state === "unsubmitted" || p.state === "approving").length;
-    if (waiting > 0) parts.push(`${waiting} awaiting approval`);
+    if (awaitingApproval > 0) parts.push(`${awaitingApproval} awaiting approval`);
     setText(summary, parts.join(" · "));
   }
 

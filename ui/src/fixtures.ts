@@ -1,7 +1,8 @@
 // Snapshots the mock backend starts from: a realistic mix for demos and
 // screenshots, and the edge cases (first run, plaintext file store). Paths and
 // names are made up; nothing here is or resembles a secret.
-import type { RuntimeView, Snapshot } from "./bindings";
+import type { PendingView, RuntimeView, Snapshot, SnapshotCounts } from "./bindings";
+import { PENDING_RULES } from "./bindings/pendingRules";
 
 /** The scenarios `?mock=<name>` can pick. */
 export type Scenario = "demo" | "empty" | "file-store";
@@ -14,6 +15,27 @@ function ago(now: Date, ms: number): string {
 
 const yes = { available: true, reason: null };
 const no = (reason: string) => ({ available: false, reason });
+
+/** A registration request, with what the core decides for its state (generated from Rust). */
+export function pending(p: Omit<PendingView, "approve" | "dismiss" | "over">): PendingView {
+  return { ...p, ...PENDING_RULES[p.state] };
+}
+
+/**
+ * Brings a made-up snapshot in line with what the core would send: each registration's
+ * availabilities follow its state (`PENDING_RULES`), and the counts follow the lists, as
+ * `SnapshotCounts::of` counts them.
+ */
+export function settle(s: Snapshot): Snapshot {
+  for (const p of s.pending) Object.assign(p, PENDING_RULES[p.state]);
+  const counts: SnapshotCounts = {
+    running: s.runtimes.filter((r) => r.status === "running").length,
+    stale: s.runtimes.filter((r) => r.status === "stale").length,
+    awaitingApproval: s.pending.filter((p) => !p.over).length,
+  };
+  s.counts = counts;
+  return s;
+}
 
 /** A runtime with sensible defaults; override what a test cares about. */
 export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeView {
@@ -45,7 +67,7 @@ export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeVie
 
 /** The snapshot of a machine with a few runtimes in every interesting state. */
 export function demoSnapshot(now: Date = new Date()): Snapshot {
-  return {
+  return settle({
     runtimes: [
       runtime({
         id: "rt-demo-a",
@@ -121,33 +143,34 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
     ],
     warnings: [],
     pending: [
-      {
+      pending({
         profile: "ci-runner",
         clientType: "claude-code",
         state: "waiting",
         createdAt: ago(now, 4 * MINUTE),
         updatedAt: ago(now, 4 * MINUTE),
         message: null,
-      },
-      {
+      }),
+      pending({
         profile: "old-laptop",
         clientType: "codex",
         state: "expired",
         createdAt: ago(now, 2 * 24 * 60 * MINUTE),
         updatedAt: ago(now, 2 * 24 * 60 * MINUTE - 10 * MINUTE),
         message: "The request expired after 10 minutes. Start the runtime again to request a new one.",
-      },
+      }),
     ],
     secretStore: { kind: "keychain", description: "OS keychain (Secret Service)" },
     firstRun: false,
     receiptDir: "/home/dev/.local/share/supercode/receipts",
     canonHome: "/home/dev/.canon",
-  };
+    counts: { running: 0, stale: 0, awaitingApproval: 0 },
+  });
 }
 
 /** The first launch: nothing registered yet. */
 export function emptySnapshot(): Snapshot {
-  return {
+  return settle({
     runtimes: [],
     ignored: [],
     warnings: [],
@@ -156,7 +179,8 @@ export function emptySnapshot(): Snapshot {
     firstRun: true,
     receiptDir: "/home/dev/.local/share/supercode/receipts",
     canonHome: "/home/dev/.canon",
-  };
+    counts: { running: 0, stale: 0, awaitingApproval: 0 },
+  });
 }
 
 /** The demo machine, but with secrets in the opt-in plaintext file store. */

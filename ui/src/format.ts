@@ -96,13 +96,3 @@ export function pendingLabel(state: PendingState): string {
 export function pendingTone(state: PendingState): PendingState | "unknown" {
   return Object.hasOwn(PENDING_LABELS, state) ? state : "unknown";
 }
-
-/** States that are over: the user can only dismiss them. */
-export function pendingIsFinal(state: PendingState): boolean {
-  return state === "approved" || state === "rejected" || state === "expired";
-}
-
-/** States where asking Canon for approval makes sense (again). */
-export function pendingCanApprove(state: PendingState): boolean {
-  return state === "unsubmitted" || state === "waiting" || state === "error";
-}

@@ -4,6 +4,7 @@
 // it until the test releases it, and read back every call made.
 import type { Backend } from "./backend";
 import type { CommandError, PendingView, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView, Snapshot } from "./bindings";
+import { settle } from "./fixtures";
 
 /** The backend calls a test can fail, hold or inspect. */
 export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revive" | "approve" | "reject" | "openLogs";
@@ -74,7 +75,7 @@ export class MockBackend implements Backend {
   private readonly allowed = new Map<string, Map<string, string>>();
 
   constructor(initial: Snapshot, options: MockOptions = {}) {
-    this.state = clone(initial);
+    this.state = settle(clone(initial));
     this.latencyMs = options.latencyMs ?? 0;
     this.approvalMs = options.approvalMs ?? 0;
   }
@@ -86,13 +87,14 @@ export class MockBackend implements Backend {
 
   /** Replaces the snapshot and pushes it to subscribers, like the app's watcher does. */
   setSnapshot(next: Snapshot): void {
-    this.state = clone(next);
+    this.state = settle(clone(next));
     this.emit();
   }
 
   /** Changes the snapshot in place and pushes it to subscribers. */
   update(change: (s: Snapshot) => void): void {
     change(this.state);
+    settle(this.state);
     this.emit();
   }
 

@@ -1,7 +1,8 @@
 // Rendering from snapshots: what the window shows for each kind of state.
 import { afterEach, describe, expect, it } from "vitest";
 import type { PendingState, RuntimeStatus, Snapshot } from "../src/bindings";
-import { demoSnapshot, emptySnapshot, fileStoreSnapshot, runtime } from "../src/fixtures";
+import { PENDING_RULES } from "../src/bindings/pendingRules";
+import { demoSnapshot, emptySnapshot, fileStoreSnapshot, pending, runtime } from "../src/fixtures";
 import { byTestId, mount, NOW, pendingRow, row, shown, visible, type Mounted } from "./helpers";
 
 let current: Mounted | undefined;
@@ -136,11 +137,12 @@ describe("pending registrations", () => {
     ["error", "Failed", "Retry approval", "Reject"],
     ["approved", "Approved", null, "Dismiss"],
     ["rejected", "Rejected", null, "Dismiss"],
-    ["expired", "Expired", null, "Dismiss"],
+    // Polling stopped at its deadline: approving again resumes it (issue 14).
+    ["expired", "Expired", "Resume approval", "Reject"],
   ])("shows a %s request with the right badge and actions", async (state, badge, approve, reject) => {
     const root = await show({
       ...demoSnapshot(NOW),
-      pending: [{ profile: "p1", clientType: "codex", state, createdAt: new Date(NOW.getTime() - 5 * 60_000).toISOString(), updatedAt: NOW.toISOString(), message: `message for ${state}` }],
+      pending: [pending({ profile: "p1", clientType: "codex", state, createdAt: new Date(NOW.getTime() - 5 * 60_000).toISOString(), updatedAt: NOW.toISOString(), message: `message for ${state}` })],
     });
     const r = pendingRow(root, "p1");
     expect(r.querySelector(".badge")?.textContent).toBe(badge);
@@ -152,6 +154,30 @@ describe("pending registrations", () => {
     if (approve !== null) expect(approveBtn.textContent).toBe(approve);
     expect(byTestId(r, "action-reject").textContent).toBe(reject);
     expect(byTestId(r, "action-reject").getAttribute("aria-label")).toBe(`${reject} p1`);
+  });
+
+  // The same walk the tray menu's test does (src-tauri/app/tray.rs), over the table generated
+  // from the core: the window offers Approve exactly where the core allows it.
+  it.each(Object.keys(PENDING_RULES) as PendingState[])("renders what the core decides for a %s request", async (state) => {
+    const rules = PENDING_RULES[state];
+    const root = await show({
+      ...demoSnapshot(NOW),
+      pending: [pending({ profile: "p1", clientType: null, state, createdAt: NOW.toISOString(), updatedAt: NOW.toISOString(), message: null })],
+    });
+    const r = pendingRow(root, "p1");
+    const approveBtn = byTestId(r, "action-approve");
+    expect(visible(approveBtn)).toBe(!rules.over);
+    if (state === "approving") {
+      // In flight: the busy button, not a reason.
+      expect(approveBtn.getAttribute("aria-busy")).toBe("true");
+    } else if (!rules.over) {
+      expect(approveBtn.getAttribute("aria-disabled") === "true").toBe(!rules.approve.available);
+    }
+    expect(byTestId(r, "action-reject").textContent).toBe(rules.over ? "Dismiss" : "Reject");
+    expect(byTestId(r, "action-reject").getAttribute("aria-disabled")).toBe(rules.dismiss.available ? null : "true");
+    const summary = root.querySelector(".summary")?.textContent ?? "";
+    if (rules.over) expect(summary).not.toContain("awaiting approval");
+    else expect(summary).toContain("1 awaiting approval");
   });
 
   it("hides the section when there are no requests", async () => {

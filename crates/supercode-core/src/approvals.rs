@@ -90,13 +90,15 @@ impl ApprovalBoard {
                 },
             );
         }
-        let view = |state: PendingState, message: Option<String>| PendingView {
-            profile: profile.to_owned(),
-            client_type: entry.client_type.clone(),
-            state,
-            created_at: entry.created_at.clone(),
-            updated_at: canon_local::json::iso_now(),
-            message,
+        let view = |state: PendingState, message: Option<String>| {
+            PendingView::new(
+                profile.to_owned(),
+                entry.client_type.clone(),
+                state,
+                entry.created_at.clone(),
+                canon_local::json::iso_now(),
+                message,
+            )
         };
         let options = self
             .options

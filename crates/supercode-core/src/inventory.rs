@@ -14,7 +14,7 @@ use crate::approvals::ApprovalBoard;
 use crate::view::{
     ActionAvailability, FileWarning, IgnoredFile, IgnoredLocation, PendingState, PendingView,
     RuntimeOrigin, RuntimeStatus, RuntimeView, SecretStoreKindView, SecretStoreView, Snapshot,
-    SourceView,
+    SnapshotCounts, SourceView,
 };
 use crate::{CoreError, Locations};
 
@@ -162,7 +162,7 @@ impl Sources {
         };
         ignored.extend(self.canon.ignored.iter().cloned());
         let warnings = self.canon.warnings.clone();
-        let pending = self
+        let pending: Vec<PendingView> = self
             .canon
             .pending
             .iter()
@@ -176,6 +176,7 @@ impl Sources {
         }
         let store = locations.receipts.secret_store();
         Snapshot {
+            counts: SnapshotCounts::of(&runtimes, &pending),
             runtimes,
             ignored,
             warnings,
@@ -242,14 +243,14 @@ impl PendingEntry {
             } else {
                 (PendingState::Unsubmitted, None)
             });
-        PendingView {
-            profile: self.profile.clone(),
-            client_type: self.client_type.clone(),
+        PendingView::new(
+            self.profile.clone(),
+            self.client_type.clone(),
             state,
-            created_at: self.created_at.clone(),
-            updated_at: self.updated_at.clone(),
+            self.created_at.clone(),
+            self.updated_at.clone(),
             message,
-        }
+        )
     }
 }
 

@@ -183,6 +183,43 @@ pub enum PendingState {
     Error,
 }
 
+impl PendingState {
+    /// Whether asking Canon for approval can be done in this state, and why not: the one rule
+    /// the window, the tray menu and the CLI render.
+    pub fn approve(self) -> ActionAvailability {
+        match self {
+            PendingState::Unsubmitted | PendingState::Waiting | PendingState::Error => {
+                ActionAvailability::yes()
+            }
+            // Polling stopped at its deadline; approving again resumes it.
+            PendingState::Expired => ActionAvailability::yes(),
+            PendingState::Approving => ActionAvailability::no("Canon is finishing the approval."),
+            PendingState::Approved => {
+                ActionAvailability::no("It is already approved; the profile was saved.")
+            }
+            PendingState::Rejected => ActionAvailability::no(
+                "It was rejected in Canon; dismiss it, and register the agent again if you still want it.",
+            ),
+        }
+    }
+
+    /// True once the registration has ended (approved or rejected): only dismissing is left.
+    pub fn is_over(self) -> bool {
+        matches!(self, PendingState::Approved | PendingState::Rejected)
+    }
+
+    /// Every state, for tests that walk all of them through each shell.
+    pub const ALL: [PendingState; 7] = [
+        PendingState::Unsubmitted,
+        PendingState::Waiting,
+        PendingState::Approving,
+        PendingState::Approved,
+        PendingState::Rejected,
+        PendingState::Expired,
+        PendingState::Error,
+    ];
+}
+
 /// A pending agent registration, without its poll token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
@@ -199,6 +236,38 @@ pub struct PendingView {
     pub updated_at: String,
     /// A human explanation of the state, when there is one.
     pub message: Option<String>,
+    /// Whether it can be approved (or the approval resumed or retried) now, and why not.
+    pub approve: ActionAvailability,
+    /// Whether it can be dismissed now: always, since dismissing a registration that has not
+    /// ended rejects it, and one in flight is cancelled first.
+    pub dismiss: ActionAvailability,
+    /// True once it has ended (approved or rejected): dismissing only clears it, where
+    /// otherwise dismissing it rejects it.
+    pub over: bool,
+}
+
+impl PendingView {
+    /// The view of a registration in `state`; the availabilities follow from the state.
+    pub fn new(
+        profile: String,
+        client_type: Option<String>,
+        state: PendingState,
+        created_at: String,
+        updated_at: String,
+        message: Option<String>,
+    ) -> Self {
+        Self {
+            profile,
+            client_type,
+            state,
+            created_at,
+            updated_at,
+            message,
+            approve: state.approve(),
+            dismiss: ActionAvailability::yes(),
+            over: state.is_over(),
+        }
+    }
 }
 
 /// Which kind of secret store holds the tokens.
@@ -240,6 +309,35 @@ pub struct Snapshot {
     pub receipt_dir: String,
     /// The Canon home being watched.
     pub canon_home: String,
+    /// What the shells count, counted once here.
+    pub counts: SnapshotCounts,
+}
+
+/// How many runtimes and registrations are in the states the window's header and the tray's
+/// tooltip and icon count: one definition for every shell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotCounts {
+    /// Runtimes whose process is alive ([`RuntimeStatus::Running`]).
+    pub running: u32,
+    /// Runtimes whose record claims a process that is gone.
+    pub stale: u32,
+    /// Registrations that have not ended: they wait for the owner, for Canon or for the user
+    /// to approve again.
+    pub awaiting_approval: u32,
+}
+
+impl SnapshotCounts {
+    /// The counts of `runtimes` and `pending`.
+    pub fn of(runtimes: &[RuntimeView], pending: &[PendingView]) -> Self {
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let with = |status| runtimes.iter().filter(|r| r.status == status).count();
+        Self {
+            running: count(with(RuntimeStatus::Running)),
+            stale: count(with(RuntimeStatus::Stale)),
+            awaiting_approval: count(pending.iter().filter(|p| !p.over).count()),
+        }
+    }
 }
 
 /// What a revive did.

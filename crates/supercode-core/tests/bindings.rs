@@ -49,8 +49,38 @@ fn generated() -> Vec<(String, String)> {
         one::<SecretStoreKindView>(),
         one::<SecretStoreView>(),
         one::<Snapshot>(),
+        one::<SnapshotCounts>(),
         one::<SourceView>(),
     ]
+}
+
+/// What the core decides for each registration state, as a TypeScript table: the mock backend
+/// and the UI's tests render from it, so the rule is written once, in Rust.
+fn pending_rules() -> (String, String) {
+    let mut rows = String::new();
+    for state in PendingState::ALL {
+        let view = PendingView::new(
+            String::new(),
+            None,
+            state,
+            String::new(),
+            String::new(),
+            None,
+        );
+        let value = serde_json::json!({
+            "approve": view.approve,
+            "dismiss": view.dismiss,
+            "over": view.over,
+        });
+        let key = serde_json::to_value(state).unwrap();
+        rows.push_str(&format!("  {}: {},\n", key, value));
+    }
+    (
+        "pendingRules.ts".into(),
+        format!(
+            "{HEADER}import type {{ PendingState }} from \"./PendingState\";\nimport type {{ PendingView }} from \"./PendingView\";\n\n/** What the core decides for a registration in each state (`PendingView::new`). */\nexport const PENDING_RULES: Record<PendingState, Pick<PendingView, \"approve\" | \"dismiss\" | \"over\">> = {{\n{rows}}};\n"
+        ),
+    )
 }
 
 fn index(files: &[(String, String)]) -> String {
@@ -67,6 +97,7 @@ fn committed_typescript_bindings_match_the_rust_view_types() {
     let dir = bindings_dir();
     let mut files = generated();
     files.push(("index.ts".into(), index(&files)));
+    files.push(pending_rules());
     if std::env::var_os("UPDATE_BINDINGS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
         for entry in std::fs::read_dir(&dir).unwrap() {

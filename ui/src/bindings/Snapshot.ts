@@ -4,6 +4,7 @@ import type { IgnoredFile } from "./IgnoredFile";
 import type { PendingView } from "./PendingView";
 import type { RuntimeView } from "./RuntimeView";
 import type { SecretStoreView } from "./SecretStoreView";
+import type { SnapshotCounts } from "./SnapshotCounts";
 
 export type Snapshot = { 
 /**
@@ -37,4 +38,8 @@ receiptDir: string,
 /**
  * The Canon home being watched.
  */
-canonHome: string, };
+canonHome: string, 
+/**
+ * What the shells count, counted once here.
+ */
+counts: SnapshotCounts, };

@@ -16,4 +16,5 @@ export type { RuntimeView } from "./RuntimeView";
 export type { SecretStoreKindView } from "./SecretStoreKindView";
 export type { SecretStoreView } from "./SecretStoreView";
 export type { Snapshot } from "./Snapshot";
+export type { SnapshotCounts } from "./SnapshotCounts";
 export type { SourceView } from "./SourceView";

@@ -1,9 +1,11 @@
 // One Canon registration request. Approval can take minutes (someone approves
 // it in Canon), so the Approve button stays busy with a plain-words status
-// until the backend answers; finished requests can only be dismissed.
+// until the backend answers; finished requests can only be dismissed. What can be
+// done in each state comes with the view (`approve`, `dismiss`, `over`): the core
+// decides it, this only renders it.
 import type { CommandError, PendingView } from "../bindings";
 import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
-import { fullTime, parseTime, pendingCanApprove, pendingIsFinal, pendingLabel, pendingTone, relativeTime } from "../format";
+import { fullTime, parseTime, pendingLabel, pendingTone, relativeTime } from "../format";
 import { ActionButton } from "./action-button";
 
 /** What a pending row needs from the app. */
@@ -11,6 +13,18 @@ export interface PendingActions {
   approve(profile: string): Promise<PendingView>;
   reject(profile: string): Promise<void>;
   now(): Date;
+}
+
+/** The Approve button's text and the start of its accessible name, by state. */
+function approveLabels(state: PendingView["state"]): [string, string] {
+  switch (state) {
+    case "error":
+      return ["Retry approval", "Retry approval of"];
+    case "expired":
+      return ["Resume approval", "Resume approval of"];
+    default:
+      return ["Approve", "Approve"];
+  }
 }
 
 /** Shown on the Approve button while approval is in flight. */
@@ -88,15 +102,16 @@ export class PendingRow implements KeyedView<PendingView> {
     setText(this.messageEl, p.message ?? "");
     show(this.messageEl, p.message !== null && p.message !== "");
 
-    const final = pendingIsFinal(p.state);
+    const final = p.over;
     // The backend may already be approving (the window was reopened mid-approval).
     const approving = this.busy === "approve" || p.state === "approving";
     show(this.approveBtn.root, !final);
+    const [approveLabel, approveAria] = approveLabels(p.state);
     this.approveBtn.update({
-      label: p.state === "error" ? "Retry approval" : "Approve",
-      ariaLabel: `${p.state === "error" ? "Retry approval of" : "Approve"} ${profile}`,
-      available: approving || pendingCanApprove(p.state),
-      reason: null,
+      label: approveLabel,
+      ariaLabel: `${approveAria} ${profile}`,
+      available: approving || p.approve.available,
+      reason: approving ? null : p.approve.reason,
       busy: approving,
       busyLabel: WAITING_FOR_CANON,
       blocked: this.busy === "reject",
@@ -106,8 +121,8 @@ export class PendingRow implements KeyedView<PendingView> {
     this.rejectBtn.update({
       label: verb,
       ariaLabel: `${verb} ${profile}`,
-      available: true,
-      reason: null,
+      available: p.dismiss.available,
+      reason: p.dismiss.reason,
       busy: this.busy === "reject",
       busyLabel: final ? "Dismissing…" : "Rejecting…",
       // Rejecting while approval is in flight cancels the request, so it stays usable.

@@ -1,0 +1,15 @@
+// Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
+export type SnapshotCounts = { 
+/**
+ * Runtimes whose process is alive ([`RuntimeStatus::Running`]).
+ */
+running: number, 
+/**
+ * Runtimes whose record claims a process that is gone.
+ */
+stale: number, 
+/**
+ * Registrations that have not ended: they wait for the owner, for Canon or for the user
+ * to approve again.
+ */
+awaitingApproval: number, };
