@@ -116,23 +116,33 @@ impl StatusStream {
 
     /// The next status document, skipping keep-alives; checks `id` is its revision.
     async fn document(&mut self) -> Value {
-        loop {
-            if let Frame::Status { id, document } = self.frame().await {
-                assert_eq!(id, document["revision"].to_string(), "id is the revision");
-                return document;
+        // One deadline for the whole wait: keep-alives must not keep a missing document waited on.
+        timeout(STEP_TIMEOUT, async {
+            loop {
+                if let Frame::Status { id, document } = self.frame().await {
+                    assert_eq!(id, document["revision"].to_string(), "id is the revision");
+                    return document;
+                }
             }
-        }
+        })
+        .await
+        .expect("a status document arrives in time")
     }
 
-    /// The next document whose state differs from `current`'s (observer changes are skipped).
+    /// The next document whose state or title differs from `current`'s (observer changes are
+    /// skipped).
     async fn next_state(&mut self, current: &Value) -> Value {
-        loop {
-            let document = self.document().await;
-            assert!(document["revision"].as_u64() > current["revision"].as_u64());
-            if document["state"] != current["state"] || document["title"] != current["title"] {
-                return document;
+        timeout(STEP_TIMEOUT, async {
+            loop {
+                let document = self.document().await;
+                assert!(document["revision"].as_u64() > current["revision"].as_u64());
+                if document["state"] != current["state"] || document["title"] != current["title"] {
+                    return document;
+                }
             }
-        }
+        })
+        .await
+        .expect("the next state arrives in time")
     }
 }
 
