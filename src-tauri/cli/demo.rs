@@ -35,6 +35,10 @@ pub struct DemoArgs {
     /// entry, so the tray can revive it after it stops.
     #[arg(long)]
     pub canon_profile: Option<String>,
+    /// What its status API shows (docs/runtime-api.md): steady (the default, idle), approval,
+    /// error, no-api (the API is not served), or the hostile flood, huge, html, stall.
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<demo_runtime::Scenario>,
 }
 
 /// Why the demo runtime could not run.
@@ -85,11 +89,9 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoRunError> {
             path: args.workspace.clone().unwrap_or_default(),
             source,
         })?;
-    let server = demo_runtime::serve(demo_runtime::DemoConfig::new(
-        args.name.clone(),
-        token.clone(),
-    ))
-    .await?;
+    let mut config = demo_runtime::DemoConfig::new(args.name.clone(), token.clone());
+    config.scenario = args.scenario.unwrap_or_default();
+    let server = demo_runtime::serve(config).await?;
     let receipts = ReceiptDir::from_env()?;
     let launch = launch_command();
     let canon = match &args.canon_profile {

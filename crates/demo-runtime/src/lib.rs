@@ -10,12 +10,18 @@
 //! - `auth`: the bearer check every route goes through (constant-time, never echoes input).
 //! - `routes`: the HTML page, JSON API, SSE stream, WebSocket echo and streaming blob/echo routes.
 //! - `page`: the self-contained HTML page (inline CSS/JS, relative URLs only, so it works behind
-//!   the attach proxy).
+//!   the attach proxy). It shows the live status and offers its actions as buttons.
+//! - `status`: the status document of the runtime status API (docs/runtime-api.md), its revision
+//!   and the changes pushed to streams; `status_api`: that API's routes.
+//! - `scenario`: what the status does over time and on each action ([`Scenario`]).
 #![deny(missing_docs)]
 
 mod auth;
 mod page;
 mod routes;
+mod scenario;
+mod status;
+mod status_api;
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
@@ -28,6 +34,11 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 pub use routes::{MAX_BLOB_BYTES, TICK_INTERVAL};
+pub use scenario::{
+    Scenario, UnknownScenario, FLOOD_CHANGES_PER_SECOND, HUGE_DETAIL_BYTES, PHASE_DELAY,
+};
+pub use status::STATUS_API_VERSION;
+pub use status_api::{ACTIONS_PATH, KEEP_ALIVE_INTERVAL, STATUS_PATH, STATUS_STREAM_PATH};
 
 /// How long a stopping server lets in-flight responses finish before it drops their connections.
 ///
@@ -44,6 +55,11 @@ pub struct DemoConfig {
     pub token: BearerToken,
     /// Where to listen; [`DemoConfig::new`] uses `127.0.0.1:0` (an ephemeral loopback port).
     pub bind: SocketAddr,
+    /// What the status API shows; [`DemoConfig::new`] uses [`Scenario::Steady`].
+    pub scenario: Scenario,
+    /// How often a quiet status stream sends a keep-alive comment; [`DemoConfig::new`] uses
+    /// [`KEEP_ALIVE_INTERVAL`], tests shorten it to see keep-alives without waiting.
+    pub keep_alive: Duration,
 }
 
 impl DemoConfig {
@@ -53,6 +69,8 @@ impl DemoConfig {
             name: name.into(),
             token,
             bind: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)),
+            scenario: Scenario::Steady,
+            keep_alive: KEEP_ALIVE_INTERVAL,
         }
     }
 }
@@ -64,6 +82,8 @@ impl std::fmt::Debug for DemoConfig {
             .field("name", &self.name)
             .field("token", &self.token)
             .field("bind", &"<redacted>")
+            .field("scenario", &self.scenario)
+            .field("keep_alive", &self.keep_alive)
             .finish()
     }
 }
@@ -135,9 +155,17 @@ pub async fn serve(config: DemoConfig) -> Result<DemoServer, DemoError> {
         .local_addr()
         .map_err(|source| DemoError::LocalAddr { source })?;
     let stop = CancellationToken::new();
-    let router = routes::router(&config.name, &config.token, stop.clone());
+    let board = status::StatusBoard::new(config.scenario, stop.clone());
+    let router = routes::router(
+        &config.name,
+        &config.token,
+        stop.clone(),
+        status_api::routes(board.clone(), config.keep_alive),
+        config.scenario.serves_status_api(),
+    );
+    board.start();
     let task = tokio::spawn(accept_loop(listener, router, stop.clone()));
-    tracing::info!(name = %config.name, "demo runtime listening");
+    tracing::info!(name = %config.name, scenario = %config.scenario, "demo runtime listening");
     Ok(DemoServer {
         local_addr,
         stop,

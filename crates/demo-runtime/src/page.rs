@@ -1,9 +1,14 @@
 //! The runtime's HTML page: self-contained (inline CSS and JS, no external resources) and using
 //! only same-origin relative URLs, so it works unchanged behind the attach proxy.
+//!
+//! Its status card follows the status stream and shows each offered action as a button that
+//! POSTs it (with the revision it was shown for), so pressing Approve in a browser attached
+//! through the tray drives the runtime. Everything from the document is set as text, never HTML.
 
-/// Renders the page for a runtime called `name`.
-pub(crate) fn render(name: &str) -> String {
+/// Renders the page for a runtime called `name`; `status_api` says whether it serves the status API.
+pub(crate) fn render(name: &str, status_api: bool) -> String {
     let name = escape_html(name);
+    let status_api = if status_api { "true" } else { "false" };
     format!(
         r#"<!doctype html>
 <html lang="en">
@@ -19,11 +24,24 @@ pub(crate) fn render(name: &str) -> String {
   #tick {{ font: 700 2.4rem/1 ui-monospace, monospace; }}
   input {{ font: inherit; padding: .3rem; }}
   button {{ font: inherit; padding: .3rem .8rem; }}
+  #status-state {{ font: 700 1.4rem/1.2 ui-monospace, monospace; }}
+  #status-detail {{ white-space: pre-wrap; font-family: ui-monospace, monospace; }}
+  #status-actions button {{ margin-right: .5rem; }}
+  #status-actions button.destructive {{ color: #a4161a; }}
 </style>
 </head>
 <body>
 <h1 id="runtime-name">{name}</h1>
 <p class="muted">Demo runtime, served through an authenticated loopback endpoint.</p>
+<div class="card" id="status-card">
+  <div class="muted">Agent status</div>
+  <div id="status-state">…</div>
+  <div id="status-title"></div>
+  <div id="status-detail"></div>
+  <div id="status-meta" class="muted"></div>
+  <div id="status-actions"></div>
+  <div id="status-result" class="muted"></div>
+</div>
 <div class="card">
   <div class="muted">Live counter (server-sent events)</div>
   <div id="tick">…</div>
@@ -37,6 +55,55 @@ pub(crate) fn render(name: &str) -> String {
 </div>
 <script>
 (() => {{
+  const stateEl = document.getElementById('status-state');
+  const titleEl = document.getElementById('status-title');
+  const detailEl = document.getElementById('status-detail');
+  const metaEl = document.getElementById('status-meta');
+  const actionsEl = document.getElementById('status-actions');
+  const resultEl = document.getElementById('status-result');
+  if (!{status_api}) {{
+    stateEl.textContent = 'not served';
+    titleEl.textContent = 'This runtime does not serve the status API.';
+  }} else {{
+    const act = async (action, revision) => {{
+      if (action.confirm && !window.confirm(action.confirm)) return;
+      resultEl.textContent = action.label + '…';
+      try {{
+        const response = await fetch('/supercode/v1/actions/' + encodeURIComponent(action.id), {{
+          method: 'POST',
+          headers: {{ 'content-type': 'application/json' }},
+          body: JSON.stringify({{ revision }}),
+        }});
+        const body = await response.json().catch(() => ({{}}));
+        resultEl.textContent = response.status === 202
+          ? action.label + ': accepted'
+          : action.label + ': refused (' + String((body.error && body.error.message) || response.status) + ')';
+      }} catch (e) {{
+        resultEl.textContent = action.label + ': failed';
+      }}
+    }};
+    const show = (doc) => {{
+      stateEl.textContent = String(doc.state);
+      titleEl.textContent = String(doc.title);
+      detailEl.textContent = doc.detail === undefined ? '' : String(doc.detail);
+      const controller = doc.controller && doc.controller.kind !== 'none'
+        ? 'driven from ' + String(doc.controller.kind) : 'not driven';
+      metaEl.textContent = controller + ' · ' + String(doc.observers) + ' watching · since ' + String(doc.since);
+      actionsEl.replaceChildren(...doc.actions.map((action) => {{
+        const button = document.createElement('button');
+        button.type = 'button';
+        button.textContent = String(action.label);
+        button.dataset.action = String(action.id);
+        if (action.destructive) button.className = 'destructive';
+        button.onclick = () => act(action, doc.revision);
+        return button;
+      }}));
+    }};
+    const status = new EventSource('/supercode/v1/status/stream');
+    status.addEventListener('status', (e) => show(JSON.parse(e.data)));
+    status.onerror = () => {{ stateEl.textContent = 'reconnecting'; }};
+  }}
+
   const tick = document.getElementById('tick');
   const tickStatus = document.getElementById('tick-status');
   const events = new EventSource('/api/events');
@@ -85,7 +152,7 @@ mod tests {
 
     #[test]
     fn runtime_name_is_html_escaped() {
-        let page = render("<script>alert(1)</script>");
+        let page = render("<script>alert(1)</script>", true);
         assert!(!page.contains("<script>alert(1)"));
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     }

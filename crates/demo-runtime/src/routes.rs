@@ -1,4 +1,5 @@
-//! The runtime's routes. All of them sit behind [`crate::auth::require_bearer`].
+//! The runtime's routes. All of them, the status API's included, sit behind
+//! [`crate::auth::require_bearer`].
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -39,14 +40,22 @@ static BLOB_FILL: [u8; BLOB_CHUNK] = [b'x'; BLOB_CHUNK];
 
 struct RuntimeState {
     name: String,
+    serves_status_api: bool,
     started_at: String,
     started: Instant,
     stop: CancellationToken,
 }
 
-pub(crate) fn router(name: &str, token: &BearerToken, stop: CancellationToken) -> Router {
+pub(crate) fn router(
+    name: &str,
+    token: &BearerToken,
+    stop: CancellationToken,
+    status_api: Router,
+    serves_status_api: bool,
+) -> Router {
     let state = Arc::new(RuntimeState {
         name: name.to_owned(),
+        serves_status_api,
         started_at: now_rfc3339(),
         started: Instant::now(),
         stop,
@@ -62,6 +71,7 @@ pub(crate) fn router(name: &str, token: &BearerToken, stop: CancellationToken) -
         .route("/api/echo", post(echo))
         .route("/api/headers", get(header_names))
         .with_state(state)
+        .merge(status_api)
         .layer(axum::middleware::from_fn_with_state(
             expected,
             require_bearer,
@@ -77,7 +87,7 @@ fn now_rfc3339() -> String {
 async fn index(State(state): State<Arc<RuntimeState>>) -> Response {
     (
         [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))],
-        Html(page::render(&state.name)),
+        Html(page::render(&state.name, state.serves_status_api)),
     )
         .into_response()
 }

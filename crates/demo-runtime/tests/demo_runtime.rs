@@ -1,5 +1,8 @@
 //! Integration tests for the demo runtime: a real server on loopback, a real HTTP client.
 
+#[path = "demo_runtime/status_api.rs"]
+mod status_api;
+
 use std::time::Duration;
 
 use demo_runtime::{serve, DemoConfig, DemoServer};

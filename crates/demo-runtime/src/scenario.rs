@@ -1,0 +1,290 @@
+//! Scenarios: what the demo runtime's status does over time and on each action.
+//!
+//! A scenario is a small state machine of [`Phase`]s. Each phase says what the document shows,
+//! whether it moves on by itself after a delay, and where each offered action leads. The
+//! contract the tray's tests and demos rely on is `approval`:
+//!
+//! ```text
+//! working "Running the test suite"
+//!   --PHASE_DELAY--> needs-approval (approve, deny*)      * destructive
+//!       approve --> working "Running the test suite" --PHASE_DELAY--> needs-input "Tests pass. Anything else?"
+//!       deny    --> needs-input "Denied. What should I do instead?"
+//! ```
+//!
+//! `error` works, then fails and offers `retry` (which works and fails again). The other scenarios are hostile on purpose, for testing clients: `flood`, `huge`, `html`,
+//! `stall`; and `no-api` does not serve the status API at all.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::status::{pause, Action, AgentState, Content, Controller, StatusBoard};
+
+/// How long the `approval` scenario works before each next step.
+///
+/// About a second: long enough for a person to see `working` in the tray before the prompt
+/// appears, short enough that a demo or a test walks the whole scenario in two seconds.
+pub const PHASE_DELAY: Duration = Duration::from_secs(1);
+
+/// How many changes a second the `flood` scenario makes.
+pub const FLOOD_CHANGES_PER_SECOND: u64 = 10_000;
+
+/// How often the `flood` scenario wakes to catch up with its rate.
+///
+/// Ten milliseconds is coarse enough for any timer and fine enough that the flood looks
+/// continuous (100 changes per wake-up); the count is computed from elapsed time, so a late
+/// wake-up does not lower the rate.
+const FLOOD_TICK: Duration = Duration::from_millis(10);
+
+/// Size of the `huge` scenario's `detail`: 4 MiB, far beyond any sane client cap.
+pub const HUGE_DETAIL_BYTES: usize = 4 * 1024 * 1024;
+
+/// Which status behaviour the demo runtime shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scenario {
+    /// A steady `idle` state with no actions (no `--scenario`).
+    #[default]
+    Steady,
+    /// The pinned approval walk-through (see the module docs).
+    Approval,
+    /// Works for [`PHASE_DELAY`], then `error` with a `retry` action that starts over.
+    Failing,
+    /// The status API is not served: every `/supercode/` path answers 404.
+    NoApi,
+    /// 10,000 document changes a second, alternating `working` and `needs-input`.
+    Flood,
+    /// A document whose `detail` is [`HUGE_DETAIL_BYTES`] long.
+    Huge,
+    /// HTML and control characters in every string, and an offered action id that is invalid.
+    Html,
+    /// `GET` answers, but the stream sends its headers and then nothing, not even keep-alives.
+    Stall,
+}
+
+impl Scenario {
+    /// Every scenario and its `--scenario` name.
+    pub const ALL: [(&'static str, Scenario); 8] = [
+        ("steady", Scenario::Steady),
+        ("approval", Scenario::Approval),
+        ("error", Scenario::Failing),
+        ("no-api", Scenario::NoApi),
+        ("flood", Scenario::Flood),
+        ("huge", Scenario::Huge),
+        ("html", Scenario::Html),
+        ("stall", Scenario::Stall),
+    ];
+
+    /// The name `--scenario` takes.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, scenario)| *scenario == self)
+            .map_or("steady", |(name, _)| name)
+    }
+
+    /// Whether this scenario serves the status API at all.
+    pub fn serves_status_api(self) -> bool {
+        self != Scenario::NoApi
+    }
+
+    pub(crate) fn first_phase(self) -> Phase {
+        match self {
+            Scenario::Steady | Scenario::NoApi => Phase::Steady,
+            Scenario::Approval => Phase::Preparing,
+            Scenario::Failing => Phase::Attempting,
+            Scenario::Flood => Phase::Flood(0),
+            Scenario::Huge => Phase::Huge,
+            Scenario::Html => Phase::Html,
+            Scenario::Stall => Phase::Stall,
+        }
+    }
+
+    /// Starts work that is not a timer of one phase (the flood).
+    pub(crate) fn spawn_background(self, board: &Arc<StatusBoard>) {
+        if self == Scenario::Flood {
+            tokio::spawn(flood(Arc::clone(board)));
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `--scenario` named no known scenario.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "unknown scenario {0:?}; choose one of: steady, approval, error, no-api, flood, huge, html, stall"
+)]
+pub struct UnknownScenario(String);
+
+impl FromStr for Scenario {
+    type Err = UnknownScenario;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, scenario)| *scenario)
+            .ok_or_else(|| UnknownScenario(name.to_owned()))
+    }
+}
+
+/// One step of a scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Steady,
+    /// `approval`: working before it asks.
+    Preparing,
+    /// `approval`: waiting for approve or deny.
+    AwaitingApproval,
+    /// `approval`: approved, running the tests.
+    RunningTests,
+    /// `approval`: finished, the user's turn.
+    TestsPassed,
+    /// `approval`: denied, the user's turn.
+    Denied,
+    /// `error`: working before it fails.
+    Attempting,
+    /// `error`: failed, offering `retry`.
+    Failed,
+    /// `flood`: the n-th change.
+    Flood(u64),
+    Huge,
+    Html,
+    /// `html` after its valid action was taken.
+    HtmlApproved,
+    Stall,
+}
+
+impl Phase {
+    pub(crate) fn content(&self) -> Content {
+        match self {
+            Phase::Steady => content(AgentState::Idle, "Waiting for work", None, vec![]),
+            Phase::Preparing | Phase::RunningTests | Phase::Attempting => content(
+                AgentState::Working,
+                "Running the test suite",
+                Some("cargo test --workspace"),
+                vec![],
+            ),
+            Phase::AwaitingApproval => content(
+                AgentState::NeedsApproval,
+                "Run the test suite?",
+                Some("cargo test --workspace"),
+                vec![
+                    action("approve", "Approve", false, None),
+                    action("deny", "Deny", true, Some("Deny running the test suite?")),
+                ],
+            ),
+            Phase::TestsPassed => content(
+                AgentState::NeedsInput,
+                "Tests pass. Anything else?",
+                None,
+                vec![],
+            ),
+            Phase::Denied => content(
+                AgentState::NeedsInput,
+                "Denied. What should I do instead?",
+                None,
+                vec![],
+            ),
+            Phase::Failed => content(
+                AgentState::Error,
+                "The test runner crashed",
+                Some("cargo test --workspace: exit status 101"),
+                vec![action("retry", "Retry", false, None)],
+            ),
+            Phase::Flood(n) => {
+                let state = if n % 2 == 0 {
+                    AgentState::Working
+                } else {
+                    AgentState::NeedsInput
+                };
+                content(state, &format!("Flood change {n}"), None, vec![])
+            }
+            Phase::Huge => content(
+                AgentState::NeedsInput,
+                "A huge status document",
+                Some(&"0123456789abcdef".repeat(HUGE_DETAIL_BYTES / 16)),
+                vec![],
+            ),
+            Phase::Html => {
+                let mut hostile = content(
+                    AgentState::NeedsApproval,
+                    "<img src=x onerror=\"alert('title')\">\u{7}\u{1b}[31mred\u{0}\u{85}\u{202e}txt",
+                    Some("<script>alert('detail')</script>\r\nrm -rf ~\u{8}\u{8}\u{1b}]0;owned\u{7}"),
+                    vec![
+                        action("approve", "<b onclick=\"alert('label')\">Approve</b>\u{1b}[0m", false, Some("<script>alert('confirm')</script>")),
+                        action("Delete All<script>alert('id')</script>", "Invalid id", true, None),
+                    ],
+                );
+                hostile.controller.label =
+                    Some("<iframe src=\"javascript:alert('controller')\">".into());
+                hostile
+            }
+            Phase::HtmlApproved => content(AgentState::Idle, "<i>approved</i>\u{7}", None, vec![]),
+            Phase::Stall => content(AgentState::Working, "Stalled stream", None, vec![]),
+        }
+    }
+
+    /// Where this phase goes by itself, and after how long.
+    pub(crate) fn after(&self) -> Option<(Duration, Phase)> {
+        match self {
+            Phase::Preparing => Some((PHASE_DELAY, Phase::AwaitingApproval)),
+            Phase::RunningTests => Some((PHASE_DELAY, Phase::TestsPassed)),
+            Phase::Attempting => Some((PHASE_DELAY, Phase::Failed)),
+            _ => None,
+        }
+    }
+
+    /// Where action `id` leads from this phase; `None` when this phase does not offer it.
+    pub(crate) fn on_action(&self, id: &str) -> Option<Phase> {
+        match (self, id) {
+            (Phase::AwaitingApproval, "approve") => Some(Phase::RunningTests),
+            (Phase::AwaitingApproval, "deny") => Some(Phase::Denied),
+            (Phase::Failed, "retry") => Some(Phase::Attempting),
+            (Phase::Html, "approve") => Some(Phase::HtmlApproved),
+            _ => None,
+        }
+    }
+}
+
+fn content(state: AgentState, title: &str, detail: Option<&str>, actions: Vec<Action>) -> Content {
+    Content {
+        state,
+        title: title.to_owned(),
+        detail: detail.map(str::to_owned),
+        actions,
+        controller: Controller {
+            kind: "none",
+            label: None,
+        },
+    }
+}
+
+fn action(id: &str, label: &str, destructive: bool, confirm: Option<&str>) -> Action {
+    Action {
+        id: id.to_owned(),
+        label: label.to_owned(),
+        destructive,
+        confirm: confirm.map(str::to_owned),
+    }
+}
+
+/// The `flood` scenario's driver: [`FLOOD_CHANGES_PER_SECOND`] changes a second until stopped.
+async fn flood(board: Arc<StatusBoard>) {
+    let started = tokio::time::Instant::now();
+    let mut done = 0u64;
+    while pause(&board, FLOOD_TICK).await {
+        let due = started.elapsed().as_millis() as u64 * FLOOD_CHANGES_PER_SECOND / 1000;
+        // After a long suspension, catch up by at most one second's worth instead of stalling.
+        let from = done.max(due.saturating_sub(FLOOD_CHANGES_PER_SECOND));
+        for n in from..due {
+            board.enter(Phase::Flood(n + 1));
+        }
+        done = due;
+    }
+}

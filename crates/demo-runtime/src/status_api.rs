@@ -1,0 +1,174 @@
+//! The status API's routes (docs/runtime-api.md), behind the same bearer check as every route:
+//! `GET /supercode/v1/status`, `GET /supercode/v1/status/stream`, `POST /supercode/v1/actions/{id}`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use futures_util::{stream, Stream, StreamExt};
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::scenario::Scenario;
+use crate::status::{is_valid_action_id, ObserverGuard, Published, Refusal, StatusBoard};
+
+/// Path of the status document.
+pub const STATUS_PATH: &str = "/supercode/v1/status";
+/// Path of the status stream.
+pub const STATUS_STREAM_PATH: &str = "/supercode/v1/status/stream";
+/// Path prefix of action calls: `POST {ACTIONS_PATH}/{id}`.
+pub const ACTIONS_PATH: &str = "/supercode/v1/actions";
+
+/// How often an otherwise quiet status stream sends a `:keep-alive` comment.
+///
+/// Fifteen seconds is what the API documents: frequent enough that a client which hears nothing
+/// for three intervals (45 s) can call the stream dead, rare enough to cost nothing when idle.
+pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(15);
+
+/// Largest action request body read; `{"revision": N}` needs a few dozen bytes.
+const MAX_ACTION_BODY: usize = 4 * 1024;
+
+struct ApiState {
+    board: Arc<StatusBoard>,
+    keep_alive: Duration,
+}
+
+/// The status routes, or none at all when the scenario does not serve the API (so its paths
+/// fall through to the router's 404 like any unknown path).
+pub(crate) fn routes(board: Arc<StatusBoard>, keep_alive: Duration) -> Router {
+    if !board.scenario().serves_status_api() {
+        return Router::new();
+    }
+    let state = Arc::new(ApiState { board, keep_alive });
+    Router::new()
+        .route(STATUS_PATH, get(status))
+        .route(STATUS_STREAM_PATH, get(status_stream))
+        .route(&format!("{ACTIONS_PATH}/{{id}}"), post(run_action))
+        .with_state(state)
+}
+
+fn json_response(status: StatusCode, json: impl Into<String>) -> Response {
+    (
+        status,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        json.into(),
+    )
+        .into_response()
+}
+
+async fn status(State(api): State<Arc<ApiState>>) -> Response {
+    json_response(StatusCode::OK, api.board.current().json.as_ref())
+}
+
+async fn status_stream(State(api): State<Arc<ApiState>>) -> Response {
+    let stop = api.board.stop_token().clone().cancelled_owned();
+    if api.board.scenario() == Scenario::Stall {
+        // Headers, then silence until the runtime stops: no document, no keep-alive.
+        let silence = stream::pending::<Result<Event, Infallible>>().take_until(stop);
+        return Sse::new(silence).into_response();
+    }
+    let (first, changes, guard) = api.board.watch();
+    let documents = stream::once(async move { first })
+        .chain(later_documents(changes, guard))
+        .map(|published| {
+            Ok::<_, Infallible>(
+                Event::default()
+                    .event("status")
+                    .id(published.revision.to_string())
+                    .data(published.json.as_ref()),
+            )
+        })
+        .take_until(stop);
+    Sse::new(documents)
+        .keep_alive(KeepAlive::new().interval(api.keep_alive).text("keep-alive"))
+        .into_response()
+}
+
+/// Every document published after the first, in order; a reader that fell behind skips the
+/// documents it missed (each is whole, so skipping loses only intermediate states).
+fn later_documents(
+    changes: broadcast::Receiver<Published>,
+    guard: ObserverGuard,
+) -> impl Stream<Item = Published> {
+    stream::unfold((changes, guard), |(mut changes, guard)| async move {
+        loop {
+            match changes.recv().await {
+                Ok(published) => return Some((published, (changes, guard))),
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    })
+}
+
+async fn run_action(
+    State(api): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    if !is_valid_action_id(&id) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid-action-id",
+            "action ids match ^[a-z0-9][a-z0-9._-]{0,63}$",
+        );
+    }
+    let seen = match parse_action_body(&body) {
+        Ok(seen) => seen,
+        Err(message) => return error(StatusCode::BAD_REQUEST, "bad-request", message),
+    };
+    match api.board.act(&id, seen) {
+        Ok(revision) => json_response(
+            StatusCode::ACCEPTED,
+            serde_json::json!({ "action": id, "revision": revision }).to_string(),
+        ),
+        Err(Refusal::NotOffered) => error(
+            StatusCode::CONFLICT,
+            "not-offered",
+            &format!("the action {id:?} is not offered now"),
+        ),
+        Err(Refusal::StaleRevision) => error(
+            StatusCode::CONFLICT,
+            "stale-revision",
+            "the status changed since that revision; act on the current document",
+        ),
+    }
+}
+
+/// The caller's `revision`, if it sent one. An empty body is a call without one.
+fn parse_action_body(body: &[u8]) -> Result<Option<u64>, &'static str> {
+    if body.len() > MAX_ACTION_BODY {
+        return Err("the request body must be at most 4 KiB");
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    const SHAPE: &str = "the request body must be empty or a JSON object like {\"revision\": 12}";
+    // A map first: serde would otherwise also accept `[12]` as the struct's fields in order.
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(body).map_err(|_| SHAPE)?;
+    match object.get("revision") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(revision) => revision.as_u64().map(Some).ok_or(SHAPE),
+    }
+}
+
+fn error(status: StatusCode, code: &str, message: &str) -> Response {
+    json_response(
+        status,
+        serde_json::json!({ "error": { "code": code, "message": message } }).to_string(),
+    )
+}
