@@ -138,6 +138,16 @@ pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
                 &format!("The agent registration \"{profile}\" is waiting for approval."),
             );
         }
+        CoreEvent::AgentAlert {
+            name, state, title, ..
+        } => {
+            tracing::info!(runtime = %name, ?state, "an agent needs attention");
+            let body = match title {
+                Some(title) => format!("{name}: {title}"),
+                None => name,
+            };
+            notify(app, &format!("Agent {state:?}"), &body);
+        }
     }
 }
 

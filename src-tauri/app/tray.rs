@@ -381,6 +381,7 @@ mod tests {
             origin: RuntimeOrigin::Receipt,
             catalog_status: None,
             revive_capability: None,
+            state: None,
         }
     }
 
@@ -532,7 +533,8 @@ mod tests {
             SnapshotCounts {
                 running: 1,
                 stale: 1,
-                awaiting_approval: 1
+                awaiting_approval: 1,
+                needs_you: 0,
             }
         );
         let view = TrayView::of(&inventory, false);

@@ -2,6 +2,7 @@
 // screenshots, and the edge cases (first run, plaintext file store). Paths and
 // names are made up; nothing here is or resembles a secret.
 import type { PendingView, RuntimeView, Snapshot, SnapshotCounts } from "./bindings";
+import { AGENT_RULES } from "./bindings/agentRules";
 import { PENDING_RULES } from "./bindings/pendingRules";
 
 /** The scenarios `?mock=<name>` can pick. */
@@ -32,6 +33,7 @@ export function settle(s: Snapshot): Snapshot {
     running: s.runtimes.filter((r) => r.status === "running").length,
     stale: s.runtimes.filter((r) => r.status === "stale").length,
     awaitingApproval: s.pending.filter((p) => !p.over).length,
+    needsYou: s.runtimes.filter((r) => r.state !== null && AGENT_RULES[r.state.value].needsYou).length,
   };
   s.counts = counts;
   return s;
@@ -61,6 +63,7 @@ export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeVie
     origin: "receipt",
     catalogStatus: null,
     reviveCapability: null,
+    state: null,
     ...over,
   };
 }
@@ -164,7 +167,7 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
     firstRun: false,
     receiptDir: "/home/dev/.local/share/supercode/receipts",
     canonHome: "/home/dev/.canon",
-    counts: { running: 0, stale: 0, awaitingApproval: 0 },
+    counts: { running: 0, stale: 0, awaitingApproval: 0, needsYou: 0 },
   });
 }
 
@@ -179,7 +182,7 @@ export function emptySnapshot(): Snapshot {
     firstRun: true,
     receiptDir: "/home/dev/.local/share/supercode/receipts",
     canonHome: "/home/dev/.canon",
-    counts: { running: 0, stale: 0, awaitingApproval: 0 },
+    counts: { running: 0, stale: 0, awaitingApproval: 0, needsYou: 0 },
   });
 }
 

@@ -401,6 +401,7 @@ fn live_view(
         },
         catalog_status: entry.map(|e| e.status.clone()),
         revive_capability: entry.map(|e| e.revive_capability.clone()),
+        state: None,
     }
 }
 
@@ -458,6 +459,7 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
         origin: RuntimeOrigin::Catalog,
         catalog_status: Some(entry.status.clone()),
         revive_capability: Some(entry.revive_capability.clone()),
+        state: None,
     }
 }
 

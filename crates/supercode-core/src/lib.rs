@@ -31,7 +31,7 @@ pub use error::CoreError;
 pub use locations::Locations;
 pub use watch::WatchHandle;
 
-use view::{PendingView, ReviveOutcome, RevivePlanView, Snapshot};
+use view::{ActOutcome, PendingView, ReviveOutcome, RevivePlanView, Snapshot};
 
 /// Something the shell may want to show the user.
 #[derive(Clone, Debug)]
@@ -47,6 +47,19 @@ pub enum CoreEvent {
     RegistrationWaiting {
         /// The profile it will be saved as.
         profile: String,
+    },
+    /// A running runtime's agent entered a state the user should hear about
+    /// ([`view::AgentState::needs_you`] or [`view::AgentState::is_trouble`]): sent once per entry
+    /// into such a state, at most one per runtime for a burst of changes. Carries nothing secret.
+    AgentAlert {
+        /// The runtime's inventory id.
+        id: String,
+        /// Its display name.
+        name: String,
+        /// The state it entered.
+        state: view::AgentState,
+        /// What it is doing or asking (sanitized plain text), when it said.
+        title: Option<String>,
     },
 }
 
@@ -94,6 +107,15 @@ impl Supercode {
         let snapshot = inventory::snapshot(&self.locations, &self.approvals);
         self.proxies.retain_live(&snapshot);
         snapshot
+    }
+
+    /// Invokes `action` on runtime `id`, if the runtime's latest status document offers it.
+    ///
+    /// Placeholder until the status subscriptions land (issue 15): it refuses every action.
+    pub async fn act(&self, id: &str, action: &str) -> Result<ActOutcome, CoreError> {
+        Err(CoreError::Refused(format!(
+            "{id} does not offer \"{action}\" now (the tray does not read agent states yet)"
+        )))
     }
 
     /// Pending registrations, without poll tokens.

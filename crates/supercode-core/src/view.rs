@@ -128,6 +128,138 @@ pub struct RuntimeView {
     pub revive_capability: Option<canon_local::ReviveCapability>,
     /// Which record(s) this view was built from.
     pub origin: RuntimeOrigin,
+    /// What its agent is doing, from the runtime's status API (`docs/runtime-api.md`); `None`
+    /// for a runtime that is not running.
+    pub state: Option<AgentStateView>,
+}
+
+/// What an agent is doing: one of the API's five states, or one the tray derives itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, TS)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentState {
+    /// Busy; nothing is asked of the user.
+    Working,
+    /// Blocked on a permission or tool approval.
+    NeedsApproval,
+    /// Its turn is over or it asked a question: it waits for the user.
+    NeedsInput,
+    /// Nothing to do and nothing asked.
+    Idle,
+    /// It failed and cannot go on by itself.
+    Error,
+    /// Derived: the runtime does not serve the status API (or has not answered yet).
+    Unknown,
+    /// Derived: its process is alive but its endpoint does not answer.
+    NotAnswering,
+}
+
+impl AgentState {
+    /// Every state, for tests that walk all of them through each shell.
+    pub const ALL: [AgentState; 7] = [
+        AgentState::Working,
+        AgentState::NeedsApproval,
+        AgentState::NeedsInput,
+        AgentState::Idle,
+        AgentState::Error,
+        AgentState::Unknown,
+        AgentState::NotAnswering,
+    ];
+
+    /// The agent waits for the user: notify, sort first, and change the tray icon.
+    pub fn needs_you(self) -> bool {
+        matches!(self, AgentState::NeedsApproval | AgentState::NeedsInput)
+    }
+
+    /// Something went wrong that the user should hear about (a notification, not an icon).
+    pub fn is_trouble(self) -> bool {
+        matches!(self, AgentState::Error | AgentState::NotAnswering)
+    }
+
+    /// Where a runtime in this state sorts: lower first (needs you, then trouble, then the rest).
+    pub fn urgency(self) -> u8 {
+        match self {
+            AgentState::NeedsApproval => 0,
+            AgentState::NeedsInput => 1,
+            AgentState::Error | AgentState::NotAnswering => 2,
+            AgentState::Working => 3,
+            AgentState::Idle => 4,
+            AgentState::Unknown => 5,
+        }
+    }
+}
+
+/// An action the runtime's latest status document offers, sanitized (`docs/runtime-api.md`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentActionView {
+    /// Its machine name, validated (`^[a-z0-9][a-z0-9._-]{0,63}$`).
+    pub id: String,
+    /// The button or menu text (plain text, capped).
+    pub label: String,
+    /// It discards work or refuses the agent: styled apart, asked before it runs.
+    pub destructive: bool,
+    /// The question to ask before invoking it, when the runtime gave one (plain text, capped).
+    pub confirm: Option<String>,
+}
+
+/// Which kind of client drives an agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum ControllerKind {
+    /// A terminal.
+    Terminal,
+    /// An IDE.
+    Ide,
+    /// A browser.
+    Browser,
+    /// Nobody drives it now, or the runtime cannot tell.
+    None,
+}
+
+/// Which client drives an agent, as the runtime reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerView {
+    /// The kind of client.
+    pub kind: ControllerKind,
+    /// Which one, for people ("VS Code"), when the runtime said.
+    pub label: Option<String>,
+}
+
+/// A running runtime's live agent state, sanitized: every string is plain text, capped and free
+/// of control characters, so the shells render it as text and nothing else.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentStateView {
+    /// The state.
+    pub value: AgentState,
+    /// What it is doing or asking, for people; `None` while `unknown`.
+    pub title: Option<String>,
+    /// More about it (e.g. the command it wants to run); may contain line breaks.
+    pub detail: Option<String>,
+    /// When it entered this state (RFC 3339), as the runtime said or the tray saw.
+    pub since: Option<String>,
+    /// The actions it offers now, in order; empty unless the runtime answers.
+    pub actions: Vec<AgentActionView>,
+    /// Which client drives it; `None` while `unknown` or `not-answering`.
+    pub controller: Option<ControllerView>,
+    /// How many clients watch it; `None` while `unknown` or `not-answering`.
+    pub observers: Option<u32>,
+}
+
+impl AgentStateView {
+    /// The state of a runtime the tray has not heard from (or that does not serve the API).
+    pub fn unknown() -> Self {
+        Self {
+            value: AgentState::Unknown,
+            title: None,
+            detail: None,
+            since: None,
+            actions: Vec::new(),
+            controller: None,
+            observers: None,
+        }
+    }
 }
 
 /// Where an ignored file was found.
@@ -325,6 +457,8 @@ pub struct SnapshotCounts {
     /// Registrations that have not ended: they wait for the owner, for Canon or for the user
     /// to approve again.
     pub awaiting_approval: u32,
+    /// Running runtimes whose agent waits for the user ([`AgentState::needs_you`]).
+    pub needs_you: u32,
 }
 
 impl SnapshotCounts {
@@ -336,8 +470,27 @@ impl SnapshotCounts {
             running: count(with(RuntimeStatus::Running)),
             stale: count(with(RuntimeStatus::Stale)),
             awaiting_approval: count(pending.iter().filter(|p| !p.over).count()),
+            needs_you: count(
+                runtimes
+                    .iter()
+                    .filter(|r| r.state.as_ref().is_some_and(|s| s.value.needs_you()))
+                    .count(),
+            ),
         }
     }
+}
+
+/// What invoking an agent's action did: the runtime accepted it (its effect arrives as the
+/// next status documents).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ActOutcome {
+    /// The inventory id of the runtime.
+    pub id: String,
+    /// The action id that was accepted.
+    pub action: String,
+    /// A human summary ("demo-alpha accepted Approve").
+    pub message: String,
 }
 
 /// What a revive did.

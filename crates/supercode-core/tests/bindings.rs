@@ -32,8 +32,14 @@ fn generated() -> Vec<(String, String)> {
         )
     }
     vec![
+        one::<ActOutcome>(),
         one::<ActionAvailability>(),
+        one::<AgentActionView>(),
+        one::<AgentState>(),
+        one::<AgentStateView>(),
         one::<CommandError>(),
+        one::<ControllerKind>(),
+        one::<ControllerView>(),
         one::<ErrorCode>(),
         one::<FileWarning>(),
         one::<IgnoredFile>(),
@@ -83,6 +89,26 @@ fn pending_rules() -> (String, String) {
     )
 }
 
+/// What the core decides for each agent state, as a TypeScript table, for the same reason.
+fn agent_rules() -> (String, String) {
+    let mut rows = String::new();
+    for state in AgentState::ALL {
+        let value = serde_json::json!({
+            "needsYou": state.needs_you(),
+            "trouble": state.is_trouble(),
+            "urgency": state.urgency(),
+        });
+        let key = serde_json::to_value(state).unwrap();
+        rows.push_str(&format!("  {}: {},\n", key, value));
+    }
+    (
+        "agentRules.ts".into(),
+        format!(
+            "{HEADER}import type {{ AgentState }} from \"./AgentState\";\n\n/** What the core decides for an agent in each state (`AgentState::needs_you`, `is_trouble`, `urgency`: lower sorts first). */\nexport const AGENT_RULES: Record<AgentState, {{ needsYou: boolean, trouble: boolean, urgency: number }}> = {{\n{rows}}};\n"
+        ),
+    )
+}
+
 fn index(files: &[(String, String)]) -> String {
     let mut out = String::from(HEADER);
     for (name, _) in files {
@@ -98,6 +124,7 @@ fn committed_typescript_bindings_match_the_rust_view_types() {
     let mut files = generated();
     files.push(("index.ts".into(), index(&files)));
     files.push(pending_rules());
+    files.push(agent_rules());
     if std::env::var_os("UPDATE_BINDINGS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
         for entry in std::fs::read_dir(&dir).unwrap() {

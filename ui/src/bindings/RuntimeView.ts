@@ -1,5 +1,6 @@
 // Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
 import type { ActionAvailability } from "./ActionAvailability";
+import type { AgentStateView } from "./AgentStateView";
 import type { RuntimeOrigin } from "./RuntimeOrigin";
 import type { RuntimeStatus } from "./RuntimeStatus";
 import type { SourceView } from "./SourceView";
@@ -97,4 +98,9 @@ reviveCapability: string | null,
 /**
  * Which record(s) this view was built from.
  */
-origin: RuntimeOrigin, };
+origin: RuntimeOrigin, 
+/**
+ * What its agent is doing, from the runtime's status API (`docs/runtime-api.md`); `None`
+ * for a runtime that is not running.
+ */
+state: AgentStateView | null, };

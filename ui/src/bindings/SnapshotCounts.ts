@@ -12,4 +12,8 @@ stale: number,
  * Registrations that have not ended: they wait for the owner, for Canon or for the user
  * to approve again.
  */
-awaitingApproval: number, };
+awaitingApproval: number, 
+/**
+ * Running runtimes whose agent waits for the user ([`AgentState::needs_you`]).
+ */
+needsYou: number, };

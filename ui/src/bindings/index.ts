@@ -1,6 +1,12 @@
 // Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
+export type { ActOutcome } from "./ActOutcome";
 export type { ActionAvailability } from "./ActionAvailability";
+export type { AgentActionView } from "./AgentActionView";
+export type { AgentState } from "./AgentState";
+export type { AgentStateView } from "./AgentStateView";
 export type { CommandError } from "./CommandError";
+export type { ControllerKind } from "./ControllerKind";
+export type { ControllerView } from "./ControllerView";
 export type { ErrorCode } from "./ErrorCode";
 export type { FileWarning } from "./FileWarning";
 export type { IgnoredFile } from "./IgnoredFile";
