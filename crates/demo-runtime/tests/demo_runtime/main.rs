@@ -1,6 +1,6 @@
 //! Integration tests for the demo runtime: a real server on loopback, a real HTTP client.
 
-#[path = "demo_runtime/status_api.rs"]
+
 mod status_api;
 
 use std::time::Duration;
