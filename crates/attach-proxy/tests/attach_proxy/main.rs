@@ -3,9 +3,7 @@
 //! The upstream is always a real demo runtime on loopback; clients are real HTTP, WebSocket and
 //! raw-socket clients, and `browser` drives a real headless Chromium.
 
-
 mod support;
-
 
 mod browser;
 

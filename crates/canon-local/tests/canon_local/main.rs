@@ -2,9 +2,7 @@
 //! implementation (`tests/reference/*.js`, reconstructed verbatim from `@canonmsg/core` 0.13)
 //! under Node: they are skipped when `node` is missing, unless `SUPERCODE_REQUIRE_NODE=1`.
 
-
 mod support;
-
 
 mod approval;
 

@@ -1,6 +1,5 @@
 //! Integration tests for the demo runtime: a real server on loopback, a real HTTP client.
 
-
 mod status_api;
 
 use std::time::Duration;
