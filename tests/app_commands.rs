@@ -4,8 +4,8 @@
 //! bearer token, the API key, the poll token and the runtime's loopback address.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
+use live_runtime::test_support::WAIT_TIMEOUT;
 use live_runtime::{LiveRuntimeMetadata, LiveRuntimeSource, ReceiptDir, SecretStore, Sensitive};
 use serde_json::{json, Value};
 use supercode_core::{Locations, Supercode};
@@ -316,10 +316,9 @@ fn approve_and_its_errors_answers_and_events_carry_no_api_key_or_poll_token() {
         "the approved profile is saved for canon runtimes"
     );
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while seen.lock().unwrap().is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    live_runtime::test_support::wait_until("a snapshot event", WAIT_TIMEOUT, || {
+        (!seen.lock().unwrap().is_empty()).then_some(())
+    });
     let events = seen.lock().unwrap().clone();
     assert!(
         !events.is_empty(),

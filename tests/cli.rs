@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use live_runtime::test_support::{self, wait_until, ChildGuard};
 use serde_json::Value;
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
@@ -526,14 +527,11 @@ fn another_user_who_reads_the_attach_link_off_a_command_line_cannot_use_it() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + START_TIMEOUT;
-    while std::fs::read_to_string(&status_file).map_or(true, |s| s.is_empty()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the stand-in browser did not finish"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("the stand-in browser to finish", START_TIMEOUT, || {
+        std::fs::read_to_string(&status_file)
+            .is_ok_and(|s| !s.is_empty())
+            .then_some(())
+    });
     let result = attach_proxy::other_user::finish(snooper);
     let _ = Command::new("kill")
         .args(["-INT", &attach.id().to_string()])
@@ -610,11 +608,9 @@ fn approve_restarted_mid_poll_with_another_canon_base_url_sends_the_poll_token_n
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + START_TIMEOUT;
-    while server.state().polls == 0 {
-        assert!(std::time::Instant::now() < deadline, "approve never polled");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("approve to poll", START_TIMEOUT, || {
+        (server.state().polls > 0).then_some(())
+    });
     first.kill().unwrap();
     first.wait().unwrap();
 
@@ -645,54 +641,30 @@ fn approve_restarted_mid_poll_with_another_canon_base_url_sends_the_poll_token_n
 /// A `sleep` whose pid a hand-written receipt claims with another start time: the receipt is
 /// stale (its pid now belongs to another process) and revivable from its supervisor.
 struct StaleReceipt {
-    holder: Child,
+    _holder: ChildGuard,
     endpoint: String,
 }
 
-impl Drop for StaleReceipt {
-    fn drop(&mut self) {
-        let _ = self.holder.kill();
-        let _ = self.holder.wait();
-    }
-}
-
 fn stale_receipt(home: &Home, argv: &[&str], env: Value) -> StaleReceipt {
-    use std::io::Write as _;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let holder = Command::new("sleep").arg("600").spawn().unwrap();
-    let identity = live_runtime::ProcessIdentity::of(holder.id()).unwrap();
-    let dir = home.path("receipts");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .unwrap();
-    let endpoint = live_runtime::LiveRuntimeEndpoint::generate().to_string();
-    let receipt = serde_json::json!({
-        "version": 1,
-        "endpoint": endpoint,
-        "runtimeId": "test:planned",
-        "source": { "sessionId": "session-planned", "workspace": home.path("workspace") },
-        "process": { "pid": identity.pid, "startTime": identity.start_time + 1 },
-        "address": "127.0.0.1:9",
-        "registeredAt": "2026-01-02T03:04:05.678Z",
-        "metadata": {
-            "runtimeKind": "sdk",
-            "displayName": "planned",
-            "supervisor": { "kind": "launchCommand", "argv": argv, "cwd": home.path("workspace"), "env": env },
-        },
+    let holder = ChildGuard::sleep();
+    let identity = holder.identity();
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
+    let mut receipt = test_support::foreign_receipt(
+        &endpoint,
+        "planned",
+        identity.pid,
+        Some(identity.start_time + 1),
+    );
+    receipt["source"]["workspace"] = serde_json::json!(home.path("workspace"));
+    receipt["metadata"]["supervisor"] = serde_json::json!({
+        "kind": "launchCommand", "argv": argv, "cwd": home.path("workspace"), "env": env,
     });
-    let tmp = dir.join(format!(".{endpoint}.json.test.tmp"));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .unwrap();
-    file.write_all(receipt.to_string().as_bytes()).unwrap();
-    drop(file);
-    std::fs::rename(&tmp, dir.join(format!("{endpoint}.json"))).unwrap();
-    StaleReceipt { holder, endpoint }
+    let dir = home.path("receipts");
+    test_support::write_receipt_file(&dir, &format!("{endpoint}.json"), &receipt);
+    StaleReceipt {
+        _holder: holder,
+        endpoint: endpoint.to_string(),
+    }
 }
 
 /// Issue 13: `revive` prints the plan (absolute program, each argument, working directory, every
@@ -769,29 +741,8 @@ fn revive_prints_the_plan_asks_for_yes_and_refuses_ld_preload_until_allowed() {
 /// Runs a subcommand, failing the test (and killing it) if it has not ended within `deadline`:
 /// a FIFO opened without `O_NONBLOCK` or `/dev/zero` read without a cap would hang it forever.
 fn run_within(home: &Home, args: &[&str], deadline: Duration) -> Output {
-    let child = home
-        .command(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(deadline) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!(
-                "`supercode-tray {}` did not end within {deadline:?}",
-                args.join(" ")
-            );
-        }
-    }
+    let what = format!("`supercode-tray {}`", args.join(" "));
+    test_support::output_within(home.command(args), &what, deadline)
 }
 
 /// A `$CANON_HOME` with two good catalog entries (one whose profile exists, one whose profile is

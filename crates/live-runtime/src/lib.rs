@@ -21,6 +21,9 @@
 //! - [`receipt`]: the receipt types, the on-disk format (see `docs/receipt-format.md`) and the
 //!   register / list / resolve / discover / find / forget operations.
 //!
+//! - `test_support` (feature `test-support`, for tests only): the fixtures every crate's
+//!   integration tests share.
+//!
 //! # Blocking
 //! Every operation is synchronous: file I/O plus, for the keychain store, a round trip bounded by
 //! [`KEYCHAIN_TIMEOUT`]. Async callers should run them with `tokio::task::spawn_blocking`.
@@ -30,6 +33,8 @@ pub mod owned_file;
 pub mod process;
 pub mod receipt;
 pub mod secret;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 
 pub use process::{effective_uid, pid_exists, ProcessIdentity};
 pub use receipt::{

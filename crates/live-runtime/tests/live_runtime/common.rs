@@ -1,13 +1,15 @@
-//! Shared fixtures: temp receipt directories, receipts written by hand (as a foreign runtime would),
-//! child processes that are always reaped, and keychain availability.
+//! This crate's own fixtures (temp receipt directories, raw files, receipts with chosen fields)
+//! over the shared ones in `live_runtime::test_support` (child guards, keychain-or-skip, child
+//! re-exec), which this module re-exports for the area modules.
 
 use std::fs;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
+use live_runtime::test_support;
 use live_runtime::{
     BearerToken, LiveRuntimeEndpoint, LiveRuntimeSource, ReceiptDir, SecretStore, Sensitive,
 };
@@ -80,7 +82,7 @@ pub fn write_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> PathBuf {
     path
 }
 
-/// A v1 receipt as a foreign (Node/Python) writer would produce it.
+/// A v1 receipt as a foreign (Node/Python) writer would produce it, with these fields.
 pub fn foreign_receipt(
     endpoint: &LiveRuntimeEndpoint,
     runtime_id: &str,
@@ -90,35 +92,20 @@ pub fn foreign_receipt(
     address: &str,
     token: Option<&str>,
 ) -> Value {
-    let mut process = json!({ "pid": pid });
-    if let Some(start_time) = start_time {
-        process["startTime"] = json!(start_time);
-    }
-    let mut receipt = json!({
-        "version": 1,
-        "endpoint": endpoint,
-        "runtimeId": runtime_id,
-        "source": source,
-        "process": process,
-        "address": address,
-        "registeredAt": "2026-01-02T03:04:05.678Z",
-        "metadata": { "runtimeKind": "sdk" },
-    });
+    let mut receipt = test_support::foreign_receipt(endpoint, runtime_id, pid, start_time);
+    receipt["runtimeId"] = json!(runtime_id);
+    receipt["source"] = json!(source);
+    receipt["address"] = json!(address);
+    receipt["metadata"] = json!({ "runtimeKind": "sdk" });
     if let Some(token) = token {
         receipt["token"] = json!(token);
     }
     receipt
 }
 
-/// Writes a receipt value as `<endpoint>.json`, mode 0600.
+/// Writes a receipt value as `<endpoint>.json`, mode 0600, temp file then rename.
 pub fn write_receipt(dir: &ReceiptDir, endpoint: &LiveRuntimeEndpoint, receipt: &Value) -> PathBuf {
-    make_receipt_dir(dir);
-    write_file(
-        dir.path(),
-        &format!("{endpoint}.json"),
-        serde_json::to_string_pretty(receipt).unwrap().as_bytes(),
-        0o600,
-    )
+    test_support::write_receipt_file(dir.path(), &format!("{endpoint}.json"), receipt)
 }
 
 /// The names of every entry in a directory (empty if it does not exist).
@@ -135,72 +122,7 @@ pub fn entries(dir: &Path) -> Vec<String> {
     }
 }
 
-/// A child process that is killed and reaped when dropped, so no test leaks a `sleep`.
-pub struct ChildGuard(pub Child);
-
-impl ChildGuard {
-    pub fn sleep() -> Self {
-        ChildGuard(
-            Command::new("sleep")
-                .arg("300")
-                .stdin(Stdio::null())
-                .spawn()
-                .expect("spawn sleep"),
-        )
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.0.id()
-    }
-
-    /// SIGKILL and reap.
-    pub fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// The OS keychain if a Secret Service answers; `None` (with a message) otherwise, unless
-/// `SUPERCODE_REQUIRE_KEYCHAIN=1`, in which case an unreachable keychain fails the test.
-pub fn keychain_or_skip(test: &str) -> Option<SecretStore> {
-    let store = SecretStore::keychain();
-    match store.probe() {
-        Ok(()) => Some(store),
-        Err(e) => {
-            if std::env::var("SUPERCODE_REQUIRE_KEYCHAIN").as_deref() == Ok("1") {
-                panic!("SUPERCODE_REQUIRE_KEYCHAIN=1 but the keychain is unusable: {e}");
-            }
-            eprintln!("SKIPPED {test}: no usable OS keychain ({e}); run under dbus-run-session with gnome-keyring, or set SUPERCODE_REQUIRE_KEYCHAIN=1 to make this a failure");
-            None
-        }
-    }
-}
-
-/// Environment variable naming the helper test a child process should run; helper tests do
-/// nothing unless it names them.
-pub const CHILD_ENV: &str = "LIVE_RUNTIME_TEST_CHILD";
-
-/// True when this process was started by [`run_child_test`] for `test`.
-pub fn is_child_for(test: &str) -> bool {
-    std::env::var(CHILD_ENV).as_deref() == Ok(test)
-}
-
-/// The arguments that make this test binary run exactly one (ignored) helper test.
-pub fn child_test_args(test: &str) -> [&str; 5] {
-    [
-        test,
-        "--exact",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ]
-}
+pub use live_runtime::test_support::{child_test_args, is_child_for, keychain_or_skip, ChildGuard};
 
 /// Re-runs this test binary for the single (ignored) helper test `test` with extra environment,
 /// so tests that need process-global state (environment variables, a broken D-Bus address) do not
@@ -211,8 +133,7 @@ pub fn run_child_test(
     unset: &[&str],
     deadline: std::time::Duration,
 ) -> std::process::Output {
-    let mut command = Command::new(std::env::current_exe().unwrap());
-    command.args(child_test_args(test));
+    let mut command = live_runtime::test_support::child_test_command(test);
     for name in unset {
         command.env_remove(name);
     }
@@ -222,29 +143,13 @@ pub fn run_child_test(
     run_with_deadline(command, test, deadline)
 }
 
-/// Runs `command` (which runs the helper test `test`) and collects its output; kills it and fails
-/// if it runs past `deadline`.
+/// Runs `command` (which runs the helper test `test`, perhaps through a wrapper) and collects its
+/// output; kills it and fails if it runs past `deadline`.
 pub fn run_with_deadline(
     mut command: Command,
     test: &str,
     deadline: std::time::Duration,
 ) -> std::process::Output {
-    command
-        .env(CHILD_ENV, test.rsplit("::").next().unwrap())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = command.spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(deadline) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("child test {test} did not finish within {deadline:?}");
-        }
-    }
+    live_runtime::test_support::mark_child(&mut command, test);
+    live_runtime::test_support::output_within(command, &format!("child test {test}"), deadline)
 }

@@ -138,7 +138,7 @@ fn on_path(program: &str) -> bool {
 #[test]
 fn a_locked_keyring_reports_locked_and_never_falls_back_to_plaintext() {
     if !(on_path("dbus-run-session") && on_path("gnome-keyring-daemon")) {
-        if std::env::var("SUPERCODE_REQUIRE_KEYCHAIN").as_deref() == Ok("1") {
+        if live_runtime::test_support::keychain_required() {
             panic!("SUPERCODE_REQUIRE_KEYCHAIN=1 but dbus-run-session / gnome-keyring-daemon are missing");
         }
         eprintln!("SKIPPED a_locked_keyring_reports_locked: dbus-run-session or gnome-keyring-daemon not installed");

@@ -16,9 +16,7 @@ use live_runtime::{
 };
 use rand::Rng;
 
-use crate::common::{
-    child_test_args, entries, is_child_for, loopback, source, token, ChildGuard, CHILD_ENV,
-};
+use crate::common::{entries, is_child_for, loopback, source, token, ChildGuard};
 
 /// How many writer processes are killed. Each is killed after a random number of completed
 /// writes plus a random delay, so the kill lands anywhere in the write sequence.
@@ -78,12 +76,10 @@ fn sigkilled_writers_leave_no_readable_partial_receipt_and_their_leftovers_are_c
     let mut writer_pids = Vec::new();
 
     for _ in 0..KILLS {
-        let mut command = Command::new(std::env::current_exe().unwrap());
+        let mut command =
+            live_runtime::test_support::child_test_command("killed_writer::receipt_writer_child");
         command
-            .args(child_test_args("killed_writer::receipt_writer_child"))
-            .env(CHILD_ENV, "receipt_writer_child")
             .env(WRITER_DIR_ENV, tmp.path())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         let mut child = ChildGuard(command.spawn().unwrap());

@@ -70,7 +70,7 @@ fn forget_removes_only_the_stale_receipt(fx: &Fixture) {
     fx.add_catalog_entry(Some("erin"), &["run"], LocalRuntimeStatus::Offline, None);
     let (other, _listener) = register(fx.receipts(), "bystander", "tok", None);
     // A live pid whose start time does not match the receipt: the pid was "reused".
-    let sleeper = Sleeper::spawn();
+    let sleeper = Sleeper::sleep();
     let ProcessIdentity { pid, start_time } = sleeper.identity();
     let stale = write_receipt(fx.receipts(), pid, start_time + 1, "reused");
     let endpoint = stale.parse().unwrap();

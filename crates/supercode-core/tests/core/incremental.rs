@@ -137,7 +137,7 @@ impl Run {
                 &format!("background-{i}"),
             );
         }
-        let sleepers: Vec<Sleeper> = (0..PROCESSES).map(|_| Sleeper::spawn()).collect();
+        let sleepers: Vec<Sleeper> = (0..PROCESSES).map(|_| Sleeper::sleep()).collect();
         let identities = sleepers.iter().map(Sleeper::identity).collect();
         let core = fx.core();
         let (sink, mut events) = recorder();
@@ -350,16 +350,7 @@ impl Run {
 }
 
 fn receipt(endpoint: &LiveRuntimeEndpoint, pid: u32, start_time: u64, name: &str) -> Value {
-    json!({
-        "version": 1,
-        "endpoint": endpoint,
-        "runtimeId": format!("test:{name}"),
-        "source": { "sessionId": format!("session-{name}"), "workspace": "/tmp" },
-        "process": { "pid": pid, "startTime": start_time },
-        "address": "127.0.0.1:9",
-        "registeredAt": "2026-01-02T03:04:05.678Z",
-        "metadata": { "runtimeKind": "sdk", "displayName": name },
-    })
+    live_runtime::test_support::foreign_receipt(endpoint, name, pid, Some(start_time))
 }
 
 fn pretty(value: &Value) -> Vec<u8> {
@@ -379,13 +370,8 @@ fn write_private(path: &Path, bytes: &[u8]) {
 
 /// As every writer must: a temp file in the same directory, then a rename over the target.
 fn write_atomically(dir: &Path, path: &Path, receipt: &Value) {
-    let temp = dir.join(format!(
-        ".{}.test.{}.tmp",
-        path.file_name().unwrap().to_string_lossy(),
-        std::process::id()
-    ));
-    write_private(&temp, &pretty(receipt));
-    fs::rename(&temp, path).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    live_runtime::test_support::write_receipt_file(dir, &name, receipt);
 }
 
 fn clear(path: &Path) {

@@ -42,7 +42,7 @@ fn catalog_only_entries_are_listed_with_their_derived_status_and_revive_availabi
     fx.add_profile("bob", "key-bob");
     let offline =
         fx.add_catalog_entry(Some("bob"), &["run-bob"], LocalRuntimeStatus::Offline, None);
-    let mut dead = Sleeper::spawn();
+    let mut dead = Sleeper::sleep();
     let dead_pid = dead.pid();
     dead.kill();
     let stale = fx.add_catalog_entry(
@@ -131,7 +131,7 @@ fn a_profile_lock_held_by_a_live_process_makes_revive_unavailable_naming_the_pid
     let fx = Fixture::new();
     fx.add_profile("carol", "k");
     let id = fx.add_catalog_entry(Some("carol"), &["run"], LocalRuntimeStatus::Offline, None);
-    let holder = Sleeper::spawn();
+    let holder = Sleeper::sleep();
     fx.hold_lock_as("carol", holder.pid());
 
     let view = find(&fx.core().snapshot(), &id).unwrap().clone();

@@ -133,7 +133,7 @@ fn revive_flow_child() {
         .is_some_and(|r| r.contains(&format!("PID {old_pid}"))));
 
     // Another live process holding p's lock blocks revive, and the refusal names it.
-    let mut holder = Sleeper::spawn();
+    let mut holder = Sleeper::sleep();
     fx.hold_lock_as("p", holder.pid());
     let message = refused_message(rt.block_on(core.revive_plan(&catalog_id)).unwrap_err());
     assert!(
@@ -347,7 +347,7 @@ fn confirm(plan: &RevivePlanView, allow_env: &[&str]) -> ReviveRequest {
 #[tokio::test]
 async fn the_revive_plan_shows_the_absolute_program_its_arguments_cwd_and_every_variable() {
     let fx = Fixture::new();
-    let holder = Sleeper::spawn();
+    let holder = Sleeper::sleep();
     let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
     let id = stale_receipt_with(
         &fx,
@@ -391,7 +391,7 @@ async fn the_revive_plan_shows_the_absolute_program_its_arguments_cwd_and_every_
 #[tokio::test]
 async fn a_launch_plan_with_ld_preload_is_refused_with_its_reason_until_it_is_allowed() {
     let fx = Fixture::new();
-    let holder = Sleeper::spawn();
+    let holder = Sleeper::sleep();
     let marker = fx.root.join("ran");
     let script = format!("printf %s \"$LD_PRELOAD\" > '{}'; exit 3", marker.display());
     let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
@@ -516,7 +516,7 @@ async fn a_revive_whose_catalog_entry_changed_since_it_was_shown_is_refused() {
 #[tokio::test]
 async fn a_revive_whose_receipt_changed_since_it_was_shown_is_refused() {
     let fx = Fixture::new();
-    let holder = Sleeper::spawn();
+    let holder = Sleeper::sleep();
     let marker = fx.root.join("ran");
     let script = format!("echo ran > '{}'; exit 3", marker.display());
     let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
@@ -549,7 +549,7 @@ async fn a_revive_whose_receipt_changed_since_it_was_shown_is_refused() {
 async fn the_program_is_resolved_on_the_plans_path_and_that_absolute_path_runs() {
     use std::os::unix::fs::PermissionsExt;
     let fx = Fixture::new();
-    let holder = Sleeper::spawn();
+    let holder = Sleeper::sleep();
     let (earlier, bin) = (fx.root.join("earlier-bin"), fx.root.join("private-bin"));
     std::fs::create_dir_all(&earlier).unwrap();
     std::fs::create_dir_all(&bin).unwrap();

@@ -16,22 +16,16 @@ use canon_local::{
 };
 use live_runtime::{
     LiveRuntimeEndpoint, LiveRuntimeMetadata, LiveRuntimeRegistration, LiveRuntimeSource,
-    ProcessIdentity, ReceiptDir, SecretStore, Sensitive,
+    ReceiptDir, SecretStore, Sensitive,
 };
 use supercode_core::revive::ReviveRequest;
 use supercode_core::view::{ReviveOutcome, RuntimeView, Snapshot};
 use supercode_core::{CoreError, CoreEvent, Locations, Supercode};
 
-/// The longest any single wait in these tests may take. Generous: CI machines are shared and
-/// slow, and a passing test never waits this long.
-pub const TIMEOUT: Duration = Duration::from_secs(30);
+use live_runtime::test_support;
 
-/// How often a deadline-bounded wait re-checks its condition.
-const POLL: Duration = Duration::from_millis(10);
-
-/// Names the helper test a re-executed copy of this binary should run; helpers do nothing
-/// unless it names them.
-pub const CHILD_ENV: &str = "SUPERCODE_CORE_TEST_CHILD";
+/// The longest any single wait in these tests may take (the shared, generous bound).
+pub const TIMEOUT: Duration = live_runtime::test_support::WAIT_TIMEOUT;
 
 /// The fixture root a child process should use.
 pub const ROOT_ENV: &str = "SUPERCODE_CORE_TEST_ROOT";
@@ -270,65 +264,14 @@ pub fn write_receipt_as(
     name: &str,
     metadata: serde_json::Value,
 ) {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(receipts.path())
-        .unwrap();
-    let receipt = serde_json::json!({
-        "version": 1,
-        "endpoint": endpoint,
-        "runtimeId": format!("test:{name}"),
-        "source": { "sessionId": format!("session-{name}"), "workspace": "/tmp" },
-        "process": { "pid": pid, "startTime": start_time },
-        "address": "127.0.0.1:9",
-        "registeredAt": "2026-01-02T03:04:05.678Z",
-        "metadata": metadata,
-    });
-    let tmp = receipts
-        .path()
-        .join(format!(".{endpoint}.json.test.{}.tmp", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .unwrap();
-    file.write_all(serde_json::to_string_pretty(&receipt).unwrap().as_bytes())
-        .unwrap();
-    drop(file);
-    std::fs::rename(&tmp, receipts.receipt_path(endpoint)).unwrap();
+    let mut receipt = test_support::foreign_receipt(endpoint, name, pid, Some(start_time));
+    receipt["metadata"] = metadata;
+    test_support::write_receipt_file(receipts.path(), &format!("{endpoint}.json"), &receipt);
 }
 
-/// A `sleep` process: a real, live pid that is not this process. Killed on drop.
-pub struct Sleeper(Child);
-
-impl Sleeper {
-    pub fn spawn() -> Self {
-        Self(Command::new("sleep").arg("600").spawn().unwrap())
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.0.id()
-    }
-
-    pub fn identity(&self) -> ProcessIdentity {
-        ProcessIdentity::of(self.pid()).unwrap()
-    }
-
-    /// SIGKILL and reap.
-    pub fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+/// A `sleep` process (`Sleeper::sleep()`): a real, live pid that is not this process. Killed
+/// and reaped on drop.
+pub use live_runtime::test_support::ChildGuard as Sleeper;
 
 /// Sends SIGKILL to a process that is not our child (e.g. a revived, detached runtime).
 pub fn kill_pid(pid: u32) {
@@ -350,20 +293,7 @@ pub fn session_of(pid: u32) -> u32 {
         .unwrap()
 }
 
-/// Polls `check` until it returns `Some`, failing the test after `timeout`.
-pub fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(POLL);
-    }
-}
+pub use live_runtime::test_support::wait_until;
 
 /// The runtime in `snapshot` with this id or catalog id.
 pub fn find<'a>(snapshot: &'a Snapshot, id: &str) -> Option<&'a RuntimeView> {
@@ -515,39 +445,10 @@ pub fn tray_binary(test: &str) -> Option<PathBuf> {
     None
 }
 
-/// The OS keychain if a Secret Service answers; `None` (with a message) otherwise, unless
-/// `SUPERCODE_REQUIRE_KEYCHAIN=1`, in which case an unusable keychain fails the test.
-pub fn keychain_or_skip(test: &str) -> Option<SecretStore> {
-    let store = SecretStore::keychain();
-    match store.probe() {
-        Ok(()) => Some(store),
-        Err(e) => {
-            if std::env::var("SUPERCODE_REQUIRE_KEYCHAIN").as_deref() == Ok("1") {
-                panic!("SUPERCODE_REQUIRE_KEYCHAIN=1 but the keychain is unusable: {e}");
-            }
-            eprintln!("SKIPPED {test}: no usable OS keychain ({e}); run under scripts/test-env.sh, or set SUPERCODE_REQUIRE_KEYCHAIN=1 to make this a failure");
-            None
-        }
-    }
-}
-
-/// True when this process is a re-executed child asked to run `test`.
-pub fn is_child_for(test: &str) -> bool {
-    std::env::var(CHILD_ENV).as_deref() == Ok(test)
-}
+pub use live_runtime::test_support::{is_child_for, keychain_or_skip};
 
 fn child_command(test: &str) -> Command {
-    let mut command = Command::new(std::env::current_exe().unwrap());
-    command
-        .args([
-            test,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, test);
-    command
+    test_support::child_test_command(test)
 }
 
 /// Runs the ignored helper test `test` in a fresh copy of this binary with `env`, and fails

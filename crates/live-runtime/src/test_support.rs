@@ -1,0 +1,229 @@
+//! Fixtures the workspace's integration tests share (feature `test-support`, never in the app):
+//! receipts written by hand the way a foreign runtime writes them (a temp file, then a rename),
+//! child processes (`sleep` most often) that are always killed and reaped, the real OS keychain or a clear skip,
+//! re-running the test binary for one helper test in a child process, and deadline-bounded
+//! polling.
+//!
+//! Everything here is real (files, processes, the Secret Service); nothing is mocked. Helpers
+//! panic on failure: they run inside tests, where a panic is the failure report.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::{LiveRuntimeEndpoint, ProcessIdentity, SecretStore};
+
+/// The longest a single [`wait_until`] in a test should wait. Generous: CI machines are shared
+/// and slow, and a passing test never waits this long.
+pub const WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How often [`wait_until`] re-checks: short enough that a passing test barely waits, long
+/// enough not to spin a shared CPU.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Names the helper test a re-executed copy of a test binary should run; helper tests do
+/// nothing unless it names them.
+pub const CHILD_ENV: &str = "SUPERCODE_TEST_CHILD";
+
+/// Set to `1` (CI) to make an unusable keychain fail [`keychain_or_skip`] instead of skipping.
+pub const REQUIRE_KEYCHAIN_ENV: &str = "SUPERCODE_REQUIRE_KEYCHAIN";
+
+/// Polls `check` until it returns `Some`, failing the test after `timeout` with `what`.
+pub fn wait_until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(POLL);
+    }
+}
+
+/// A child process that is SIGKILLed and reaped when dropped, so no test leaks one; most often a
+/// `sleep` ([`ChildGuard::sleep`]): a real, live pid that is not this process.
+pub struct ChildGuard(pub Child);
+
+impl ChildGuard {
+    /// Starts `sleep 600` (long enough to outlive any test) with stdin closed.
+    pub fn sleep() -> Self {
+        Self(
+            Command::new("sleep")
+                .arg("600")
+                .stdin(Stdio::null())
+                .spawn()
+                .expect("spawn sleep"),
+        )
+    }
+
+    /// Its pid.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Its process identity (pid and start time), as a receipt records it.
+    pub fn identity(&self) -> ProcessIdentity {
+        ProcessIdentity::of(self.pid()).expect("a live child has an identity")
+    }
+
+    /// SIGKILL and reap (again is harmless).
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A version 1 receipt as a foreign (Node/Python) writer produces it, for runtime `name`:
+/// runtime id `test:<name>`, session `session-<name>` in `/tmp`, address `127.0.0.1:9`, an SDK
+/// runtime shown as `name`. Tests change the fields they are about.
+pub fn foreign_receipt(
+    endpoint: &LiveRuntimeEndpoint,
+    name: &str,
+    pid: u32,
+    start_time: Option<u64>,
+) -> Value {
+    let mut process = json!({ "pid": pid });
+    if let Some(start_time) = start_time {
+        process["startTime"] = json!(start_time);
+    }
+    json!({
+        "version": 1,
+        "endpoint": endpoint,
+        "runtimeId": format!("test:{name}"),
+        "source": { "sessionId": format!("session-{name}"), "workspace": "/tmp" },
+        "process": process,
+        "address": "127.0.0.1:9",
+        "registeredAt": "2026-01-02T03:04:05.678Z",
+        "metadata": { "runtimeKind": "sdk", "displayName": name },
+    })
+}
+
+/// Writes `receipt` (pretty JSON, mode 0600) as `dir/file_name` the way every writer must: a
+/// temp file in the same directory, then a rename over the target, so a reader never sees half
+/// a file. Creates `dir` 0700 first, as the library would. Returns the receipt's path.
+pub fn write_receipt_file(dir: &Path, file_name: &str, receipt: &Value) -> PathBuf {
+    /// Keeps temp names unique when one process writes the same receipt from two threads.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .expect("create the receipt directory");
+    let temp = dir.join(format!(
+        ".{file_name}.test.{}.{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .expect("create the temp receipt");
+    file.write_all(&serde_json::to_vec_pretty(receipt).unwrap())
+        .expect("write the temp receipt");
+    drop(file);
+    let path = dir.join(file_name);
+    std::fs::rename(&temp, &path).expect("rename the temp receipt into place");
+    path
+}
+
+/// The OS keychain if a Secret Service answers; `None` (with a `SKIPPED` message) otherwise,
+/// unless `SUPERCODE_REQUIRE_KEYCHAIN=1`, in which case an unusable keychain fails the test.
+pub fn keychain_or_skip(test: &str) -> Option<SecretStore> {
+    let store = SecretStore::keychain();
+    match store.probe() {
+        Ok(()) => Some(store),
+        Err(e) => {
+            if keychain_required() {
+                panic!("{REQUIRE_KEYCHAIN_ENV}=1 but the keychain is unusable: {e}");
+            }
+            eprintln!("SKIPPED {test}: no usable OS keychain ({e}); run under scripts/test-env.sh, or set {REQUIRE_KEYCHAIN_ENV}=1 to make this a failure");
+            None
+        }
+    }
+}
+
+/// True when `SUPERCODE_REQUIRE_KEYCHAIN=1`: a missing keychain (or its tools) is a failure.
+pub fn keychain_required() -> bool {
+    std::env::var(REQUIRE_KEYCHAIN_ENV).as_deref() == Ok("1")
+}
+
+/// The last segment of a test path (`module::name` → `name`): what [`CHILD_ENV`] carries.
+fn child_name(test: &str) -> &str {
+    test.rsplit("::").next().unwrap_or(test)
+}
+
+/// True when this process is a re-executed child asked to run the helper test `test` (a full
+/// path or just its name).
+pub fn is_child_for(test: &str) -> bool {
+    std::env::var(CHILD_ENV).as_deref() == Ok(child_name(test))
+}
+
+/// The arguments that make a test binary run exactly the one (ignored) helper test `test`.
+pub fn child_test_args(test: &str) -> [&str; 5] {
+    [
+        test,
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]
+}
+
+/// A command that re-runs this test binary for the single (ignored) helper test `test` (its full
+/// path), marked so [`is_child_for`] lets that helper run. Stdin is closed; callers add the
+/// environment they need, so process-global state never disturbs the other tests.
+pub fn child_test_command(test: &str) -> Command {
+    let mut command = Command::new(std::env::current_exe().expect("the test binary's path"));
+    command.args(child_test_args(test));
+    mark_child(&mut command, test);
+    command
+}
+
+/// Marks `command` (which runs this test binary, perhaps through a wrapper such as
+/// `dbus-run-session`) as the child for helper test `test`.
+pub fn mark_child<'a>(command: &'a mut Command, test: &str) -> &'a mut Command {
+    command
+        .env(CHILD_ENV, child_name(test))
+        .stdin(Stdio::null())
+}
+
+/// Runs `command` with its output collected; kills it (SIGKILL) and fails the test with `what`
+/// if it has not ended within `deadline` (a hang is a failure, not a stuck CI job).
+pub fn output_within(mut command: Command, what: &str, deadline: Duration) -> Output {
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what} did not start: {e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(deadline) {
+        Ok(output) => output.expect("collect the child's output"),
+        Err(_) => {
+            // The child moved to the waiting thread; `kill` by pid is what is left to us.
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{what} did not finish within {deadline:?}");
+        }
+    }
+}
