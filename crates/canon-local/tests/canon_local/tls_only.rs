@@ -308,7 +308,7 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
     let (_dir, secrets) = secrets();
     get_or_create_pending_registration(&t.home, "alice", None).unwrap();
     // Submitted to the issuer, polled a few times, stopped mid-poll (the deadline here; a
-    // restart of the real CLI in tests/cli.rs).
+    // restart of the real CLI in tests/supercode_tray/cli.rs).
     poll_until_stopped(&t, &secrets, issuer.base_url()).await;
     assert!(issuer.state().polls > 0, "it was polling when it stopped");
     let entry = load_pending_registrations(&t.home)

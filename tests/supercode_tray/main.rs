@@ -1,0 +1,9 @@
+//! Integration tests of the app package, one binary with a module per area: `cli` runs the real
+//! `supercode-tray` binary as a user would, `app_commands` drives every IPC command on Tauri's
+//! mock runtime. Both check everything they see for the canary secrets.
+//!
+//! `app_commands` sets process-global variables (`SUPERCODE_BROWSER`, `CANON_BASE_URL`); the
+//! `cli` tests give every child they start its own environment, so sharing the binary is safe.
+
+mod app_commands;
+mod cli;
