@@ -227,3 +227,27 @@ pub fn output_within(mut command: Command, what: &str, deadline: Duration) -> Ou
         }
     }
 }
+
+/// What a helper test prints last when all its checks passed; a child that exits 0 without it
+/// never ran them (its `is_child_for` guard returned early).
+pub const CHILD_OK: &str = "CHILD_OK";
+
+/// Fails unless the child that ran helper test `test` succeeded and printed [`CHILD_OK`];
+/// returns its stdout and stderr as one text (shown on failure).
+pub fn assert_child_ok(test: &str, output: &Output) -> String {
+    let text = format!(
+        "{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success(),
+        "child test {test} failed ({}):\n{text}",
+        output.status
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains(CHILD_OK),
+        "child test {test} did not run its checks:\n{text}"
+    );
+    text
+}

@@ -75,14 +75,8 @@ fn hung_secret_service_times_out_within_the_bound() {
         &["SUPERCODE_SECRET_STORE"],
         Duration::from_secs(120),
     );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    eprintln!("hung-keychain child output:\n{stdout}");
-    assert!(output.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("CHILD_OK"),
-        "child did not run its checks:\n{stdout}\n{stderr}"
-    );
+    let text = live_runtime::test_support::assert_child_ok("hung_secret_service_child", &output);
+    eprintln!("hung-keychain child output:\n{text}");
 }
 
 #[test]
@@ -162,13 +156,7 @@ fn a_locked_keyring_reports_locked_and_never_falls_back_to_plaintext() {
         .env("XDG_DATA_HOME", home.path().join("data"))
         .env_remove("SUPERCODE_SECRET_STORE");
     let output = crate::common::run_with_deadline(command, test, Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("CHILD_OK"),
-        "child did not run its checks:\n{stdout}\n{stderr}"
-    );
+    live_runtime::test_support::assert_child_ok(test, &output);
 }
 
 #[test]

@@ -45,13 +45,7 @@ fn a_failing_receipt_write_is_a_clear_error_and_the_old_receipts_stay_intact_and
     };
     command.args(child_test_args(test));
     let output = run_with_deadline(command, test, CHILD_DEADLINE);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "child failed:\n{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("CHILD_OK"),
-        "child did not run its checks:\n{stdout}\n{stderr}"
-    );
+    live_runtime::test_support::assert_child_ok(test, &output);
 }
 
 #[test]

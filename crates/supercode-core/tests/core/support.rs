@@ -457,20 +457,9 @@ pub fn run_child(test: &str, env: &[(&'static str, OsString)]) -> String {
     let mut command = child_command(test);
     command.envs(env.iter().map(|(k, v)| (k, v)));
     let output = command
-        .stdin(Stdio::null())
         .output()
         .expect("the test binary can re-execute itself");
-    let text = format!(
-        "{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success() && text.contains("CHILD_OK"),
-        "child test {test} failed ({}):\n{text}",
-        output.status
-    );
-    text
+    test_support::assert_child_ok(test, &output)
 }
 
 /// A separate process that registered a runtime through the real library. Closing its stdin
