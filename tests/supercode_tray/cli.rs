@@ -520,7 +520,7 @@ fn another_user_who_reads_the_attach_link_off_a_command_line_cannot_use_it() {
     let snoop = attach_proxy::other_user::Role::Snoop {
         duration: Duration::from_secs(8),
     };
-    let snooper = other.spawn("as_the_other_user", &snoop);
+    let snooper = other.spawn("cli::as_the_other_user", &snoop);
     let mut attach = home
         .command(&["attach", &demo.endpoint])
         .stdout(Stdio::piped())
