@@ -174,7 +174,7 @@ async fn attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), String>
     let url = core.attach(id).await.map_err(|e| e.to_string())?;
     println!("{}", url.as_str());
     if !no_open {
-        supercode_core::attach::open_in_browser(&url).map_err(|e| e.to_string())?;
+        supercode_core::desktop::open_in_browser(&url).map_err(|e| e.to_string())?;
     }
     eprintln!("Serving the attach proxy; press Ctrl-C to stop.");
     tokio::select! {

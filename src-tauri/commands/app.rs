@@ -12,5 +12,5 @@ pub fn open_logs(core: State<'_, Supercode>) -> Result<(), CommandError> {
 
 /// Shared by the command and the tray menu.
 pub fn open_logs_folder(core: &Supercode) -> Result<(), CommandError> {
-    supercode_core::attach::open_path(&core.locations().log_dir).map_err(Into::into)
+    supercode_core::desktop::open_path(&core.locations().log_dir).map_err(Into::into)
 }

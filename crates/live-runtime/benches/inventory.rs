@@ -21,6 +21,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use bench_support::stats::{ms as millis, percentile, us as micros};
 use live_runtime::{
     list_live_runtimes, read_receipt, LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir,
     ReceiptScan, SecretStore,
@@ -165,19 +166,18 @@ struct Stats {
 
 fn stats(mut samples: Vec<Duration>) -> Stats {
     samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
     Stats {
-        median: at(0.5),
-        p90: at(0.9),
+        median: percentile(&samples, 0.5),
+        p90: percentile(&samples, 0.9),
     }
 }
 
 fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1e3)
+    format!("{:.3}", millis(d))
 }
 
 fn us(d: Duration) -> String {
-    format!("{:.1}", d.as_secs_f64() * 1e6)
+    format!("{:.1}", micros(d))
 }
 
 struct SizeResult {

@@ -24,6 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bench_support::procfs::process_stat;
+use bench_support::stats::percentile;
+
 /// How often start-up signals are polled: fine enough for millisecond-level start-up figures.
 const POLL: Duration = Duration::from_millis(1);
 
@@ -121,10 +124,10 @@ fn main() {
     println!(
         "start-up ({} runs, median [min..max]): log line {} ms [{}..{}], tray + inventory loaded {} ms [{}..{}]",
         args.startups,
-        to_log[to_log.len() / 2].as_millis(),
+        percentile(&to_log, 0.5).as_millis(),
         to_log[0].as_millis(),
         to_log[to_log.len() - 1].as_millis(),
-        to_ready[to_ready.len() / 2].as_millis(),
+        percentile(&to_ready, 0.5).as_millis(),
         to_ready[0].as_millis(),
         to_ready[to_ready.len() - 1].as_millis(),
     );
@@ -366,16 +369,8 @@ fn memory(pid: u32) -> Vec<(u32, String, u64)> {
 fn cpu_ticks(pid: u32) -> u64 {
     family(pid)
         .into_iter()
-        .filter_map(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-            let after = stat[stat.rfind(')')? + 1..].to_owned();
-            let fields: Vec<u64> = after
-                .split_ascii_whitespace()
-                .map(|f| f.parse().unwrap_or(0))
-                .collect();
-            // After the comm: state is index 0, utime (field 14) is index 11 .. cstime index 14.
-            Some(fields[11] + fields[12] + fields[13] + fields[14])
-        })
+        .filter_map(process_stat)
+        .map(|stat| stat.utime + stat.stime + stat.cutime + stat.cstime)
         .sum()
 }
 
@@ -386,12 +381,8 @@ fn family(pid: u32) -> Vec<u32> {
         let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-            if let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) {
-                if let Some(ppid) = after.split_ascii_whitespace().nth(1) {
-                    parent_of.insert(p, ppid.parse().unwrap_or(0));
-                }
-            }
+        if let Some(stat) = process_stat(p) {
+            parent_of.insert(p, stat.ppid);
         }
     }
     let mut out = vec![pid];

@@ -31,6 +31,8 @@ use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use bench_support::procfs::{thread_cpu, thread_ids, thread_name, thread_stat};
+use bench_support::stats::{ms, percentile, us};
 use live_runtime::{LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir, SecretStore};
 use supercode_core::approvals::ApprovalBoard;
 use supercode_core::inventory::{self, Sources};
@@ -281,13 +283,13 @@ fn scale_run(sizes: &[usize], trials: usize) {
                 "| {} | {what} | {} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} | {}, {} | {ticked} |",
                 row.size,
                 samples.len(),
-                ms(pct(&latency, 50.0)),
-                ms(pct(&latency, 90.0)),
-                ms(pct(&latency, 99.0)),
-                us(pct(&cpu, 50.0)),
-                us(pct(&cpu, 90.0)),
-                us(pct(&cpu, 99.0)),
-                pct(&opened, 50.0),
+                ms(percentile(&latency, 0.50)),
+                ms(percentile(&latency, 0.90)),
+                ms(percentile(&latency, 0.99)),
+                us(percentile(&cpu, 0.50)),
+                us(percentile(&cpu, 0.90)),
+                us(percentile(&cpu, 0.99)),
+                percentile(&opened, 0.50),
                 opened.last().unwrap(),
             );
         }
@@ -339,19 +341,15 @@ fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {
         })
         .collect();
     times.sort();
-    times[times.len() / 2]
+    percentile(&times, 0.5)
 }
 
 /// This process's threads, by id, with their names.
 fn threads() -> Vec<(u32, String)> {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter_map(|task| {
-            let tid = task.file_name().to_string_lossy().parse().ok()?;
-            let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
-            Some((tid, comm.trim_end().to_owned()))
-        })
+    let me = std::process::id();
+    thread_ids(me)
+        .into_iter()
+        .filter_map(|tid| Some((tid, thread_name(me, tid)?)))
         .collect()
 }
 
@@ -373,8 +371,7 @@ fn new_thread_named(name: &str, before: &[(u32, String)]) -> u32 {
 
 /// CPU time `tid` has run so far (nanosecond counter of the scheduler, not tick-sampled).
 fn cpu_time(tid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap();
-    Duration::from_nanos(stat.split_whitespace().next().unwrap().parse().unwrap())
+    thread_cpu(std::process::id(), tid).expect("the watcher thread is running")
 }
 
 /// Waits until the watcher thread has been asleep (state S) with its CPU counter standing still
@@ -384,19 +381,16 @@ fn wait_idle(tid: u32) {
     let quiet = supercode_core::watch::DEBOUNCE + Duration::from_millis(10);
     let deadline = Instant::now() + TRIAL_TIMEOUT;
     loop {
-        let state = || {
-            let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-            let after = &stat[stat.rfind(')').unwrap() + 1..];
-            after
-                .split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_owned()
+        let asleep = || {
+            thread_stat(std::process::id(), tid)
+                .expect("the watcher thread is running")
+                .state
+                == 'S'
         };
-        if state() == "S" {
+        if asleep() {
             let before = cpu_time(tid);
             std::thread::sleep(quiet);
-            if state() == "S" && cpu_time(tid) == before {
+            if asleep() && cpu_time(tid) == before {
                 return;
             }
         }
@@ -453,19 +447,6 @@ impl OpenSpy {
         std::thread::sleep(Duration::from_millis(2));
         self.rx.try_iter().count()
     }
-}
-
-fn pct<T: Copy>(sorted: &[T], p: f64) -> T {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1_000_000.0
 }
 
 struct Events {
@@ -528,17 +509,12 @@ fn write_receipt(receipts: &ReceiptDir, process: ProcessIdentity, name: &str) ->
 
 fn report(what: &str, samples: &mut [Duration]) {
     samples.sort();
-    let pct = |p: f64| {
-        let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
-        samples[rank.clamp(1, samples.len()) - 1]
-    };
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
         "{what}: n={} p50={:.1} ms p90={:.1} ms p99={:.1} ms max={:.1} ms",
         samples.len(),
-        ms(pct(50.0)),
-        ms(pct(90.0)),
-        ms(pct(99.0)),
-        ms(*samples.last().unwrap())
+        ms(percentile(samples, 0.50)),
+        ms(percentile(samples, 0.90)),
+        ms(percentile(samples, 0.99)),
+        ms(percentile(samples, 1.0))
     );
 }

@@ -1,11 +1,11 @@
-//! Attach: one loopback proxy per live runtime, one-time URLs, and opening the user's browser.
+//! Attach: one loopback proxy per live runtime and its one-time URLs (opening one in the
+//! browser is [`crate::desktop`]'s).
 //!
 //! The proxy holds the runtime's token; the browser only ever gets a one-time code that it trades
 //! for an HttpOnly session cookie (see `attach-proxy`). Proxies stop when their runtime's receipt
 //! goes away.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use attach_proxy::{AttachProxy, AttachUrl};
@@ -136,35 +136,4 @@ pub(crate) fn find_record(
             .ok_or_else(|| CoreError::UnknownRuntime { id: id.to_owned() });
     }
     Ok(live_runtime::find_live_runtime(receipts, id)?)
-}
-
-/// Opens a one-time attach URL in the user's browser, from the backend. `SUPERCODE_BROWSER`, when
-/// set, names the program to use instead of the desktop default (tests use it).
-pub fn open_in_browser(url: &AttachUrl) -> Result<(), CoreError> {
-    // Both paths detach the browser (double fork), so an app that attaches all day leaves no
-    // zombie behind.
-    match std::env::var_os("SUPERCODE_BROWSER").filter(|v| !v.is_empty()) {
-        Some(program) => match program.into_string() {
-            Ok(program) => open::with_detached(url.as_str(), program),
-            Err(_) => Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "SUPERCODE_BROWSER is not valid UTF-8",
-            )),
-        },
-        None => open::that_detached(url.as_str()),
-    }
-    .map_err(|source| CoreError::Io {
-        what: "could not open the browser (set SUPERCODE_BROWSER to choose one)".into(),
-        source,
-    })
-}
-
-/// Opens a folder in the file manager.
-pub fn open_path(path: &Path) -> Result<(), CoreError> {
-    std::fs::create_dir_all(path)
-        .and_then(|()| open::that_detached(path))
-        .map_err(|source| CoreError::Io {
-            what: format!("could not open {}", path.display()),
-            source,
-        })
 }

@@ -9,7 +9,8 @@
 //! - [`view`]: the browser-safe types the UI and `list --json` show (exported to TypeScript).
 //! - [`inventory`]: building the snapshot from receipts, the catalog and pending registrations.
 //! - [`watch`]: the receipt/Canon watcher and process-exit detection.
-//! - [`attach`]: proxies per runtime, one-time URLs, opening the browser.
+//! - [`attach`]: proxies per runtime, one-time URLs.
+//! - [`desktop`]: handing a URL to the browser or a folder to the file manager.
 //! - [`revive`]: relaunching a stopped runtime from its recorded launch command.
 //! - [`approvals`]: carrying pending registrations through approval.
 //! - [`doctor`]: the set-up checks behind `supercode-tray doctor`.
@@ -17,6 +18,7 @@
 
 pub mod approvals;
 pub mod attach;
+pub mod desktop;
 pub mod doctor;
 mod error;
 pub mod inventory;

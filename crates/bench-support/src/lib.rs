@@ -1,0 +1,10 @@
+//! What the benchmarks and measuring examples of this workspace share, so that every figure in
+//! `docs/BENCHMARKS.md` is computed the same way: percentiles and medians ([`stats`]) and the
+//! threads, CPU times and `/proc/PID/stat` fields of processes ([`procfs`], Linux).
+//!
+//! Used as a dev-dependency only (`attach-proxy` and `live-runtime` benches, `supercode-core`
+//! examples); never shipped.
+#![deny(missing_docs)]
+
+pub mod procfs;
+pub mod stats;
