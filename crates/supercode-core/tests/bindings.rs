@@ -109,6 +109,24 @@ fn agent_rules() -> (String, String) {
     )
 }
 
+/// The event names and the error codes the UI recognizes, from the Rust constants, so the
+/// window and the app cannot spell them differently.
+fn wire() -> (String, String) {
+    let codes: Vec<String> = ErrorCode::ALL
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap().to_string())
+        .collect();
+    (
+        "wire.ts".into(),
+        format!(
+            "{HEADER}import type {{ ErrorCode }} from \"./ErrorCode\";\n\n/** The Tauri event carrying a fresh `Snapshot` whenever the inventory changes (`view::events::SNAPSHOT`). */\nexport const SNAPSHOT_EVENT = {};\n\n/** The Tauri event asking the window to show one runtime's revive confirmation, payload its id (`view::events::CONFIRM_REVIVE`). */\nexport const CONFIRM_REVIVE_EVENT = {};\n\n/** Every error code the backend sends (`ErrorCode::ALL`). */\nexport const ERROR_CODES: readonly ErrorCode[] = [{}];\n",
+            serde_json::to_string(events::SNAPSHOT).unwrap(),
+            serde_json::to_string(events::CONFIRM_REVIVE).unwrap(),
+            codes.join(", "),
+        ),
+    )
+}
+
 fn index(files: &[(String, String)]) -> String {
     let mut out = String::from(HEADER);
     for (name, _) in files {
@@ -125,6 +143,7 @@ fn committed_typescript_bindings_match_the_rust_view_types() {
     files.push(("index.ts".into(), index(&files)));
     files.push(pending_rules());
     files.push(agent_rules());
+    files.push(wire());
     if std::env::var_os("UPDATE_BINDINGS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
         for entry in std::fs::read_dir(&dir).unwrap() {
