@@ -136,6 +136,50 @@ fn index(files: &[(String, String)]) -> String {
     out
 }
 
+/// Every type in view.rs that derives `TS`, read from its source: ts-rs cannot list them, so
+/// this is what makes a type missing from [`generated`] fail the test instead of going unexported.
+fn ts_types_in_view_rs() -> Vec<String> {
+    let source = include_str!("../src/view.rs");
+    let mut names = Vec::new();
+    let mut derives_ts = false;
+    for line in source.lines().map(str::trim) {
+        if line.starts_with("#[derive(") {
+            derives_ts = line.contains(" TS") || line.contains("(TS");
+        } else if let Some(rest) = line
+            .strip_prefix("pub struct ")
+            .or_else(|| line.strip_prefix("pub enum "))
+        {
+            if derives_ts {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.push(name);
+            }
+            derives_ts = false;
+        }
+    }
+    names
+}
+
+#[test]
+fn every_ts_type_in_view_rs_is_exported() {
+    let exported: Vec<String> = generated()
+        .into_iter()
+        .map(|(file, _)| file.trim_end_matches(".ts").to_owned())
+        .collect();
+    let found = ts_types_in_view_rs();
+    assert!(
+        found.len() >= exported.len(),
+        "the scan found too few: {found:?}"
+    );
+    let missing: Vec<&String> = found.iter().filter(|n| !exported.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "view.rs types derive TS but are not in `generated()` in tests/bindings.rs: {missing:?}"
+    );
+}
+
 #[test]
 fn committed_typescript_bindings_match_the_rust_view_types() {
     let dir = bindings_dir();
