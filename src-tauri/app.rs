@@ -17,10 +17,10 @@ use crate::commands;
 mod tray;
 use tray::MenuId;
 
-/// The event that carries a fresh [`Snapshot`] to the window.
-pub const SNAPSHOT_EVENT: &str = "supercode://snapshot";
-/// The event that asks the window to show the revive confirmation for one runtime.
-pub const CONFIRM_REVIVE_EVENT: &str = "supercode://confirm-revive";
+// The event names are the core's, which the UI's bindings are generated from: one spelling.
+pub use supercode_core::view::events::{
+    CONFIRM_REVIVE as CONFIRM_REVIVE_EVENT, SNAPSHOT as SNAPSHOT_EVENT,
+};
 /// The label of the one window; `capabilities/main-window.json` grants it its permissions.
 pub const MAIN_WINDOW: &str = "main";
 

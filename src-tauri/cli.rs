@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use supercode_core::view::{PendingState, PendingView};
-use supercode_core::Supercode;
+use supercode_core::{CoreError, Supercode};
 
 mod demo;
 mod output;
@@ -83,6 +83,93 @@ pub enum Command {
     DemoRuntime(demo::DemoArgs),
 }
 
+/// Why a subcommand failed. [`CliError::exit_code`] is the one place the exit code is decided.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The command line does not parse (clap renders the message and the usage).
+    #[error("{0}")]
+    Usage(clap::Error),
+    /// The core refused or failed.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    /// The demo runtime could not run.
+    #[error(transparent)]
+    Demo(#[from] demo::DemoRunError),
+    /// A terminal or process operation of the CLI itself failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The user answered no to the revive confirmation.
+    #[error("{name} was not revived")]
+    NotConfirmed {
+        /// The runtime's display name.
+        name: String,
+    },
+    /// Revive without `--yes` where no confirmation can be asked.
+    #[error("not reviving {name} without a confirmation: stdin is not a terminal; read the plan above and run again with --yes to run it")]
+    NoTerminal {
+        /// The runtime's display name.
+        name: String,
+    },
+    /// Revive whose plan sets variables that still need `--allow-env`.
+    #[error("{reason} To run it anyway, allow {} for this runtime: supercode-tray revive {id} {}", if .names.len() == 1 { "it" } else { "them" }, allow_flags(.names))]
+    NeedsAllowEnv {
+        /// The core's reason, naming each variable.
+        reason: String,
+        /// The runtime's id as given.
+        id: String,
+        /// The variables to allow.
+        names: Vec<String>,
+    },
+    /// `approve` ended without the registration approved (its state is on stdout).
+    #[error("the registration for {profile} was not approved")]
+    NotApproved {
+        /// The registration's profile.
+        profile: String,
+    },
+    /// `doctor` found problems (listed on stdout).
+    #[error("doctor found problems (see above)")]
+    DoctorFailed,
+    /// `attach`'s runtime went away, so its proxy closed.
+    #[error("{id} stopped, so its attach proxy is closed")]
+    ProxyClosed {
+        /// The runtime's id as given.
+        id: String,
+    },
+}
+
+fn allow_flags(names: &[String]) -> String {
+    let flags: Vec<String> = names.iter().map(|n| format!("--allow-env {n}")).collect();
+    flags.join(" ")
+}
+
+impl CliError {
+    /// The documented contract (`docs/cli.md`): 2 for usage errors (clap's convention), 1 for
+    /// every other error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+
+    /// Prints the error to stderr and returns its exit code.
+    pub fn report(&self) -> ExitCode {
+        match self {
+            // clap's message already says "error: " and shows the usage.
+            CliError::Usage(e) => {
+                let _ = e.print();
+            }
+            _ => eprintln!("error: {self}"),
+        }
+        ExitCode::from(self.exit_code())
+    }
+}
+
 /// Runs one subcommand and maps its outcome to an exit code.
 pub fn run(command: Command) -> ExitCode {
     let locations_log = supercode_core::Locations::from_env()
@@ -94,31 +181,32 @@ pub fn run(command: Command) -> ExitCode {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return fail(&format!("could not start the async runtime: {e}")),
+        Err(source) => {
+            return CliError::Io {
+                what: "could not start the async runtime",
+                source,
+            }
+            .report()
+        }
     };
     match runtime.block_on(dispatch(command)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => fail(&message),
+        Err(error) => error.report(),
     }
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::FAILURE
-}
-
-async fn dispatch(command: Command) -> Result<(), String> {
+async fn dispatch(command: Command) -> Result<(), CliError> {
     if let Command::DemoRuntime(args) = command {
-        return demo::run(args).await.map_err(|e| e.to_string());
+        return Ok(demo::run(args).await?);
     }
-    let core = Supercode::from_env().map_err(|e| e.to_string())?;
+    let core = Supercode::from_env()?;
     match command {
         Command::List { json } => {
             let snapshot = core.snapshot();
             output::print_list(&snapshot, json);
         }
         Command::Forget { id } => {
-            core.forget(&id).map_err(|e| e.to_string())?;
+            core.forget(&id)?;
             println!("Forgot {id}.");
         }
         Command::Attach { id, no_open } => attach(&core, &id, no_open).await?,
@@ -140,25 +228,23 @@ async fn dispatch(command: Command) -> Result<(), String> {
                         last_progress = Some(text);
                     }
                 })
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             println!("{}: {}", view.profile, output::pending_state_text(&view));
             if view.state != PendingState::Approved {
-                return Err(format!(
-                    "the registration for {} was not approved",
-                    view.profile
-                ));
+                return Err(CliError::NotApproved {
+                    profile: view.profile,
+                });
             }
         }
         Command::Reject { profile } => {
-            core.reject(&profile).map_err(|e| e.to_string())?;
+            core.reject(&profile)?;
             println!("Dismissed the pending registration for {profile}.");
         }
         Command::Doctor { json } => {
             let report = core.doctor().await;
             output::print_doctor(&report, json);
             if !report.healthy() {
-                return Err("doctor found problems (see above)".into());
+                return Err(CliError::DoctorFailed);
             }
         }
         Command::DemoRuntime(_) => unreachable!("handled above"),
@@ -168,13 +254,13 @@ async fn dispatch(command: Command) -> Result<(), String> {
 
 /// `attach ID`: the one-time URL is the first line on stdout; the proxy serves until interrupted,
 /// or until its runtime goes away (its receipt removed, or its process exited), as in the tray.
-async fn attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), String> {
+async fn attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), CliError> {
     // Watching from before the attach, so a runtime that goes right after it is still seen.
     let _watch = core.watch(|_| {});
-    let url = core.attach(id).await.map_err(|e| e.to_string())?;
+    let url = core.attach(id).await?;
     println!("{}", url.as_str());
     if !no_open {
-        supercode_core::desktop::open_in_browser(&url).map_err(|e| e.to_string())?;
+        supercode_core::desktop::open_in_browser(&url)?;
     }
     eprintln!("Serving the attach proxy; press Ctrl-C to stop.");
     tokio::select! {
@@ -183,7 +269,7 @@ async fn attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), String>
             Ok(())
         }
         () = core.proxies_stopped() => {
-            Err(format!("{id} stopped, so its attach proxy is closed"))
+            Err(CliError::ProxyClosed { id: id.to_owned() })
         }
     }
 }

@@ -16,7 +16,12 @@ use std::process::ExitCode;
 /// Parses the command line and runs a subcommand, or the tray app when there is none.
 pub fn run() -> ExitCode {
     use clap::Parser;
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are not errors: clap prints them and exits 0.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => return cli::CliError::Usage(e).report(),
+    };
     match cli.command {
         None => app::run(),
         Some(command) => cli::run(command),

@@ -1,23 +1,21 @@
 /// <reference types="vitest/config" />
 import { defineConfig } from "vite";
+import tauriConf from "../tauri.conf.json";
 
 /**
- * The policy Tauri applies to the window, repeated on `vite preview` so the
- * browser tests fail on anything (inline script, inline style attribute,
- * external request) that the real window would block.
+ * The policy Tauri applies to the window (`app.security.csp` in tauri.conf.json),
+ * read from there and applied on `vite preview` too, so the browser tests fail on
+ * anything (inline script, inline style attribute, external request) that the
+ * real window would block, and the two can never disagree.
  */
-const STRICT_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "font-src 'self'",
-  "connect-src 'none'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
+function tauriCsp(): string {
+  const csp: unknown = tauriConf.app.security.csp;
+  if (typeof csp === "string") return csp;
+  if (csp === null || typeof csp !== "object") throw new Error("tauri.conf.json has no app.security.csp");
+  return Object.entries(csp as Record<string, string | string[]>)
+    .map(([directive, sources]) => `${directive} ${Array.isArray(sources) ? sources.join(" ") : sources}`)
+    .join("; ");
+}
 
 export default defineConfig({
   // Relative asset URLs work both from Tauri's custom protocol and from `vite preview`.
@@ -26,13 +24,13 @@ export default defineConfig({
     outDir: "dist",
     emptyOutDir: true,
     target: "es2022",
-    // Tauri's CSP has no `data:` in img-src/font-src: never inline assets as data URLs.
+    // Tauri's CSP has no `data:` in font-src: never inline assets as data URLs.
     assetsInlineLimit: 0,
     // Keep the module-preload polyfill out: it is an inline-able helper we do not need.
     modulePreload: { polyfill: false },
   },
   preview: {
-    headers: { "Content-Security-Policy": STRICT_CSP },
+    headers: { "Content-Security-Policy": tauriCsp() },
   },
   test: {
     environment: "jsdom",

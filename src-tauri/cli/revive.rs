@@ -13,43 +13,37 @@ use supercode_core::revive::ReviveRequest;
 use supercode_core::view::RevivePlanView;
 use supercode_core::Supercode;
 
+use super::CliError;
+
 /// Shows the plan for `id`, confirms it, and revives it.
 pub async fn run(
     core: &Supercode,
     id: &str,
     yes: bool,
     allow_env: Vec<String>,
-) -> Result<(), String> {
-    let plan = core.revive_plan(id).await.map_err(|e| e.to_string())?;
+) -> Result<(), CliError> {
+    let plan = core.revive_plan(id).await?;
     print!("{}", plan_text(&plan, &allow_env));
     let _ = std::io::stdout().flush();
-    let still_refused: Vec<&str> = plan
+    let still_refused: Vec<String> = plan
         .env
         .iter()
         .filter(|v| v.needs_allow && !v.allowed && !allow_env.contains(&v.name))
-        .map(|v| v.name.as_str())
+        .map(|v| v.name.clone())
         .collect();
     if !still_refused.is_empty() {
-        let flags: Vec<String> = still_refused
-            .iter()
-            .map(|n| format!("--allow-env {n}"))
-            .collect();
-        return Err(format!(
-            "{} To run it anyway, allow {} for this runtime: supercode-tray revive {id} {}",
-            plan.run
+        return Err(CliError::NeedsAllowEnv {
+            reason: plan
+                .run
                 .reason
-                .as_deref()
-                .unwrap_or("Some variables are refused."),
-            if still_refused.len() == 1 {
-                "it"
-            } else {
-                "them"
-            },
-            flags.join(" "),
-        ));
+                .clone()
+                .unwrap_or_else(|| "Some variables are refused.".into()),
+            id: id.to_owned(),
+            names: still_refused,
+        });
     }
     if !yes && !confirmed_on_terminal(&plan)? {
-        return Err(format!("{} was not revived", plan.name));
+        return Err(CliError::NotConfirmed { name: plan.name });
     }
     let outcome = core
         .revive(ReviveRequest {
@@ -57,20 +51,18 @@ pub async fn run(
             plan_digest: plan.digest.clone(),
             allow_env,
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     println!("{}", outcome.message);
     Ok(())
 }
 
 /// `y/N` on a terminal; without one, the plan cannot have been read, so `--yes` is required.
-fn confirmed_on_terminal(plan: &RevivePlanView) -> Result<bool, String> {
+fn confirmed_on_terminal(plan: &RevivePlanView) -> Result<bool, CliError> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() || !std::io::stderr().is_terminal() {
-        return Err(format!(
-            "not reviving {} without a confirmation: stdin is not a terminal; read the plan above and run again with --yes to run it",
-            plan.name
-        ));
+        return Err(CliError::NoTerminal {
+            name: plan.name.clone(),
+        });
     }
     eprint!("Revive {}? [y/N] ", plan.name);
     let _ = std::io::stderr().flush();
@@ -78,7 +70,10 @@ fn confirmed_on_terminal(plan: &RevivePlanView) -> Result<bool, String> {
     stdin
         .lock()
         .read_line(&mut answer)
-        .map_err(|e| format!("could not read the answer: {e}"))?;
+        .map_err(|source| CliError::Io {
+            what: "could not read the answer",
+            source,
+        })?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
 }
 

@@ -209,7 +209,7 @@ try {
   await test("an action error shows inline on its row and can be dismissed", async () => {
     const { page, context, problems } = await open("mock&latency=0");
     await page.getByTestId("runtime-row").first().waitFor();
-    await page.evaluate(() => window.__supercodeMock.failNext("attach", { code: "runtimeUnavailable", message: "demo-a stopped answering. Try Revive." }));
+    await page.evaluate(() => window.__supercodeMock.failNext("attach", { code: "internal", message: "demo-a stopped answering. Try Revive." }));
     const row = page.locator('[data-runtime-id="rt-demo-a"]');
     await row.getByTestId("action-attach").click();
     const error = row.getByTestId("row-error");
@@ -290,7 +290,7 @@ try {
       assert(dark ? lum < 80 : lum > 200, `${scheme} background is ${bg}`);
       await page.screenshot({ path: resolve(artifacts, `ui-${scheme}.png`) });
       // Transient states: an inline error, and the reason of an unavailable action shown on keyboard focus.
-      await page.evaluate(() => window.__supercodeMock.failNext("attach", { code: "runtimeUnavailable", message: "demo-a stopped answering on its port. Try again, or Revive it." }));
+      await page.evaluate(() => window.__supercodeMock.failNext("attach", { code: "internal", message: "demo-a stopped answering on its port. Try again, or Revive it." }));
       await page.locator('[data-runtime-id="rt-demo-a"]').getByTestId("action-attach").click();
       await page.locator('[data-runtime-id="rt-demo-a"]').getByTestId("row-error").waitFor();
       await page.locator('[data-runtime-id="rt-review"]').getByTestId("action-revive").focus();

@@ -107,18 +107,30 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
       // A failed refresh after an action is not worth a banner: the event stream keeps the list current.
     }
   };
+  // What a failed action's code asks of the window. `notFound` and `refused` mean the list it
+  // acted on was out of date: refresh it. A thing not found is gone, and its row with it, so
+  // its message is also said at the top. Every failure still reaches the row as its error.
+  const failed = (e: unknown): Promise<never> => {
+    const error = toCommandError(e);
+    if (error.code === "notFound" || error.code === "refused") {
+      void refresh().then(() => {
+        if (error.code === "notFound") setNotice(error.message);
+      });
+    }
+    return Promise.reject(error);
+  };
   const runtimeRows = new KeyedList<RuntimeView, RuntimeRow>(
     runtimesList,
     (r) => r.id,
     (r) =>
       new RuntimeRow(r, {
-        attach: (id) => backend.attach(id).catch((e: unknown) => Promise.reject(toCommandError(e))),
+        attach: (id) => backend.attach(id).catch(failed),
         forget: (id) =>
           backend.forget(id).then(
             () => void refresh(),
-            (e: unknown) => Promise.reject(toCommandError(e)),
+            failed,
           ),
-        revivePlan: (id) => backend.revivePlan(id).catch((e: unknown) => Promise.reject(toCommandError(e))),
+        revivePlan: (id) => backend.revivePlan(id).catch(failed),
         revive: (id, planDigest, allowEnv) =>
           backend.revive(id, planDigest, allowEnv).then(
             (outcome) => {
@@ -129,7 +141,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
               });
               return outcome;
             },
-            (e: unknown) => Promise.reject(toCommandError(e)),
+            failed,
           ),
         now,
       }),
@@ -146,11 +158,11 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     (p) => p.profile,
     (p) =>
       new PendingRow(p, {
-        approve: (profile) => backend.approve(profile).catch((e: unknown) => Promise.reject(toCommandError(e))),
+        approve: (profile) => backend.approve(profile).catch(failed),
         reject: (profile) =>
           backend.reject(profile).then(
             () => void refresh(),
-            (e: unknown) => Promise.reject(toCommandError(e)),
+            failed,
           ),
         now,
       }),

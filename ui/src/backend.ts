@@ -5,6 +5,7 @@
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 import type { CommandError, ErrorCode, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
+import { CONFIRM_REVIVE_EVENT, ERROR_CODES, SNAPSHOT_EVENT } from "./bindings/wire";
 
 /** What the window can ask of the app. Every method rejects with a `CommandError`. */
 export interface Backend {
@@ -31,31 +32,18 @@ export interface Backend {
   onConfirmRevive(cb: (id: string) => void): Promise<() => void>;
 }
 
-/** The Tauri event carrying a fresh `Snapshot` whenever the inventory changes. */
-export const SNAPSHOT_EVENT = "supercode://snapshot";
-
-/** The Tauri event asking the window to show one runtime's revive confirmation (payload: its id). */
-export const CONFIRM_REVIVE_EVENT = "supercode://confirm-revive";
+export { CONFIRM_REVIVE_EVENT, SNAPSHOT_EVENT } from "./bindings/wire";
 
 /** The query parameter that does the same when the tray menu opens a new window. */
 export const CONFIRM_REVIVE_PARAM = "confirmRevive";
 
-const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
-  "notFound",
-  "refused",
-  "runtimeUnavailable",
-  "secretStore",
-  "network",
-  "invalidInput",
-  "planChanged",
-  "internal",
-]);
+const ERROR_CODES_SET: ReadonlySet<string> = new Set<ErrorCode>(ERROR_CODES);
 
 /** True when `value` has the `{ code, message }` wire shape of a backend error. */
 export function isCommandError(value: unknown): value is CommandError {
   if (typeof value !== "object" || value === null) return false;
   const v = value as Record<string, unknown>;
-  return typeof v.code === "string" && ERROR_CODES.has(v.code) && typeof v.message === "string";
+  return typeof v.code === "string" && ERROR_CODES_SET.has(v.code) && typeof v.message === "string";
 }
 
 /**

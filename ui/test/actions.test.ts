@@ -52,7 +52,7 @@ describe("attach", () => {
 
   it("shows the CommandError message inline on that row only, and it can be dismissed", async () => {
     m = await mount(demoSnapshot(NOW));
-    m.mock.failNext("attach", { code: "runtimeUnavailable", message: "demo-a stopped answering. Try Revive." });
+    m.mock.failNext("attach", { code: "internal", message: "demo-a stopped answering. Try Revive." });
     const r = row(m.root, "rt-demo-a");
     click(byTestId(r, "action-attach"));
     expect(r.querySelector('[data-testid="row-error"]')).toBeNull(); // not in the DOM until there is an error
@@ -285,7 +285,7 @@ describe("live updates", () => {
 
   it("keep an inline error until the user dismisses it", async () => {
     m = await mount(demoSnapshot(NOW));
-    m.mock.failNext("attach", { code: "network", message: "Could not reach demo-a." });
+    m.mock.failNext("attach", { code: "internal", message: "Could not reach demo-a." });
     const r = row(m.root, "rt-demo-a");
     click(byTestId(r, "action-attach"));
     await vi.waitFor(() => expect(shown(r, "row-error")).toBe(true));
@@ -378,7 +378,7 @@ describe("pending registrations", () => {
 
   it("shows an approval failure inline on the request", async () => {
     m = await mount(demoSnapshot(NOW));
-    m.mock.failNext("approve", { code: "network", message: "Canon did not answer. Check your connection and try again." });
+    m.mock.failNext("approve", { code: "internal", message: "Canon did not answer. Check your connection and try again." });
     const r = pendingRow(m.root, "ci-runner");
     click(byTestId(r, "action-approve"));
     await vi.waitFor(() => expect(byTestId(r, "row-error").textContent).toContain("Canon did not answer"));
@@ -460,5 +460,47 @@ describe("revive of a catalog runtime that comes back under a new id", () => {
     const notice = await vi.waitFor(() => byTestId(m!.root, "app-notice"));
     expect(notice.textContent).toContain(revivable.name);
     expect(m.root.querySelector(`[data-runtime-id="${revivable.id}"]`)).toBeNull();
+  });
+});
+
+// Issue 14: the window branches on the error codes it keeps.
+describe("what an error code makes the window do", () => {
+  const snapshots = (mock: Mounted["mock"]) => mock.calls.filter((c) => c.action === "snapshot").length;
+
+  it("notFound refreshes the list and says so at the top", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const rt = demoSnapshot(NOW).runtimes.find((r) => r.attach.available);
+    if (!rt) throw new Error("the demo snapshot needs an attachable runtime");
+    const before = snapshots(m.mock);
+    const gone = "That runtime is gone. The list has been refreshed.";
+    m.mock.failNext("attach", { code: "notFound", message: gone });
+    click(byTestId(row(m.root, rt.id), "action-attach"));
+    await vi.waitFor(() => expect(snapshots(m!.mock)).toBe(before + 1));
+    await vi.waitFor(() => expect(shown(m!.root, "app-notice")).toBe(true));
+    expect(byTestId(m.root, "app-notice").textContent).toContain(gone);
+  });
+
+  it("refused refreshes the list and keeps the message on the row only", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const rt = demoSnapshot(NOW).runtimes.find((r) => r.attach.available);
+    if (!rt) throw new Error("the demo snapshot needs an attachable runtime");
+    const before = snapshots(m.mock);
+    m.mock.failNext("attach", { code: "refused", message: "It stopped a moment ago." });
+    click(byTestId(row(m.root, rt.id), "action-attach"));
+    await vi.waitFor(() => expect(snapshots(m!.mock)).toBe(before + 1));
+    await vi.waitFor(() => expect(row(m!.root, rt.id).querySelector('[data-testid="row-error"]')?.textContent).toContain("It stopped a moment ago."));
+    expect(shown(m.root, "app-notice")).toBe(false);
+  });
+
+  it("any other code only shows the message, without refreshing", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const rt = demoSnapshot(NOW).runtimes.find((r) => r.attach.available);
+    if (!rt) throw new Error("the demo snapshot needs an attachable runtime");
+    const before = snapshots(m.mock);
+    m.mock.failNext("attach", { code: "internal", message: "The keychain is locked." });
+    click(byTestId(row(m.root, rt.id), "action-attach"));
+    await vi.waitFor(() => expect(row(m!.root, rt.id).querySelector('[data-testid="row-error"]')?.textContent).toContain("The keychain is locked."));
+    expect(snapshots(m.mock)).toBe(before);
+    expect(shown(m.root, "app-notice")).toBe(false);
   });
 });

@@ -64,7 +64,9 @@ describe("tauriBackend", () => {
 
 describe("toCommandError", () => {
   it("accepts only known codes as CommandErrors", () => {
-    expect(isCommandError({ code: "network", message: "m" })).toBe(true);
+    expect(isCommandError({ code: "refused", message: "m" })).toBe(true);
+    // Codes nothing branched on were dropped (issue 14): the backend no longer sends them.
+    expect(isCommandError({ code: "network", message: "m" })).toBe(false);
     expect(isCommandError({ code: "teapot", message: "m" })).toBe(false);
     expect(toCommandError({ code: "teapot", message: "m" }).code).toBe("internal");
   });

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::view::{PendingState, PendingView};
-use crate::{CoreError, Locations};
+use crate::{CoreError, Locations, Refusal};
 
 /// How each profile's approval stands in this process.
 #[derive(Clone, Default)]
@@ -73,9 +73,10 @@ impl ApprovalBoard {
         {
             let mut states = self.lock();
             if states.get(profile).is_some_and(|t| t.running) {
-                return Err(CoreError::Refused(format!(
-                    "The registration for \"{profile}\" is already being approved."
-                )));
+                return Err(Refusal::ApprovalRunning {
+                    profile: profile.to_owned(),
+                }
+                .into());
             }
             states.insert(
                 profile.to_owned(),
@@ -145,9 +146,10 @@ impl ApprovalBoard {
     /// Dismisses `profile`'s pending registration locally (the package's `clearPendingRegistration`).
     pub fn reject(&self, locations: &Locations, profile: &str) -> Result<(), CoreError> {
         if self.lock().get(profile).is_some_and(|t| t.running) {
-            return Err(CoreError::Refused(format!(
-                "The registration for \"{profile}\" is being approved right now; wait for it to finish."
-            )));
+            return Err(Refusal::RejectWhileApproving {
+                profile: profile.to_owned(),
+            }
+            .into());
         }
         canon_local::reject(&locations.canon, &locations.registration_origins(), profile)?;
         self.lock().remove(profile);

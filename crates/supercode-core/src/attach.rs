@@ -12,7 +12,7 @@ use attach_proxy::{AttachProxy, AttachUrl};
 use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus};
 
 use crate::view::{RuntimeStatus, Snapshot};
-use crate::{CoreError, Locations};
+use crate::{CoreError, Locations, Refusal};
 
 /// The attach proxies this process runs, by runtime endpoint.
 #[derive(Default)]
@@ -33,10 +33,10 @@ impl AttachSessions {
         let resolved = tokio::task::spawn_blocking(move || {
             let record = find_record(&receipts, &id)?;
             if let LiveRuntimeStatus::Stale { reason } = &record.status {
-                return Err(CoreError::Refused(format!(
-                    "{} cannot be attached: {reason}. Forget it, or revive it if it is revivable.",
-                    record.runtime_id
-                )));
+                return Err(CoreError::from(Refusal::StaleReceipt {
+                    runtime_id: record.runtime_id.clone(),
+                    reason: reason.clone(),
+                }));
             }
             Ok(live_runtime::resolve_live_runtime(
                 &receipts,
@@ -45,7 +45,10 @@ impl AttachSessions {
             )?)
         })
         .await
-        .map_err(|e| CoreError::Refused(format!("attach was interrupted: {e}")))??;
+        .map_err(|source| CoreError::Interrupted {
+            what: "attach",
+            source,
+        })??;
         // The token goes only to a listener of this user held by the receipt's own process.
         let pid = Some(resolved.record.pid);
         attach_proxy::check_health(&resolved.address, &resolved.token, pid).await?;

@@ -1,5 +1,10 @@
 //! The core's errors, and their mapping to the one wire format (`view::CommandError`).
+//!
+//! Every kind of failure is its own variant, so the code the UI branches on is decided by the
+//! compiler from the variant (see [`CoreError::code`]), never by reading a message; the messages
+//! are for people and say what to do next.
 
+use crate::revive::{ReviveBlocker, ReviveFailure};
 use crate::view::{CommandError, ErrorCode};
 
 /// Why a core operation failed; every message says what to do next.
@@ -14,18 +19,23 @@ pub enum CoreError {
         /// The id that was asked for.
         id: String,
     },
-    /// The action does not apply to this runtime now.
-    #[error("{0}")]
-    Refused(String),
+    /// The action does not apply to this runtime or registration now.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     /// The launch command is no longer what the user was shown.
     #[error("The launch command of {name} changed since it was shown; review it again.")]
     PlanChanged {
         /// The runtime's display name.
         name: String,
     },
-    /// The request does not fit what it acts on.
-    #[error("{0}")]
-    InvalidRequest(String),
+    /// A revive confirmation allowed a variable the launch command does not set.
+    #[error("the launch command of {name} sets no variable {variable:?} to allow")]
+    NoSuchVariable {
+        /// The runtime's display name.
+        name: String,
+        /// The variable the confirmation named.
+        variable: String,
+    },
     /// A receipt operation failed.
     #[error(transparent)]
     Receipt(#[from] live_runtime::LiveRuntimeReceiptError),
@@ -39,10 +49,16 @@ pub enum CoreError {
     #[error(transparent)]
     Attach(#[from] attach_proxy::AttachError),
     /// Starting or waiting for a revived runtime failed.
-    #[error("{message}")]
-    Revive {
-        /// What happened, with the tail of the runtime's log when there is one.
-        message: String,
+    #[error(transparent)]
+    Revive(#[from] ReviveFailure),
+    /// Work moved off the async workers (keychain, file and `PATH` reads) did not finish: it
+    /// panicked, or the app is shutting down.
+    #[error("{what} was interrupted: {source}")]
+    Interrupted {
+        /// What was being done ("attach", "revive", ...).
+        what: &'static str,
+        /// Why the blocking task did not finish.
+        source: tokio::task::JoinError,
     },
     /// A file or process operation failed.
     #[error("{what}: {source}")]
@@ -54,39 +70,120 @@ pub enum CoreError {
     },
 }
 
+/// Why an action does not apply now: each says what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// Revive of a runtime whose process is alive.
+    #[error("{name} is already running.")]
+    AlreadyRunning {
+        /// The runtime's display name (or runtime id).
+        name: String,
+    },
+    /// Revive of a runtime whose record says it cannot be revived, or cannot be run as recorded.
+    #[error("Cannot revive {name}: {why}")]
+    CannotRevive {
+        /// The runtime's display name.
+        name: String,
+        /// What stands in the way.
+        why: ReviveBlocker,
+    },
+    /// Revive of a live receipt that records no launch command.
+    #[error("{runtime_id} was started by hand; start it again the same way.")]
+    StartedByHand {
+        /// The receipt's runtime id.
+        runtime_id: String,
+    },
+    /// The launch command sets variables that change how programs load, not allowed for it.
+    #[error(
+        "Not reviving {name}: its launch command sets {}. {}. Allow {} for this runtime only if you trust the value shown.",
+        names(.variables),
+        reasons(.variables),
+        it_or_them(.variables)
+    )]
+    LoaderVariables {
+        /// The runtime's display name.
+        name: String,
+        /// Each refused variable, with why it needs allowing.
+        variables: Vec<(String, String)>,
+    },
+    /// Attach to a runtime whose receipt is stale.
+    #[error(
+        "{runtime_id} cannot be attached: {reason}. Forget it, or revive it if it is revivable."
+    )]
+    StaleReceipt {
+        /// The receipt's runtime id.
+        runtime_id: String,
+        /// Why the receipt is stale.
+        reason: String,
+    },
+    /// Approve of a registration whose approval is already running.
+    #[error("The registration for \"{profile}\" is already being approved.")]
+    ApprovalRunning {
+        /// The registration's profile.
+        profile: String,
+    },
+    /// Reject of a registration whose approval is running.
+    #[error(
+        "The registration for \"{profile}\" is being approved right now; wait for it to finish."
+    )]
+    RejectWhileApproving {
+        /// The registration's profile.
+        profile: String,
+    },
+    /// An agent action the runtime does not offer now.
+    #[error("{id} does not offer \"{action}\" now (the tray does not read agent states yet)")]
+    ActionNotOffered {
+        /// The runtime's inventory id.
+        id: String,
+        /// The action asked for.
+        action: String,
+    },
+}
+
+fn names(variables: &[(String, String)]) -> String {
+    let names: Vec<&str> = variables.iter().map(|(n, _)| n.as_str()).collect();
+    names.join(", ")
+}
+
+fn it_or_them(variables: &[(String, String)]) -> &'static str {
+    if variables.len() == 1 {
+        "it"
+    } else {
+        "them"
+    }
+}
+
+fn reasons(variables: &[(String, String)]) -> String {
+    let reasons: Vec<&str> = variables.iter().map(|(_, r)| r.as_str()).collect();
+    reasons.join("; ")
+}
+
 impl CoreError {
-    /// The code the UI branches on.
+    /// The code the UI branches on: `notFound` (the list is out of date and the thing is gone),
+    /// `refused` (the list is out of date: what it showed as available is not), `planChanged`
+    /// (show the new plan), and `internal` for everything the UI only shows.
     pub fn code(&self) -> ErrorCode {
+        use canon_local::ApprovalError as A;
         use live_runtime::LiveRuntimeReceiptError as R;
         match self {
-            CoreError::UnknownRuntime { .. } => ErrorCode::NotFound,
-            CoreError::Refused(_) => ErrorCode::Refused,
-            CoreError::PlanChanged { .. } => ErrorCode::PlanChanged,
-            CoreError::InvalidRequest(_) => ErrorCode::InvalidInput,
-            CoreError::Receipt(R::NotFound { .. }) => ErrorCode::NotFound,
-            CoreError::Receipt(R::StillRunning { .. })
-            | CoreError::Receipt(R::Ambiguous { .. }) => ErrorCode::Refused,
-            CoreError::Receipt(R::ProcessGone { .. } | R::ProcessMismatch { .. }) => {
-                ErrorCode::RuntimeUnavailable
-            }
-            CoreError::Receipt(R::Secret(_) | R::MissingToken { .. }) => ErrorCode::SecretStore,
-            CoreError::Attach(_) => ErrorCode::RuntimeUnavailable,
-            CoreError::Approval(canon_local::ApprovalError::NoPendingRegistration { .. }) => {
-                ErrorCode::NotFound
-            }
-            CoreError::Approval(canon_local::ApprovalError::SecretStore(_)) => {
-                ErrorCode::SecretStore
-            }
-            CoreError::Approval(canon_local::ApprovalError::File(_)) => ErrorCode::Internal,
-            CoreError::Approval(
-                canon_local::ApprovalError::OtherCanon { .. }
-                | canon_local::ApprovalError::Client(canon_local::ClientError::InsecureBaseUrl {
-                    ..
-                }),
+            CoreError::UnknownRuntime { .. }
+            | CoreError::Receipt(R::NotFound { .. })
+            | CoreError::Approval(A::NoPendingRegistration { .. }) => ErrorCode::NotFound,
+            CoreError::Refused(_)
+            | CoreError::Receipt(R::StillRunning { .. } | R::Ambiguous { .. })
+            | CoreError::Approval(
+                A::OtherCanon { .. } | A::Client(canon_local::ClientError::InsecureBaseUrl { .. }),
             ) => ErrorCode::Refused,
-            CoreError::Approval(_) => ErrorCode::Network,
-            CoreError::Revive { .. } => ErrorCode::RuntimeUnavailable,
-            _ => ErrorCode::Internal,
+            CoreError::PlanChanged { .. } => ErrorCode::PlanChanged,
+            CoreError::NoHome
+            | CoreError::NoSuchVariable { .. }
+            | CoreError::Receipt(_)
+            | CoreError::Canon(_)
+            | CoreError::Approval(_)
+            | CoreError::Attach(_)
+            | CoreError::Revive(_)
+            | CoreError::Interrupted { .. }
+            | CoreError::Io { .. } => ErrorCode::Internal,
         }
     }
 }

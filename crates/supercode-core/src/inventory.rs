@@ -11,6 +11,7 @@ use canon_local::{LocalRuntimeStatus, LockStatus, ReviveCapability};
 use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, ReceiptFiles, ReceiptScan};
 
 use crate::approvals::ApprovalBoard;
+use crate::revive::ReviveBlocker;
 use crate::view::{
     ActionAvailability, FileWarning, IgnoredFile, IgnoredLocation, PendingState, PendingView,
     RuntimeOrigin, RuntimeStatus, RuntimeView, SecretStoreKindView, SecretStoreView, Snapshot,
@@ -350,7 +351,9 @@ fn live_view(
         ),
     };
     let revive = match (&record.status, entry) {
-        (LiveRuntimeStatus::Running, _) => ActionAvailability::no("It is already running."),
+        (LiveRuntimeStatus::Running, _) => {
+            ReviveBlocker::availability(Err(ReviveBlocker::AlreadyRunning))
+        }
         (LiveRuntimeStatus::Stale { .. }, Some(entry)) => revive_availability(locations, entry),
         (LiveRuntimeStatus::Stale { .. }, None) => supervisor_revive(record),
     };
@@ -409,7 +412,7 @@ fn supervisor_revive(record: &LiveRuntimeRecord) -> ActionAvailability {
     match &record.metadata.supervisor {
         live_runtime::LiveRuntimeSupervisor::LaunchCommand { .. } => ActionAvailability::yes(),
         live_runtime::LiveRuntimeSupervisor::Manual => {
-            ActionAvailability::no("It was started by hand; start it again the same way.")
+            ReviveBlocker::availability(Err(ReviveBlocker::Manual))
         }
     }
 }
@@ -463,50 +466,53 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
     }
 }
 
-/// Whether a catalog entry can be revived now, and why not.
+/// Whether a catalog entry can be revived now, and why not, as the Revive button shows it.
 pub fn revive_availability(locations: &Locations, entry: &CatalogRuntime) -> ActionAvailability {
+    ReviveBlocker::availability(revive_check(locations, entry))
+}
+
+/// Whether a catalog entry can be revived now: its status and revive capability as the package
+/// derives them, its launch command and its profile's lock. Revive refuses with the same reason.
+pub fn revive_check(locations: &Locations, entry: &CatalogRuntime) -> Result<(), ReviveBlocker> {
     if entry.status == LocalRuntimeStatus::Running {
-        return ActionAvailability::no("It is already running.");
+        return Err(ReviveBlocker::AlreadyRunning);
     }
     match &entry.revive_capability {
         ReviveCapability::Revivable => {}
         ReviveCapability::MissingProfile => {
-            return ActionAvailability::no(format!(
-                "Its profile \"{}\" is missing from agents.json; register it again first.",
-                entry.profile.as_deref().unwrap_or_default()
-            ))
+            return Err(ReviveBlocker::MissingProfile {
+                profile: entry.profile.clone().unwrap_or_default(),
+            })
         }
-        ReviveCapability::Embedded => {
-            return ActionAvailability::no("It runs embedded in another host; restart that host.")
-        }
-        ReviveCapability::Manual => {
-            return ActionAvailability::no("It was started by hand; start it again the same way.")
-        }
+        ReviveCapability::Embedded => return Err(ReviveBlocker::Embedded),
+        ReviveCapability::Manual => return Err(ReviveBlocker::Manual),
         ReviveCapability::Other(other) => {
-            return ActionAvailability::no(format!(
-                "Its catalog entry says revive capability \"{other}\", which this version of Supercode Tray does not know, so it is not revived; start it the way it was started."
-            ))
+            return Err(ReviveBlocker::UnknownCapability {
+                capability: other.clone(),
+            })
         }
     }
     if entry.launch_command.is_empty() {
-        return ActionAvailability::no("No launch command was recorded for it.");
+        return Err(ReviveBlocker::NoLaunchCommand);
     }
     if let Some(profile) = &entry.profile {
         match canon_local::is_profile_locked(&locations.canon, profile) {
             LockStatus::Locked { pid } => {
-                return ActionAvailability::no(format!(
-                    "Agent \"{profile}\" is in use by another session (PID {pid})."
-                ))
+                return Err(ReviveBlocker::ProfileInUse {
+                    profile: profile.clone(),
+                    pid,
+                })
             }
             LockStatus::Untrusted { reason } => {
-                return ActionAvailability::no(format!(
-                    "Its profile's lock file (locks/{profile}.lock) was not read: {reason}."
-                ))
+                return Err(ReviveBlocker::LockUnreadable {
+                    profile: profile.clone(),
+                    reason,
+                })
             }
             LockStatus::Available => {}
         }
     }
-    ActionAvailability::yes()
+    Ok(())
 }
 
 /// Catalog entries with the package's derived state, and the files that were skipped.

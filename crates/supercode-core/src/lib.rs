@@ -29,7 +29,7 @@ pub mod watch;
 
 use std::sync::Arc;
 
-pub use error::CoreError;
+pub use error::{CoreError, Refusal};
 pub use locations::Locations;
 pub use watch::WatchHandle;
 
@@ -115,9 +115,11 @@ impl Supercode {
     ///
     /// Placeholder until the status subscriptions land (issue 15): it refuses every action.
     pub async fn act(&self, id: &str, action: &str) -> Result<ActOutcome, CoreError> {
-        Err(CoreError::Refused(format!(
-            "{id} does not offer \"{action}\" now (the tray does not read agent states yet)"
-        )))
+        Err(Refusal::ActionNotOffered {
+            id: id.to_owned(),
+            action: action.to_owned(),
+        }
+        .into())
     }
 
     /// Pending registrations, without poll tokens.
@@ -154,8 +156,9 @@ impl Supercode {
         // Reads receipts and the catalog and searches PATH: off the async workers.
         let plan = tokio::task::spawn_blocking(move || revive::plan_view(&locations, &owned))
             .await
-            .map_err(|e| CoreError::Revive {
-                message: format!("planning the revive was interrupted: {e}"),
+            .map_err(|source| CoreError::Interrupted {
+                what: "planning the revive",
+                source,
             })?;
         logged("revive plan", id, plan)
     }

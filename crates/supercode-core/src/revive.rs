@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::inventory::{self, CatalogRuntime};
 use crate::view::{ActionAvailability, PlanEnvVar, ReviveOutcome, RevivePlanView};
-use crate::{CoreError, Locations};
+use crate::{CoreError, Locations, Refusal};
 use allowed_env::{loader_reason, AllowedEnv};
 
 /// How long a revived runtime may take to show up. Agent runtimes load models and tools before
@@ -46,6 +46,132 @@ const LOG_TAIL_BYTES: u64 = 2048;
 
 /// The variable that tells a `@canonmsg/core` runtime which profile to run as.
 const PROFILE_VARIABLE: &str = "CANON_AGENT";
+
+/// Why a runtime cannot be revived now: what its record says, or what resolving its launch
+/// command found. The window shows it as the Revive button's reason; a revive asked for anyway is
+/// refused with it ([`Refusal::CannotRevive`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReviveBlocker {
+    /// Its process is alive.
+    #[error("It is already running.")]
+    AlreadyRunning,
+    /// Its catalog entry names a profile `agents.json` does not have (`missing-profile`).
+    #[error("Its profile \"{profile}\" is missing from agents.json; register it again first.")]
+    MissingProfile {
+        /// The profile the entry names.
+        profile: String,
+    },
+    /// It runs inside another host process (`embedded`).
+    #[error("It runs embedded in another host; restart that host.")]
+    Embedded,
+    /// It was started by hand (`manual`, or a receipt without a launch command).
+    #[error("It was started by hand; start it again the same way.")]
+    Manual,
+    /// A revive capability this version does not know, kept as written.
+    #[error("Its catalog entry says revive capability \"{capability}\", which this version of Supercode Tray does not know, so it is not revived; start it the way it was started.")]
+    UnknownCapability {
+        /// The capability as the entry wrote it.
+        capability: String,
+    },
+    /// Its record has no launch command.
+    #[error("No launch command was recorded for it.")]
+    NoLaunchCommand,
+    /// Another session holds its profile's lock.
+    #[error("Agent \"{profile}\" is in use by another session (PID {pid}).")]
+    ProfileInUse {
+        /// The profile.
+        profile: String,
+        /// The process holding the lock, as the lock file records it.
+        pid: i64,
+    },
+    /// Its profile's lock file cannot be trusted, so whether the profile is free is unknown.
+    #[error("Its profile's lock file (locks/{profile}.lock) was not read: {reason}.")]
+    LockUnreadable {
+        /// The profile.
+        profile: String,
+        /// Why the lock file was not read.
+        reason: String,
+    },
+    /// Its working directory is not absolute, so what it names depends on the app's.
+    #[error("its working directory {cwd:?} is not an absolute path.")]
+    RelativeCwd {
+        /// The working directory as recorded.
+        cwd: String,
+    },
+    /// Its record sets a variable whose name cannot be set.
+    #[error("its record sets an environment variable with an invalid name ({name:?}).")]
+    InvalidVariableName {
+        /// The name as recorded.
+        name: String,
+    },
+    /// Its launch command's program is the empty string.
+    #[error("its launch command's program is empty.")]
+    EmptyProgram,
+    /// Its launch command's program contains a NUL byte.
+    #[error("its launch command's program contains a NUL byte.")]
+    NulInProgram,
+    /// The program path it names is not an executable file.
+    #[error("its program {path:?} is not an executable file.")]
+    NotExecutable {
+        /// The path, resolved against the working directory.
+        path: String,
+    },
+    /// The bare program name it names is on no absolute directory of `PATH`.
+    #[error("its program {program:?} was not found on PATH.")]
+    NotOnPath {
+        /// The program as recorded.
+        program: String,
+    },
+}
+
+impl ReviveBlocker {
+    /// The Revive button's state for `check`: available, or not with this reason.
+    pub fn availability(check: Result<(), ReviveBlocker>) -> ActionAvailability {
+        match check {
+            Ok(()) => ActionAvailability::yes(),
+            Err(why) => ActionAvailability::no(why.to_string()),
+        }
+    }
+}
+
+/// Why a revived runtime did not come up.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviveFailure {
+    /// The program could not be started.
+    #[error("could not start {} in {}: {source}", .program.display(), .cwd.display())]
+    Spawn {
+        /// The absolute program.
+        program: PathBuf,
+        /// Its working directory.
+        cwd: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// It exited before a receipt or heartbeat showed it up.
+    #[error("{name} exited before it came up ({status}). Its log ({}) ends with:\n{log_tail}", .log.display())]
+    ExitedEarly {
+        /// The runtime's display name.
+        name: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// Its log file.
+        log: PathBuf,
+        /// The end of its log.
+        log_tail: String,
+    },
+    /// It is still running but did not show up within [`REVIVE_READY_TIMEOUT`].
+    #[error("{name} did not come up within {}s (it is still running as PID {pid}). Its log ({}) ends with:\n{log_tail}", REVIVE_READY_TIMEOUT.as_secs(), .log.display())]
+    NotUp {
+        /// The runtime's display name.
+        name: String,
+        /// Its process id.
+        pid: u32,
+        /// Its log file.
+        log: PathBuf,
+        /// The end of its log.
+        log_tail: String,
+    },
+}
 
 /// What revive will run, resolved from the record once.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +231,15 @@ impl RevivePlan {
             .filter_map(|(name, _)| loader_reason(name).map(|reason| (name.clone(), reason)))
             .collect()
     }
+
+    /// The refusal for running it while `allowed` leaves variables refused, if it does.
+    fn env_refusal(&self, allowed: &AllowedEnv) -> Option<Refusal> {
+        let variables = self.refused_env(allowed);
+        (!variables.is_empty()).then(|| Refusal::LoaderVariables {
+            name: self.name.clone(),
+            variables,
+        })
+    }
 }
 
 /// What the user confirms: the id, the digest of the plan they were shown, and the variables
@@ -129,17 +264,17 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
         .unwrap_or_else(|| id.to_owned());
     if let Some(entry) = snapshot_entries.iter().find(|c| c.id == catalog_id) {
         if record.is_some_and(|r| r.status == LiveRuntimeStatus::Running) {
-            return Err(CoreError::Refused(format!(
-                "{} is already running.",
-                display_name(entry)
-            )));
+            return Err(Refusal::AlreadyRunning {
+                name: display_name(entry),
+            }
+            .into());
         }
-        let availability = inventory::revive_availability(locations, entry);
-        if let Some(reason) = availability.reason {
-            return Err(CoreError::Refused(format!(
-                "Cannot revive {}: {reason}",
-                display_name(entry)
-            )));
+        if let Err(why) = inventory::revive_check(locations, entry) {
+            return Err(Refusal::CannotRevive {
+                name: display_name(entry),
+                why,
+            }
+            .into());
         }
         return resolve(Recorded {
             id,
@@ -156,10 +291,10 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
         return Err(CoreError::UnknownRuntime { id: id.to_owned() });
     };
     if record.status == LiveRuntimeStatus::Running {
-        return Err(CoreError::Refused(format!(
-            "{} is already running.",
-            record.runtime_id
-        )));
+        return Err(Refusal::AlreadyRunning {
+            name: record.runtime_id.clone(),
+        }
+        .into());
     }
     match &record.metadata.supervisor {
         LiveRuntimeSupervisor::LaunchCommand { argv, cwd, env } if !argv.is_empty() => {
@@ -178,10 +313,10 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
                 runtime_id: Some(record.runtime_id.clone()),
             })
         }
-        _ => Err(CoreError::Refused(format!(
-            "{} was started by hand; start it again the same way.",
-            record.runtime_id
-        ))),
+        _ => Err(Refusal::StartedByHand {
+            runtime_id: record.runtime_id.clone(),
+        }
+        .into()),
     }
 }
 
@@ -198,23 +333,27 @@ struct Recorded<'a> {
 }
 
 fn resolve(recorded: Recorded<'_>) -> Result<RevivePlan, CoreError> {
-    let refuse =
-        |why: String| CoreError::Refused(format!("Cannot revive {}: {why}", recorded.name));
+    let refuse = |why: ReviveBlocker| -> CoreError {
+        Refusal::CannotRevive {
+            name: recorded.name.clone(),
+            why,
+        }
+        .into()
+    };
     let Some((program, args)) = recorded.argv.split_first() else {
-        return Err(refuse("no launch command was recorded for it.".into()));
+        return Err(refuse(ReviveBlocker::NoLaunchCommand));
     };
     if !recorded.cwd.is_absolute() {
-        return Err(refuse(format!(
-            "its working directory {:?} is not an absolute path.",
-            recorded.cwd.display().to_string()
-        )));
+        return Err(refuse(ReviveBlocker::RelativeCwd {
+            cwd: recorded.cwd.display().to_string(),
+        }));
     }
     let mut env = recorded.env.clone();
     for name in env.keys() {
         if name.is_empty() || name.contains(['=', '\0']) {
-            return Err(refuse(format!(
-                "its record sets an environment variable with an invalid name ({name:?})."
-            )));
+            return Err(refuse(ReviveBlocker::InvalidVariableName {
+                name: name.clone(),
+            }));
         }
     }
     if let Some(profile) = &recorded.profile {
@@ -225,8 +364,8 @@ fn resolve(recorded: Recorded<'_>) -> Result<RevivePlan, CoreError> {
         .find(|(name, _)| name.eq_ignore_ascii_case("PATH"))
         .map(|(_, value)| std::ffi::OsString::from(value))
         .or_else(|| std::env::var_os("PATH"));
-    let resolved = resolve_program(program, recorded.cwd, search_path.as_deref())
-        .map_err(|why| refuse(format!("{why}.")))?;
+    let resolved =
+        resolve_program(program, recorded.cwd, search_path.as_deref()).map_err(refuse)?;
     Ok(RevivePlan {
         id: recorded.id.to_owned(),
         name: recorded.name,
@@ -249,12 +388,12 @@ fn resolve_program(
     recorded: &str,
     cwd: &Path,
     search_path: Option<&std::ffi::OsStr>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ReviveBlocker> {
     if recorded.is_empty() {
-        return Err("its launch command's program is empty".into());
+        return Err(ReviveBlocker::EmptyProgram);
     }
     if recorded.contains('\0') {
-        return Err("its launch command's program contains a NUL byte".into());
+        return Err(ReviveBlocker::NulInProgram);
     }
     let has_separator = recorded.contains('/') || (cfg!(windows) && recorded.contains('\\'));
     if has_separator {
@@ -262,10 +401,9 @@ fn resolve_program(
         return if is_executable(&path) {
             Ok(path)
         } else {
-            Err(format!(
-                "its program {:?} is not an executable file",
-                path.display().to_string()
-            ))
+            Err(ReviveBlocker::NotExecutable {
+                path: path.display().to_string(),
+            })
         };
     }
     let found = search_path
@@ -275,7 +413,9 @@ fn resolve_program(
         .filter(|dir| dir.is_absolute() && dir.to_str().is_some())
         .map(|dir| lexically_clean(&dir.join(recorded)))
         .find(|candidate| is_executable(candidate));
-    found.ok_or_else(|| format!("its program {recorded:?} was not found on PATH"))
+    found.ok_or_else(|| ReviveBlocker::NotOnPath {
+        program: recorded.to_owned(),
+    })
 }
 
 /// `a/./b` as `a/b`; `..` is kept (the file system decides what it means).
@@ -312,7 +452,6 @@ fn display_name(entry: &CatalogRuntime) -> String {
 pub fn plan_view(locations: &Locations, id: &str) -> Result<RevivePlanView, CoreError> {
     let plan = plan(locations, id)?;
     let allowed = AllowedEnv::load(&locations.state_dir);
-    let refused = plan.refused_env(&allowed);
     let env = plan
         .env
         .iter()
@@ -327,10 +466,9 @@ pub fn plan_view(locations: &Locations, id: &str) -> Result<RevivePlanView, Core
             }
         })
         .collect();
-    let run = if refused.is_empty() {
-        ActionAvailability::yes()
-    } else {
-        ActionAvailability::no(refused_message(&plan, &refused))
+    let run = match plan.env_refusal(&allowed) {
+        None => ActionAvailability::yes(),
+        Some(refusal) => ActionAvailability::no(refusal.to_string()),
     };
     Ok(RevivePlanView {
         id: plan.id.clone(),
@@ -344,18 +482,6 @@ pub fn plan_view(locations: &Locations, id: &str) -> Result<RevivePlanView, Core
         digest: plan.digest(),
         run,
     })
-}
-
-fn refused_message(plan: &RevivePlan, refused: &[(String, String)]) -> String {
-    let names: Vec<&str> = refused.iter().map(|(n, _)| n.as_str()).collect();
-    let reasons: Vec<&str> = refused.iter().map(|(_, r)| r.as_str()).collect();
-    format!(
-        "Not reviving {}: its launch command sets {}. {}. Allow {} for this runtime only if you trust the value shown.",
-        plan.name,
-        names.join(", "),
-        reasons.join("; "),
-        if names.len() == 1 { "it" } else { "them" },
-    )
 }
 
 /// Checks the confirmed digest against a fresh plan, records the variables the user allowed,
@@ -373,10 +499,10 @@ pub async fn revive(
         let mut allowed = AllowedEnv::load(&locations.state_dir);
         for name in &request.allow_env {
             let Some(value) = plan.env.get(name) else {
-                return Err(CoreError::InvalidRequest(format!(
-                    "the launch command of {} sets no variable {name:?} to allow",
-                    plan.name
-                )));
+                return Err(CoreError::NoSuchVariable {
+                    name: plan.name,
+                    variable: name.clone(),
+                });
             };
             allowed.allow(plan.allow_key(), name, value);
         }
@@ -384,9 +510,8 @@ pub async fn revive(
             allowed.save(&locations.state_dir)?;
             tracing::info!(id = %plan.id, names = ?request.allow_env, "revive: variables allowed for this runtime");
         }
-        let refused = plan.refused_env(&allowed);
-        if !refused.is_empty() {
-            return Err(CoreError::Refused(refused_message(&plan, &refused)));
+        if let Some(refusal) = plan.env_refusal(&allowed) {
+            return Err(refusal.into());
         }
         let log = locations.revive_log(plan.allow_key());
         let started_at = time::OffsetDateTime::now_utc();
@@ -395,8 +520,9 @@ pub async fn revive(
         wait_until_up(&locations, &plan, &child, &log, started_at)
     })
     .await
-    .map_err(|e| CoreError::Revive {
-        message: format!("revive was interrupted: {e}"),
+    .map_err(|source| CoreError::Interrupted {
+        what: "revive",
+        source,
     })?
 }
 
@@ -429,12 +555,10 @@ fn spawn_detached(plan: &RevivePlan, log: &Path) -> Result<Spawned, CoreError> {
         .stdout(out)
         .stderr(err);
     detach(&mut command);
-    let mut child = command.spawn().map_err(|source| CoreError::Revive {
-        message: format!(
-            "could not start {} in {}: {source}",
-            plan.program.display(),
-            plan.cwd.display()
-        ),
+    let mut child = command.spawn().map_err(|source| ReviveFailure::Spawn {
+        program: plan.program.clone(),
+        cwd: plan.cwd.clone(),
+        source,
     })?;
     let pid = child.id();
     let exit = Arc::new(Mutex::new(None));
@@ -502,26 +626,22 @@ fn wait_until_up(
         }
         let exited = *child.exit.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(status) = exited {
-            return Err(CoreError::Revive {
-                message: format!(
-                    "{} exited before it came up ({status}). Its log ({}) ends with:\n{}",
-                    plan.name,
-                    log.display(),
-                    log_tail(log)
-                ),
-            });
+            return Err(ReviveFailure::ExitedEarly {
+                name: plan.name.clone(),
+                status,
+                log: log.to_owned(),
+                log_tail: log_tail(log),
+            }
+            .into());
         }
         if Instant::now() >= deadline {
-            return Err(CoreError::Revive {
-                message: format!(
-                    "{} did not come up within {}s (it is still running as PID {}). Its log ({}) ends with:\n{}",
-                    plan.name,
-                    REVIVE_READY_TIMEOUT.as_secs(),
-                    child.pid,
-                    log.display(),
-                    log_tail(log)
-                ),
-            });
+            return Err(ReviveFailure::NotUp {
+                name: plan.name.clone(),
+                pid: child.pid,
+                log: log.to_owned(),
+                log_tail: log_tail(log),
+            }
+            .into());
         }
         std::thread::sleep(READY_CHECK_INTERVAL);
     }

@@ -544,26 +544,31 @@ pub struct RevivePlanView {
     pub run: ActionAvailability,
 }
 
-/// What kind of failure a command met; the UI branches on it.
+/// What kind of failure a command met: only the kinds the window branches on. Everything else
+/// is [`ErrorCode::Internal`], and its message says what happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 pub enum ErrorCode {
-    /// No runtime or registration with that id.
+    /// No runtime or registration with that id: the window's list is out of date and the thing
+    /// is gone, so the window refreshes the list and says so at the top (the row goes away).
     NotFound,
-    /// The action does not apply right now (e.g. forget on a running runtime).
+    /// The action does not apply right now (e.g. forget on a running runtime): the window's list
+    /// is out of date, so it refreshes the list and shows the message on the row.
     Refused,
-    /// The runtime is gone or not answering.
-    RuntimeUnavailable,
-    /// The keychain (or file store) failed.
-    SecretStore,
-    /// Canon could not be reached or answered with an error.
-    Network,
-    /// The request itself was malformed.
-    InvalidInput,
-    /// The revive plan changed since it was shown: show the new one and ask again.
+    /// The revive plan changed since it was shown: the window shows the new one and asks again.
     PlanChanged,
-    /// Anything else; the message says what.
+    /// Anything else; the window only shows the message.
     Internal,
+}
+
+impl ErrorCode {
+    /// Every code, written into the UI's bindings so it recognizes the wire format.
+    pub const ALL: [ErrorCode; 4] = [
+        ErrorCode::NotFound,
+        ErrorCode::Refused,
+        ErrorCode::PlanChanged,
+        ErrorCode::Internal,
+    ];
 }
 
 /// The one error format at the IPC boundary: a code to branch on and a message for people.
@@ -573,4 +578,13 @@ pub struct CommandError {
     pub code: ErrorCode,
     /// What happened and what to do next.
     pub message: String,
+}
+
+/// The names of the events the app sends the window (Tauri events), written into the UI's
+/// bindings so both sides use the same strings.
+pub mod events {
+    /// Carries a fresh [`Snapshot`](super::Snapshot) whenever the inventory changes.
+    pub const SNAPSHOT: &str = "supercode://snapshot";
+    /// Asks the window to show one runtime's revive confirmation (payload: its id).
+    pub const CONFIRM_REVIVE: &str = "supercode://confirm-revive";
 }

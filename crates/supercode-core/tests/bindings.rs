@@ -109,6 +109,24 @@ fn agent_rules() -> (String, String) {
     )
 }
 
+/// The event names and the error codes the UI recognizes, from the Rust constants, so the
+/// window and the app cannot spell them differently.
+fn wire() -> (String, String) {
+    let codes: Vec<String> = ErrorCode::ALL
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap().to_string())
+        .collect();
+    (
+        "wire.ts".into(),
+        format!(
+            "{HEADER}import type {{ ErrorCode }} from \"./ErrorCode\";\n\n/** The Tauri event carrying a fresh `Snapshot` whenever the inventory changes (`view::events::SNAPSHOT`). */\nexport const SNAPSHOT_EVENT = {};\n\n/** The Tauri event asking the window to show one runtime's revive confirmation, payload its id (`view::events::CONFIRM_REVIVE`). */\nexport const CONFIRM_REVIVE_EVENT = {};\n\n/** Every error code the backend sends (`ErrorCode::ALL`). */\nexport const ERROR_CODES: readonly ErrorCode[] = [{}];\n",
+            serde_json::to_string(events::SNAPSHOT).unwrap(),
+            serde_json::to_string(events::CONFIRM_REVIVE).unwrap(),
+            codes.join(", "),
+        ),
+    )
+}
+
 fn index(files: &[(String, String)]) -> String {
     let mut out = String::from(HEADER);
     for (name, _) in files {
@@ -118,6 +136,50 @@ fn index(files: &[(String, String)]) -> String {
     out
 }
 
+/// Every type in view.rs that derives `TS`, read from its source: ts-rs cannot list them, so
+/// this is what makes a type missing from [`generated`] fail the test instead of going unexported.
+fn ts_types_in_view_rs() -> Vec<String> {
+    let source = include_str!("../src/view.rs");
+    let mut names = Vec::new();
+    let mut derives_ts = false;
+    for line in source.lines().map(str::trim) {
+        if line.starts_with("#[derive(") {
+            derives_ts = line.contains(" TS") || line.contains("(TS");
+        } else if let Some(rest) = line
+            .strip_prefix("pub struct ")
+            .or_else(|| line.strip_prefix("pub enum "))
+        {
+            if derives_ts {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.push(name);
+            }
+            derives_ts = false;
+        }
+    }
+    names
+}
+
+#[test]
+fn every_ts_type_in_view_rs_is_exported() {
+    let exported: Vec<String> = generated()
+        .into_iter()
+        .map(|(file, _)| file.trim_end_matches(".ts").to_owned())
+        .collect();
+    let found = ts_types_in_view_rs();
+    assert!(
+        found.len() >= exported.len(),
+        "the scan found too few: {found:?}"
+    );
+    let missing: Vec<&String> = found.iter().filter(|n| !exported.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "view.rs types derive TS but are not in `generated()` in tests/bindings.rs: {missing:?}"
+    );
+}
+
 #[test]
 fn committed_typescript_bindings_match_the_rust_view_types() {
     let dir = bindings_dir();
@@ -125,6 +187,7 @@ fn committed_typescript_bindings_match_the_rust_view_types() {
     files.push(("index.ts".into(), index(&files)));
     files.push(pending_rules());
     files.push(agent_rules());
+    files.push(wire());
     if std::env::var_os("UPDATE_BINDINGS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
         for entry in std::fs::read_dir(&dir).unwrap() {

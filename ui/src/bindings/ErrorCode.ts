@@ -1,2 +1,2 @@
 // Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
-export type ErrorCode = "notFound" | "refused" | "runtimeUnavailable" | "secretStore" | "network" | "invalidInput" | "planChanged" | "internal";
+export type ErrorCode = "notFound" | "refused" | "planChanged" | "internal";

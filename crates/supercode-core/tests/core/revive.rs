@@ -221,8 +221,15 @@ async fn revive_of_a_launch_command_that_exits_at_once_reports_failure_with_its_
         started.elapsed() < supercode_core::revive::REVIVE_READY_TIMEOUT,
         "an early exit is reported at once, not after the ready timeout"
     );
+    assert!(
+        matches!(
+            error,
+            CoreError::Revive(supercode_core::revive::ReviveFailure::ExitedEarly { .. })
+        ),
+        "{error:?}"
+    );
     let error = CommandError::from(error);
-    assert_eq!(error.code, ErrorCode::RuntimeUnavailable, "{error:?}");
+    assert_eq!(error.code, ErrorCode::Internal, "{error:?}");
     assert!(
         error.message.contains("exited before it came up"),
         "{}",
