@@ -5,10 +5,13 @@
 //! Linux the appindicator tray delivers no clicks to the icon itself.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use supercode_core::view::PendingState;
-use supercode_core::{CoreEvent, Supercode, WatchHandle};
-use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder};
+use supercode_core::{CoreEvent, Locations, Supercode, WatchHandle};
+use tauri::{
+    App, AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder,
+};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_notification::NotificationExt as _;
 
@@ -24,16 +27,24 @@ pub use supercode_core::view::events::{
 /// The label of the one window; `capabilities/main-window.json` grants it its permissions.
 pub const MAIN_WINDOW: &str = "main";
 
+/// How long quitting waits for the core's background work to end ([`Supercode::shutdown`]).
+/// Everything is told to stop at once; what takes longest is an attach proxy finishing an
+/// in-flight response (at most `attach_proxy::SHUTDOWN_GRACE`, 1 s) and a keychain call that
+/// cannot be interrupted (at most `live_runtime::KEYCHAIN_TIMEOUT`, 5 s). Past this the app
+/// exits anyway: a quit must not hang, and nothing is lost (an interrupted approval resumes at
+/// the next start).
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(6);
+
 /// Starts the tray app and runs it until the user quits.
 pub fn run() -> ExitCode {
-    let core = match Supercode::from_env() {
-        Ok(core) => core,
+    let locations = match Locations::from_env() {
+        Ok(locations) => locations,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let _log_guard = crate::logging::init(&core.locations().log_dir, true);
+    let _log_guard = crate::logging::init(&locations.log_dir, true);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         "starting Supercode Tray"
@@ -53,29 +64,52 @@ pub fn run() -> ExitCode {
             setup_tray_app(app.handle())?;
             Ok(())
         });
-    let app = match build(builder, core).build(tauri::generate_context!()) {
+    let app = match build(builder, tauri::generate_context!(), locations) {
         Ok(app) => app,
         Err(e) => {
             eprintln!("error: could not start the tray app: {e}");
             return ExitCode::FAILURE;
         }
     };
-    app.run(|_app, event| {
+    app.run(|app, event| match event {
         // Closing the window must not quit: the app lives in the tray until "Quit".
-        if let RunEvent::ExitRequested {
+        RunEvent::ExitRequested {
             api, code: None, ..
-        } = event
-        {
-            api.prevent_exit();
-        }
+        } => api.prevent_exit(),
+        // The last event before the process exits, and exiting runs no destructor of managed
+        // state: the core's background work ends here, awaited. Blocking the main thread is
+        // fine now (the event loop is done) and nothing the work does waits for it.
+        RunEvent::Exit => shut_down(app),
+        _ => {}
     });
     ExitCode::SUCCESS
 }
 
-/// Registers the core state and the IPC commands. Generic over the runtime so command tests can
-/// pass `tauri::test::mock_builder()`.
-pub fn build<R: Runtime>(builder: tauri::Builder<R>, core: Supercode) -> tauri::Builder<R> {
-    builder.manage(core).invoke_handler(commands::handler())
+/// Ends the core's background work, waiting at most [`SHUTDOWN_WAIT`].
+fn shut_down<R: Runtime>(app: &AppHandle<R>) {
+    let core = app.state::<Supercode>();
+    let finished =
+        tauri::async_runtime::block_on(tokio::time::timeout(SHUTDOWN_WAIT, core.shutdown()));
+    if finished.is_err() {
+        tracing::warn!("background work still running after {SHUTDOWN_WAIT:?}; exiting anyway");
+    }
+}
+
+/// Builds the app over `locations`: the core (its events forwarded to the window, the tray and
+/// notifications from the start) and the IPC commands. Generic over the runtime so command tests
+/// can pass `tauri::test::mock_builder()`.
+pub fn build<R: Runtime>(
+    builder: tauri::Builder<R>,
+    context: tauri::Context<R>,
+    locations: Locations,
+) -> tauri::Result<App<R>> {
+    let app = builder.invoke_handler(commands::handler()).build(context)?;
+    // Managed before the event loop starts, so before setup and any command runs.
+    let handle = app.handle().clone();
+    app.manage(Supercode::new(locations, move |event| {
+        forward(&handle, event)
+    }));
+    Ok(app)
 }
 
 /// Everything the real app does at start-up beyond [`build`]: the tray, the watcher, approvals.
@@ -84,8 +118,7 @@ fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let snapshot = core.snapshot();
     tray::create(app, &snapshot, on_menu_event)?;
 
-    let handle = app.clone();
-    let watch: WatchHandle = core.watch(move |event| forward(&handle, event));
+    let watch: WatchHandle = core.watch();
     app.manage(watch);
     tracing::info!(
         runtimes = snapshot.runtimes.len(),
@@ -94,8 +127,7 @@ fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     );
     // A registration submitted before the app last stopped resumes polling without resubmitting.
     for profile in core.submitted_registrations() {
-        let app = app.clone();
-        tauri::async_runtime::spawn(async move {
+        spawn_tracked(app, move |app| async move {
             let core = app.state::<Supercode>();
             if let Err(e) = core.approve(&profile, |_| {}).await {
                 tracing::warn!(profile = %profile, "resuming the approval failed: {e}");
@@ -164,13 +196,24 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
     }
 }
 
+/// Spawns `task` as background work of the core: quitting cancels it and waits for it.
+fn spawn_tracked<R, F, Fut>(app: &AppHandle<R>, task: F)
+where
+    R: Runtime,
+    F: FnOnce(AppHandle<R>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let tracked = app.state::<Supercode>().track(task(app.clone()));
+    tauri::async_runtime::spawn(tracked);
+}
+
 fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
     // Menu ids carry only opaque endpoints, catalog ids and profile names: safe to log.
     tracing::info!(item = %id, "tray menu item chosen");
     let result = match &id {
         MenuId::Attach(runtime) => {
-            let (app, runtime) = (app.clone(), runtime.clone());
-            tauri::async_runtime::spawn(async move {
+            let runtime = runtime.clone();
+            spawn_tracked(app, move |app| async move {
                 let core = app.state::<Supercode>();
                 if let Err(e) = commands::runtimes::attach_and_open(&core, &runtime).await {
                     notify(&app, "Attach failed", &e.message);
@@ -181,8 +224,8 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
         // Revive shows its launch command before running: the window asks for confirmation.
         MenuId::Revive(runtime) => open_window(app, Some(runtime)),
         MenuId::Approve(profile) => {
-            let (app, profile) = (app.clone(), profile.clone());
-            tauri::async_runtime::spawn(async move {
+            let profile = profile.clone();
+            spawn_tracked(app, move |app| async move {
                 let core = app.state::<Supercode>();
                 match core.approve(&profile, |_| {}).await {
                     Ok(view) => {

@@ -199,7 +199,8 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
     if let Command::DemoRuntime(args) = command {
         return Ok(demo::run(args).await?);
     }
-    let core = Supercode::from_env()?;
+    let locations = supercode_core::Locations::from_env()?;
+    let core = Supercode::without_events(locations);
     match command {
         Command::List { json } => {
             let snapshot = core.snapshot();
@@ -254,9 +255,16 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
 
 /// `attach ID`: the one-time URL is the first line on stdout; the proxy serves until interrupted,
 /// or until its runtime goes away (its receipt removed, or its process exited), as in the tray.
+/// Either way it ends as the tray does, with the core's awaited shutdown.
 async fn attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), CliError> {
+    let outcome = serve_attach(core, id, no_open).await;
+    core.shutdown().await;
+    outcome
+}
+
+async fn serve_attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), CliError> {
     // Watching from before the attach, so a runtime that goes right after it is still seen.
-    let _watch = core.watch(|_| {});
+    let _watch = core.watch();
     let url = core.attach(id).await?;
     println!("{}", url.as_str());
     if !no_open {
@@ -264,10 +272,7 @@ async fn attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), CliErro
     }
     eprintln!("Serving the attach proxy; press Ctrl-C to stop.");
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => {
-            core.shutdown_proxies().await;
-            Ok(())
-        }
+        _ = tokio::signal::ctrl_c() => Ok(()),
         () = core.proxies_stopped() => {
             Err(CliError::ProxyClosed { id: id.to_owned() })
         }

@@ -129,9 +129,12 @@ impl Fixture {
     }
 
     fn app(&self) -> (tauri::App<MockRuntime>, WebviewWindow<MockRuntime>) {
-        let app = app::build(mock_builder(), Supercode::new(self.locations.clone()))
-            .build(mock_context(noop_assets()))
-            .unwrap();
+        let app = app::build(
+            mock_builder(),
+            mock_context(noop_assets()),
+            self.locations.clone(),
+        )
+        .unwrap();
         let webview = WebviewWindowBuilder::new(&app, app::MAIN_WINDOW, Default::default())
             .build()
             .unwrap();
@@ -293,10 +296,7 @@ fn approve_and_its_errors_answers_and_events_carry_no_api_key_or_poll_token() {
     app.listen_any(app::SNAPSHOT_EVENT, move |event| {
         sink.lock().unwrap().push(event.payload().to_owned())
     });
-    let handle = app.handle().clone();
-    let _watch = app
-        .state::<Supercode>()
-        .watch(move |event| app::forward(&handle, event));
+    let _watch = app.state::<Supercode>().watch();
 
     // The server does not know this request id: Canon answers 404 to a poll carrying the token.
     let error =

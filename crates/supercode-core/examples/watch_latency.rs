@@ -82,14 +82,14 @@ fn main() {
         sleepers.push(child);
     }
 
-    let core = Supercode::new(locations);
     let (tx, rx) = mpsc::channel::<(Instant, Snapshot)>();
     let tx = Mutex::new(tx);
-    let watch = core.watch(move |event| {
+    let core = Supercode::new(locations, move |event| {
         if let CoreEvent::Snapshot(snapshot) = event {
             let _ = tx.lock().unwrap().send((Instant::now(), snapshot));
         }
     });
+    let watch = core.watch();
     let mut events = Events { rx };
     events.until(|s| s.runtimes.len() == background);
 
@@ -201,15 +201,15 @@ fn scale_run(sizes: &[usize], trials: usize) {
             assert!(copy == snapshot);
         });
 
-        let core = Supercode::new(locations);
         let threads_before = threads();
         let (tx, rx) = mpsc::channel::<(Instant, Snapshot)>();
         let tx = Mutex::new(tx);
-        let watch = core.watch(move |event| {
+        let core = Supercode::new(locations, move |event| {
             if let CoreEvent::Snapshot(snapshot) = event {
                 let _ = tx.lock().unwrap().send((Instant::now(), snapshot));
             }
         });
+        let watch = core.watch();
         let mut events = Events { rx };
         events.until(|s| s.runtimes.len() == live);
         let watcher = new_thread_named("supercode-watch", &threads_before);

@@ -91,6 +91,10 @@ impl ApprovalBoard {
                 },
             );
         }
+        let _running = RunningGuard {
+            board: self,
+            profile,
+        };
         let view = |state: PendingState, message: Option<String>| {
             PendingView::new(
                 profile.to_owned(),
@@ -154,6 +158,22 @@ impl ApprovalBoard {
         canon_local::reject(&locations.canon, &locations.registration_origins(), profile)?;
         self.lock().remove(profile);
         Ok(())
+    }
+}
+
+/// Marks an approval as no longer running when its future ends, also when it is dropped before
+/// finishing (the core's shutdown cancels approvals): the profile would otherwise count as being
+/// approved, refusing approve and dismiss, for as long as the process lives.
+struct RunningGuard<'a> {
+    board: &'a ApprovalBoard,
+    profile: &'a str,
+}
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(tracked) = self.board.lock().get_mut(self.profile) {
+            tracked.running = false;
+        }
     }
 }
 

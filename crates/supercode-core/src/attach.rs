@@ -3,10 +3,10 @@
 //!
 //! The proxy holds the runtime's token; the browser only ever gets a one-time code that it trades
 //! for an HttpOnly session cookie (see `attach-proxy`). Proxies stop when their runtime's receipt
-//! goes away.
+//! goes away, and all of them, awaited, at the core's shutdown.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use attach_proxy::{AttachProxy, AttachUrl};
 use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus};
@@ -17,9 +17,18 @@ use crate::{CoreError, Locations, Refusal};
 /// The attach proxies this process runs, by runtime endpoint.
 #[derive(Default)]
 pub struct AttachSessions {
-    proxies: Mutex<HashMap<LiveRuntimeEndpoint, Arc<AttachProxy>>>,
+    /// Owned here and nowhere else (codes are minted under the lock), so shutdown can take each
+    /// one and wait for it to stop.
+    proxies: Mutex<Proxies>,
     /// Woken whenever [`AttachSessions::retain_live`] stops a proxy.
     stopped: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Proxies {
+    running: HashMap<LiveRuntimeEndpoint, AttachProxy>,
+    /// Set by [`AttachSessions::shutdown_all`]: no proxy starts after it.
+    closed: bool,
 }
 
 impl AttachSessions {
@@ -54,36 +63,48 @@ impl AttachSessions {
         attach_proxy::check_health(&resolved.address, &resolved.token, pid).await?;
 
         let endpoint = resolved.record.endpoint.clone();
-        if let Some(proxy) = self.running_proxy(&endpoint) {
-            return Ok(proxy.mint_code());
+        if let Some(url) = self.mint_on_running(&endpoint)? {
+            return Ok(url);
         }
-        let started = Arc::new(AttachProxy::start(resolved.address, resolved.token).await?);
-        let proxy = {
-            let mut proxies = self.lock();
-            // Another attach may have started one meanwhile: keep the first, drop ours.
-            match proxies.get(&endpoint) {
-                Some(existing) if !existing.is_closed() => existing.clone(),
-                _ => {
-                    proxies.insert(endpoint, started.clone());
-                    started
-                }
+        let started = AttachProxy::start(resolved.address, resolved.token).await?;
+        let mut proxies = self.lock();
+        if proxies.closed {
+            // Shut down while it started: it served nobody, so dropping it stops it unawaited.
+            return Err(shut_down());
+        }
+        match proxies.running.get(&endpoint) {
+            // Another attach started one meanwhile: keep the first, drop (stop) ours.
+            Some(existing) if !existing.is_closed() => Ok(existing.mint_code()),
+            _ => {
+                let url = started.mint_code();
+                proxies.running.insert(endpoint, started);
+                Ok(url)
             }
-        };
-        Ok(proxy.mint_code())
+        }
     }
 
-    fn running_proxy(&self, endpoint: &LiveRuntimeEndpoint) -> Option<Arc<AttachProxy>> {
-        self.lock()
+    /// A one-time URL on the runtime's running proxy, if it has one; refused after shutdown.
+    fn mint_on_running(
+        &self,
+        endpoint: &LiveRuntimeEndpoint,
+    ) -> Result<Option<AttachUrl>, CoreError> {
+        let proxies = self.lock();
+        if proxies.closed {
+            return Err(shut_down());
+        }
+        Ok(proxies
+            .running
             .get(endpoint)
             .filter(|proxy| !proxy.is_closed())
-            .cloned()
+            .map(AttachProxy::mint_code))
     }
 
     /// Stops the proxies of runtimes that are no longer running.
     pub fn retain_live(&self, snapshot: &Snapshot) {
         let stopped = {
-            let mut proxies = self.lock();
+            let proxies = &mut self.lock().running;
             let before = proxies.len();
+            // A proxy dropped here stops at once; its runtime is gone, so nobody waits for it.
             proxies.retain(|endpoint, _| {
                 snapshot.runtimes.iter().any(|r| {
                     r.status == RuntimeStatus::Running
@@ -103,26 +124,32 @@ impl AttachSessions {
         loop {
             // Registered before the check, so a stop between the check and the wait still wakes.
             let stopped = self.stopped.notified();
-            if self.lock().is_empty() {
+            if self.lock().running.is_empty() {
                 return;
             }
             stopped.await;
         }
     }
 
-    /// Stops every proxy.
+    /// Stops every proxy and waits until each has closed its connections and its port (all at
+    /// once, so the wait is one proxy's `attach_proxy::SHUTDOWN_GRACE`, not one per proxy).
+    /// No proxy starts afterwards.
     pub async fn shutdown_all(&self) {
-        let proxies: Vec<_> = self.lock().drain().map(|(_, proxy)| proxy).collect();
-        for proxy in proxies {
-            if let Ok(proxy) = Arc::try_unwrap(proxy) {
-                proxy.shutdown().await;
-            }
-        }
+        let proxies: Vec<AttachProxy> = {
+            let mut proxies = self.lock();
+            proxies.closed = true;
+            proxies.running.drain().map(|(_, proxy)| proxy).collect()
+        };
+        futures_util::future::join_all(proxies.into_iter().map(AttachProxy::shutdown)).await;
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<LiveRuntimeEndpoint, Arc<AttachProxy>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Proxies> {
         self.proxies.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+fn shut_down() -> CoreError {
+    crate::quitting("start an attach proxy")
 }
 
 /// Finds a live record by its endpoint, or by its runtime id when that is unambiguous.

@@ -73,6 +73,12 @@ pub enum CoreError {
 /// Why an action does not apply now: each says what to do instead.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
+    /// The core is shutting down, so an action did not run or finish.
+    #[error("Supercode Tray is quitting, so it did not {what}.")]
+    Quitting {
+        /// What did not happen ("approve \"agent-a\"").
+        what: String,
+    },
     /// Revive of a runtime whose process is alive.
     #[error("{name} is already running.")]
     AlreadyRunning {

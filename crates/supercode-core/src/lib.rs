@@ -3,7 +3,8 @@
 //! [`Supercode`] is the one API surface the CLI and the Tauri shell call: it merges live-runtime
 //! receipts and `@canonmsg/core` catalog entries into one inventory ([`view::Snapshot`]), and runs
 //! attach, forget, revive and registration approval on it. Background work (the watcher, running
-//! approvals) reports through an injected event sink, so the shell decides how to show it.
+//! approvals) reports through the event sink given at construction, so the shell decides how to
+//! show it, and ends when [`Supercode::shutdown`] is awaited (or, unawaited, when its handles drop).
 //!
 //! # Layout
 //! - [`view`]: the browser-safe types the UI and `list --json` show (exported to TypeScript).
@@ -14,10 +15,12 @@
 //! - [`revive`]: relaunching a stopped runtime from its recorded launch command.
 //! - [`approvals`]: carrying pending registrations through approval.
 //! - [`doctor`]: the set-up checks behind `supercode-tray doctor`.
+//! - [`background`]: what runs in the background, and its cancellation and awaited shutdown.
 #![deny(missing_docs)]
 
 pub mod approvals;
 pub mod attach;
+pub mod background;
 pub mod desktop;
 pub mod doctor;
 mod error;
@@ -68,27 +71,36 @@ pub enum CoreEvent {
 /// Where core events go: a closure the shell provides.
 pub type EventSink = Arc<dyn Fn(CoreEvent) + Send + Sync>;
 
-/// The tray's core: every location, the attach proxies and the approvals in flight.
+/// The tray's core: every location, the attach proxies, the approvals in flight and the
+/// background work, which [`Supercode::shutdown`] ends.
 pub struct Supercode {
     locations: Locations,
     proxies: Arc<attach::AttachSessions>,
     approvals: approvals::ApprovalBoard,
-    sink: std::sync::Mutex<Option<EventSink>>,
+    /// Where events go; `None` for a caller that shows none, so no snapshot is taken for it.
+    sink: Option<EventSink>,
+    background: background::Background,
 }
 
 impl Supercode {
-    /// Builds the core from the environment (see [`Locations::from_env`]).
-    pub fn from_env() -> Result<Self, CoreError> {
-        Ok(Self::new(Locations::from_env()?))
+    /// Builds the core over `locations`; every event (from the watcher, and a fresh snapshot
+    /// after each action) goes to `sink`.
+    pub fn new(locations: Locations, sink: impl Fn(CoreEvent) + Send + Sync + 'static) -> Self {
+        Self::build(locations, Some(Arc::new(sink)))
     }
 
-    /// Builds the core over explicit locations.
-    pub fn new(locations: Locations) -> Self {
+    /// Builds the core for a caller that shows no events (the CLI): nothing is published.
+    pub fn without_events(locations: Locations) -> Self {
+        Self::build(locations, None)
+    }
+
+    fn build(locations: Locations, sink: Option<EventSink>) -> Self {
         Self {
             locations,
             proxies: Arc::default(),
             approvals: approvals::ApprovalBoard::default(),
-            sink: std::sync::Mutex::new(None),
+            sink,
+            background: background::Background::default(),
         }
     }
 
@@ -135,13 +147,43 @@ impl Supercode {
     }
 
     /// Resolves a live runtime, checks it answers, and mints a one-time URL on its proxy.
+    /// Refused once [`Supercode::shutdown`] has begun.
     pub async fn attach(&self, id: &str) -> Result<attach_proxy::AttachUrl, CoreError> {
-        logged("attach", id, self.proxies.attach(&self.locations, id).await)
+        let attached = self
+            .background
+            .track(self.proxies.attach(&self.locations, id))
+            .await
+            .unwrap_or_else(|| Err(quitting(&format!("attach {id}"))));
+        logged("attach", id, attached)
     }
 
-    /// Stops every attach proxy (the CLI's `attach` does this on Ctrl-C).
-    pub async fn shutdown_proxies(&self) {
+    /// Ends everything running in the background and waits for it: stops the watchers, shuts
+    /// every attach proxy down (each closes its browser connections and its port), and cancels
+    /// the approvals and the tasks started with [`Supercode::track`], each at its next `.await`.
+    /// A registration interrupted this way loses nothing: a submitted one resumes at the next
+    /// start (see [`Supercode::submitted_registrations`]), and Canon hands an API key out again
+    /// until its receipt is acknowledged. Afterwards attach and approve are refused.
+    ///
+    /// The tray calls it on exit, the CLI's `attach` on Ctrl-C. Idempotent.
+    pub async fn shutdown(&self) {
+        tracing::info!("shutting down the background work");
+        // Cancel first, so no approval or attach in flight starts anything new, then close the
+        // proxies (their own wait is bounded by `attach_proxy::SHUTDOWN_GRACE`), then wait for
+        // the rest to notice.
+        self.background.cancel();
         self.proxies.shutdown_all().await;
+        self.background.shutdown().await;
+        tracing::info!("background work stopped");
+    }
+
+    /// Runs `task` as background work of this core: [`Supercode::shutdown`] cancels it (it is
+    /// dropped at its next `.await`, giving `None`) and waits for it. Spawn what this returns
+    /// (the tray spawns its menu actions on Tauri's runtime with it).
+    pub fn track<F: std::future::Future>(
+        &self,
+        task: F,
+    ) -> impl std::future::Future<Output = Option<F::Output>> {
+        self.background.track(task)
     }
 
     /// Resolves once every attach proxy has stopped because its runtime went away, as a
@@ -184,9 +226,17 @@ impl Supercode {
     ) -> Result<PendingView, CoreError> {
         let publish = || self.publish();
         let outcome = self
-            .approvals
-            .approve(&self.locations, profile, progress, &publish)
-            .await;
+            .background
+            .track(
+                self.approvals
+                    .approve(&self.locations, profile, progress, &publish),
+            )
+            .await
+            .unwrap_or_else(|| {
+                Err(quitting(&format!(
+                    "wait for the approval of \"{profile}\" (a submitted registration resumes when it starts again)"
+                )))
+            });
         if let Ok(view) = &outcome {
             tracing::info!(profile, state = ?view.state, "approval finished");
         }
@@ -215,30 +265,44 @@ impl Supercode {
         doctor::run(&self.locations).await
     }
 
-    /// Starts watching receipts and `$CANON_HOME`; events go to `sink` until the handle drops.
+    /// Starts watching receipts and `$CANON_HOME`; events go to the core's sink until the
+    /// handle drops or [`Supercode::shutdown`] (which also waits for the watcher to end).
     /// Every snapshot the watcher takes, published or not, also stops the attach proxies of
     /// runtimes it does not list as running: a proxy then does not outlive its runtime while
     /// nobody asks for a list, even for a runtime that came and went between two scans (whose
     /// going changes nothing the watcher had published).
-    pub fn watch(&self, sink: impl Fn(CoreEvent) + Send + Sync + 'static) -> WatchHandle {
+    pub fn watch(&self) -> WatchHandle {
         let proxies = self.proxies.clone();
-        let sink: EventSink = Arc::new(sink);
-        *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink.clone());
         watch::start(
             self.locations.clone(),
             self.approvals.clone(),
-            sink,
+            self.sink.clone().unwrap_or_else(|| Arc::new(|_| {})),
             Box::new(move |snapshot| proxies.retain_live(snapshot)),
+            self.background.enlist(),
         )
     }
 
-    /// Sends a fresh snapshot to the sink, if one is installed.
+    /// Sends a fresh snapshot to the sink, if there is one.
     fn publish(&self) {
-        let sink = self.sink.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(sink) = sink {
+        if let Some(sink) = &self.sink {
             sink(CoreEvent::Snapshot(self.snapshot()));
         }
     }
+}
+
+impl Drop for Supercode {
+    /// The unawaited backstop of [`Supercode::shutdown`]: the proxies stop as they drop with
+    /// the core, and every tracked task and watcher is told to stop.
+    fn drop(&mut self) {
+        self.background.cancel();
+    }
+}
+
+/// Why an action did not run or finish: the core is shutting down.
+pub(crate) fn quitting(what: &str) -> CoreError {
+    CoreError::Refused(error::Refusal::Quitting {
+        what: what.to_owned(),
+    })
 }
 
 /// Logs what an action did. Only the id and the error are logged: ids are not secret, and core

@@ -24,6 +24,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 use crate::approvals::ApprovalBoard;
+use crate::background::Enlisted;
 use crate::inventory::{FullReadNeeded, Sources};
 use crate::view::{PendingState, RuntimeOrigin, RuntimeStatus, RuntimeView, Snapshot};
 use crate::{CoreEvent, EventSink, Locations};
@@ -42,7 +43,8 @@ pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(10);
 #[cfg(not(target_os = "linux"))]
 pub const RECONCILE_INTERVAL: Duration = Duration::from_secs(2);
 
-/// Stops the watcher when dropped (and waits for its thread).
+/// Stops the watcher when dropped (and waits for its thread). [`crate::Supercode::shutdown`]
+/// stops it too, and waits for it, wherever the handle is.
 pub struct WatchHandle {
     cancel: CancellationToken,
     thread: Option<JoinHandle<()>>,
@@ -148,15 +150,17 @@ impl Changes {
 pub type PassObserver = Box<dyn Fn(&Snapshot) + Send>;
 
 /// Starts the watcher on its own thread; it publishes a snapshot at once and on every change, and
-/// hands every snapshot it takes to `on_pass`.
+/// hands every snapshot it takes to `on_pass`. It stops when `part.stop` is cancelled (by the
+/// handle's drop or the core's shutdown) and drops `part.running` once it has stopped.
 pub fn start(
     locations: Locations,
     approvals: ApprovalBoard,
     sink: EventSink,
     on_pass: PassObserver,
+    part: Enlisted,
 ) -> WatchHandle {
-    let cancel = CancellationToken::new();
-    let token = cancel.clone();
+    let Enlisted { stop, running } = part;
+    let token = stop.clone();
     let thread = std::thread::Builder::new()
         .name("supercode-watch".into())
         .spawn(move || {
@@ -171,10 +175,16 @@ pub fn start(
                 }
             };
             runtime.block_on(run(locations, approvals, sink, on_pass, token));
+            // Its exit waiters and watches go with the runtime; only then has it stopped.
+            drop(runtime);
+            drop(running);
         })
         .map_err(|e| tracing::error!("the watcher thread could not start: {e}"))
         .ok();
-    WatchHandle { cancel, thread }
+    WatchHandle {
+        cancel: stop,
+        thread,
+    }
 }
 
 async fn run(

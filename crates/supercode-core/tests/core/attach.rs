@@ -91,9 +91,9 @@ fn accepts(address: SocketAddr) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_stops_when_the_watcher_sees_its_runtime_go() {
     let fixture = Fixture::new();
-    let core = fixture.core();
     let (sink, mut events) = recorder();
-    let _watch = core.watch(sink);
+    let core = fixture.core_with(sink);
+    let _watch = core.watch();
     let runtime = start_runtime(&fixture, "proxied").await;
     let endpoint = runtime.registration.endpoint().to_string();
     // As in the tray, the runtime is attached once the watcher lists it.
@@ -138,9 +138,9 @@ const STORM: usize = 200;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_runtimes_come_and_go_while_the_tray_lists_and_attaches() {
     let fixture = Arc::new(Fixture::new());
-    let core = Arc::new(fixture.core());
     let (sink, mut events) = recorder();
-    let watch = core.watch(sink);
+    let core = Arc::new(fixture.core_with(sink));
+    let watch = core.watch();
 
     let done = Arc::new(AtomicBool::new(false));
     let attached = Arc::new(AtomicUsize::new(0));

@@ -9,7 +9,7 @@ use live_runtime::Sensitive;
 use supercode_core::view::{CommandError, PendingView};
 use supercode_core::{CoreError, Supercode};
 
-use crate::approvals::core_for;
+use crate::approvals::fast_options;
 use crate::support::{recorder, register, Fixture, TIMEOUT};
 
 const BEARER: &str = "CANARY-bearer-3c1f9d";
@@ -40,9 +40,11 @@ async fn no_token_key_poll_token_or_address_reaches_a_snapshot_an_event_or_a_com
     })
     .await
     .unwrap();
-    let core = core_for(&fx, &server, TIMEOUT);
     let (sink, mut events) = recorder();
-    let watch = core.watch(sink);
+    let core = fx
+        .core_with(sink)
+        .with_approval_options(fast_options(server.base_url(), TIMEOUT));
+    let watch = core.watch();
     let mut outputs: Vec<String> = Vec::new();
 
     // A live runtime with a canary token, and one whose port no longer answers.

@@ -139,9 +139,9 @@ impl Run {
         }
         let sleepers: Vec<Sleeper> = (0..PROCESSES).map(|_| Sleeper::sleep()).collect();
         let identities = sleepers.iter().map(Sleeper::identity).collect();
-        let core = fx.core();
         let (sink, mut events) = recorder();
-        let watch = core.watch(sink);
+        let core = fx.core_with(sink);
+        let watch = core.watch();
         events.wait_for_snapshot("the background runtimes", TIMEOUT, |s| {
             s.runtimes.len() == BACKGROUND
         });

@@ -21,4 +21,5 @@ mod forget;
 mod incremental;
 mod inventory;
 mod revive;
+mod shutdown;
 mod watcher;

@@ -78,8 +78,14 @@ impl Fixture {
         }
     }
 
+    /// A core over these locations that shows no events.
     pub fn core(&self) -> Supercode {
-        Supercode::new(self.locations.clone())
+        Supercode::without_events(self.locations.clone())
+    }
+
+    /// A core over these locations whose events go to `sink` (see [`recorder`]).
+    pub fn core_with(&self, sink: impl Fn(CoreEvent) + Send + Sync + 'static) -> Supercode {
+        Supercode::new(self.locations.clone(), sink)
     }
 
     pub fn canon(&self) -> &CanonHome {
@@ -309,7 +315,7 @@ pub struct Events {
     pub seen: Vec<(Instant, CoreEvent)>,
 }
 
-/// A sink for [`Supercode::watch`] and the recorder reading it.
+/// A sink for [`Fixture::core_with`] and the recorder reading it.
 pub fn recorder() -> (impl Fn(CoreEvent) + Send + Sync + 'static, Events) {
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);

@@ -24,10 +24,10 @@ fn prompt() -> Duration {
 fn watch_publishes_the_inventory_at_start() {
     let fx = Fixture::new();
     let (registration, _listener) = register(fx.receipts(), "early", "tok", None);
-    let core = fx.core();
     let (sink, mut events) = recorder();
+    let core = fx.core_with(sink);
 
-    let _watch = core.watch(sink);
+    let _watch = core.watch();
 
     let (_, first) = events.wait_for("the first event", TIMEOUT, |_| true);
     let CoreEvent::Snapshot(snapshot) = first else {
@@ -39,9 +39,9 @@ fn watch_publishes_the_inventory_at_start() {
 #[test]
 fn a_registered_receipt_reaches_the_sink_as_a_snapshot_promptly() {
     let fx = Fixture::new();
-    let core = fx.core();
     let (sink, mut events) = recorder();
-    let _watch = core.watch(sink);
+    let core = fx.core_with(sink);
+    let _watch = core.watch();
     events.wait_for_snapshot("the initial snapshot", TIMEOUT, |_| true);
 
     let mut latencies = Vec::new();
@@ -72,9 +72,9 @@ fn a_registered_receipt_reaches_the_sink_as_a_snapshot_promptly() {
 fn a_sigkilled_runtime_leaves_the_inventory_via_its_pidfd_before_the_tick_and_is_reported_dead() {
     let fx = Fixture::new();
     let mut runtime = RuntimeProcess::start(&fx, "doomed");
-    let core = fx.core();
     let (sink, mut events) = recorder();
-    let _watch = core.watch(sink);
+    let core = fx.core_with(sink);
+    let _watch = core.watch();
     events.wait_for_snapshot("the runtime listed running", TIMEOUT, |s| {
         find(s, &runtime.endpoint).is_some_and(|r| r.status == RuntimeStatus::Running)
     });
@@ -123,9 +123,9 @@ fn a_runtime_that_unregisters_cleanly_is_not_reported_dead() {
     let runtime = RuntimeProcess::start(&fx, "polite");
     let endpoint = runtime.endpoint.clone();
     let pid = runtime.pid();
-    let core = fx.core();
     let (sink, mut events) = recorder();
-    let _watch = core.watch(sink);
+    let core = fx.core_with(sink);
+    let _watch = core.watch();
     events.wait_for_snapshot("the runtime listed running", TIMEOUT, |s| {
         find(s, &endpoint).is_some_and(|r| r.status == RuntimeStatus::Running)
     });
@@ -146,9 +146,9 @@ fn a_runtime_that_unregisters_cleanly_is_not_reported_dead() {
 fn a_receipt_dir_deleted_and_recreated_while_watching_is_watched_again() {
     let fx = Fixture::new();
     let (first, _l1) = register(fx.receipts(), "before", "tok", None);
-    let core = fx.core();
     let (sink, mut events) = recorder();
-    let _watch = core.watch(sink);
+    let core = fx.core_with(sink);
+    let _watch = core.watch();
     let mut previous = first.endpoint().to_string();
     events.wait_for_snapshot("the first runtime", TIMEOUT, |s| {
         find(s, &previous).is_some()
@@ -179,9 +179,9 @@ fn a_receipt_dir_deleted_and_recreated_while_watching_is_watched_again() {
 #[test]
 fn a_pending_registration_is_announced_once_when_it_is_submitted_not_when_it_is_recorded() {
     let fx = Fixture::new();
-    let core = fx.core();
     let (sink, mut events) = recorder();
-    let _watch = core.watch(sink);
+    let core = fx.core_with(sink);
+    let _watch = core.watch();
     events.wait_for_snapshot("the initial snapshot", TIMEOUT, |_| true);
 
     canon_local::get_or_create_pending_registration(fx.canon(), "newbie", Some("claude-code"))
@@ -243,9 +243,9 @@ fn an_idle_watcher_does_not_rescan_because_of_its_own_reads() {
     let fx = Fixture::new();
     let (registration, _listener) = register(fx.receipts(), "quiet", "tok", None);
     let receipt = fx.receipts().receipt_path(registration.endpoint());
-    let core = fx.core();
     let (sink, mut events) = recorder();
-    let _watch = core.watch(sink);
+    let core = fx.core_with(sink);
+    let _watch = core.watch();
     events.wait_for_snapshot("the runtime listed", TIMEOUT, |s| {
         find(s, registration.endpoint().as_str()).is_some()
     });
@@ -301,6 +301,7 @@ fn every_pass_reaches_the_pass_observer_even_when_it_publishes_nothing() {
             }
         }),
         Box::new(move |_| pass_log.lock().unwrap().push("pass")),
+        supercode_core::background::Background::default().enlist(),
     );
     wait_until("the first snapshot", TIMEOUT, || {
         entries().contains(&"published").then_some(())
