@@ -13,8 +13,10 @@
 //! - [`revive`]: relaunching a stopped runtime from its recorded launch command.
 //! - [`approvals`]: carrying pending registrations through approval.
 //! - [`doctor`]: the set-up checks behind `supercode-tray doctor`.
+//! - [`agents`]: live agent state from each runtime's status API, and its actions.
 #![deny(missing_docs)]
 
+pub mod agents;
 pub mod approvals;
 pub mod attach;
 pub mod doctor;
