@@ -44,6 +44,54 @@ pub enum CoreError {
         /// What happened, with the tail of the runtime's log when there is one.
         message: String,
     },
+    /// The runtime's latest status document does not offer that action; nothing was sent.
+    #[error(
+        "{name} does not offer \"{action}\" now; run `supercode-tray list` to see what it offers"
+    )]
+    ActionNotOffered {
+        /// The runtime's display name.
+        name: String,
+        /// The action asked for (sanitized).
+        action: String,
+    },
+    /// The runtime does not serve the status API, so it offers no action.
+    #[error("{name} does not serve the status API, so it offers no actions")]
+    NoStatusApi {
+        /// The runtime's display name.
+        name: String,
+    },
+    /// The runtime refused the action (`409` or `400`), with its reason.
+    #[error("{name} refused \"{action}\" ({code}): {reason}")]
+    ActionRefused {
+        /// The runtime's display name.
+        name: String,
+        /// The action (sanitized).
+        action: String,
+        /// The refusal's code (`not-offered`, `stale-revision`, ...).
+        code: String,
+        /// The runtime's message, sanitized and capped.
+        reason: String,
+    },
+    /// The runtime did not answer the action call in time; it may still run it.
+    #[error("{name} did not answer \"{action}\" within {after:?}; it may still run it, so check its state before trying again")]
+    ActionTimedOut {
+        /// The runtime's display name.
+        name: String,
+        /// The action (sanitized).
+        action: String,
+        /// How long the tray waited.
+        after: std::time::Duration,
+    },
+    /// The action call could not reach the runtime.
+    #[error("could not ask {name} to \"{action}\": {reason}")]
+    ActionFailed {
+        /// The runtime's display name.
+        name: String,
+        /// The action (sanitized).
+        action: String,
+        /// What failed (never the token or the address).
+        reason: String,
+    },
     /// A file or process operation failed.
     #[error("{what}: {source}")]
     Io {
@@ -86,6 +134,12 @@ impl CoreError {
             ) => ErrorCode::Refused,
             CoreError::Approval(_) => ErrorCode::Network,
             CoreError::Revive { .. } => ErrorCode::RuntimeUnavailable,
+            CoreError::ActionNotOffered { .. }
+            | CoreError::NoStatusApi { .. }
+            | CoreError::ActionRefused { .. } => ErrorCode::Refused,
+            CoreError::ActionTimedOut { .. } | CoreError::ActionFailed { .. } => {
+                ErrorCode::RuntimeUnavailable
+            }
             _ => ErrorCode::Internal,
         }
     }

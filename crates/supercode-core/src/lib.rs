@@ -73,6 +73,7 @@ pub struct Supercode {
     locations: Locations,
     proxies: Arc<attach::AttachSessions>,
     approvals: approvals::ApprovalBoard,
+    agents: Arc<agents::Agents>,
     sink: std::sync::Mutex<Option<EventSink>>,
 }
 
@@ -85,6 +86,10 @@ impl Supercode {
     /// Builds the core over explicit locations.
     pub fn new(locations: Locations) -> Self {
         Self {
+            agents: Arc::new(agents::Agents::new(
+                locations.receipts.clone(),
+                agents::AgentOptions::default(),
+            )),
             locations,
             proxies: Arc::default(),
             approvals: approvals::ApprovalBoard::default(),
@@ -99,6 +104,23 @@ impl Supercode {
         self
     }
 
+    /// Uses `options` (timeouts, backoff, coalescing and alert intervals) for the agent-state
+    /// subscriptions and actions instead of the API's figures, e.g. to see `not-answering` in a
+    /// test without waiting 45 seconds. Call it before [`Supercode::watch`].
+    pub fn with_agent_options(mut self, options: agents::AgentOptions) -> Self {
+        self.agents = Arc::new(agents::Agents::new(
+            self.locations.receipts.clone(),
+            options,
+        ));
+        self
+    }
+
+    /// Ends every agent-state subscription (the watcher's thread also ends them when it stops).
+    /// A core shutdown calls this; later snapshots show running runtimes as `unknown`.
+    pub fn stop_agents(&self) {
+        self.agents.stop();
+    }
+
     /// Where the core reads and writes.
     pub fn locations(&self) -> &Locations {
         &self.locations
@@ -106,18 +128,47 @@ impl Supercode {
 
     /// The whole inventory now. Reading reconciles: receipts of dead processes are removed.
     pub fn snapshot(&self) -> Snapshot {
-        let snapshot = inventory::snapshot(&self.locations, &self.approvals);
+        let mut snapshot = inventory::snapshot(&self.locations, &self.approvals);
         self.proxies.retain_live(&snapshot);
+        self.agents.apply(&mut snapshot);
         snapshot
     }
 
-    /// Invokes `action` on runtime `id`, if the runtime's latest status document offers it.
-    ///
-    /// Placeholder until the status subscriptions land (issue 15): it refuses every action.
+    /// The whole inventory with every running runtime's agent state read once (a concurrent
+    /// `GET` per runtime, bounded by [`agents::ONE_SHOT_TIMEOUT`]): for a process that does not
+    /// [`Supercode::watch`], like the CLI's `list`.
+    pub async fn snapshot_with_states(&self) -> Snapshot {
+        let (locations, approvals) = (self.locations.clone(), self.approvals.clone());
+        // Reads receipts, the catalog and (for the tokens) the keychain: off the async workers.
+        let mut snapshot =
+            tokio::task::spawn_blocking(move || inventory::snapshot(&locations, &approvals))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        self.proxies.retain_live(&snapshot);
+        self.agents.read_once(&mut snapshot).await;
+        snapshot
+    }
+
+    /// Invokes `action` on the running runtime `id` (its endpoint, or its runtime id when that is
+    /// unambiguous), only if the runtime's latest status document offers it, and with that
+    /// document's revision: an action it does not offer reaches nothing.
     pub async fn act(&self, id: &str, action: &str) -> Result<ActOutcome, CoreError> {
-        Err(CoreError::Refused(format!(
-            "{id} does not offer \"{action}\" now (the tray does not read agent states yet)"
-        )))
+        let (receipts, owned) = (self.locations.receipts.clone(), id.to_owned());
+        let record = tokio::task::spawn_blocking(move || attach::find_record(&receipts, &owned))
+            .await
+            .map_err(|e| CoreError::Refused(format!("the action was interrupted: {e}")));
+        let record = logged("act", id, record.and_then(|r| r))?;
+        if let live_runtime::LiveRuntimeStatus::Stale { reason } = &record.status {
+            let name = agents::display_name(&record);
+            return logged(
+                "act",
+                id,
+                Err(CoreError::Refused(format!(
+                    "{name} is not running ({reason}), so it offers no actions"
+                ))),
+            );
+        }
+        logged("act", id, self.agents.act(&record, action).await)
     }
 
     /// Pending registrations, without poll tokens.
@@ -221,11 +272,13 @@ impl Supercode {
         let proxies = self.proxies.clone();
         let sink: EventSink = Arc::new(sink);
         *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink.clone());
-        watch::start(
+        self.agents.set_sink(sink.clone());
+        watch::start_with_agents(
             self.locations.clone(),
             self.approvals.clone(),
             sink,
             Box::new(move |snapshot| proxies.retain_live(snapshot)),
+            Some(self.agents.clone()),
         )
     }
 

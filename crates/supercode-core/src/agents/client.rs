@@ -83,6 +83,12 @@ pub enum AttemptError {
     /// The stream ended.
     #[error("the status stream ended")]
     Ended,
+    /// The receipt or its token could not be read (the receipt says why, never the token).
+    #[error(transparent)]
+    Receipt(#[from] live_runtime::LiveRuntimeReceiptError),
+    /// Reading the receipt was interrupted, or it names no valid endpoint.
+    #[error("the runtime's receipt could not be read")]
+    Unresolved,
 }
 
 /// Timeouts of one attempt.
@@ -132,7 +138,12 @@ async fn connect(target: &Target) -> Result<Sender, AttemptError> {
     Ok(sender)
 }
 
-fn request(target: &Target, method: Method, path: &str, body: Option<Bytes>) -> Request<Full<Bytes>> {
+fn request(
+    target: &Target,
+    method: Method,
+    path: &str,
+    body: Option<Bytes>,
+) -> Request<Full<Bytes>> {
     let mut authorization = HeaderValue::try_from(format!("Bearer {}", target.token.expose()))
         .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid"));
     authorization.set_sensitive(true);
@@ -162,7 +173,11 @@ async fn send(
 ) -> Result<hyper::Response<Incoming>, AttemptError> {
     let exchange = async {
         let mut sender = connect(target).await?;
-        Ok::<_, AttemptError>(sender.send_request(request(target, method, path, body)).await?)
+        Ok::<_, AttemptError>(
+            sender
+                .send_request(request(target, method, path, body))
+                .await?,
+        )
     };
     tokio::time::timeout(headers, exchange)
         .await
@@ -241,7 +256,10 @@ impl StatusStream {
     /// The next `status` document. `first` bounds the wait for the first one (5 s after the
     /// headers); later ones only by the silence timeout. A comment or an ignored event is a
     /// byte that resets the silence timer, not a document.
-    pub async fn next_document(&mut self, first: Option<Instant>) -> Result<Document, AttemptError> {
+    pub async fn next_document(
+        &mut self,
+        first: Option<Instant>,
+    ) -> Result<Document, AttemptError> {
         loop {
             if let Some(document) = self.parser.next_document()? {
                 return Ok(document);
@@ -251,7 +269,9 @@ impl StatusStream {
             let frame = match tokio::time::timeout_at(deadline, self.body.frame()).await {
                 Ok(frame) => frame,
                 Err(_) if first.is_some_and(|f| f <= silent_at) => {
-                    return Err(AttemptError::FirstDocumentTimeout(self.timeouts.first_document))
+                    return Err(AttemptError::FirstDocumentTimeout(
+                        self.timeouts.first_document,
+                    ))
                 }
                 Err(_) => return Err(AttemptError::Silent(self.timeouts.silence)),
             };
@@ -419,7 +439,9 @@ pub async fn post_action(
         Ok::<_, AttemptError>((status, answer))
     };
     let (status, answer) = match tokio::time::timeout(timeout, exchange).await {
-        Err(_) | Ok(Err(AttemptError::HeadersTimeout(_))) => return Err(ActError::Timeout(timeout)),
+        Err(_) | Ok(Err(AttemptError::HeadersTimeout(_))) => {
+            return Err(ActError::Timeout(timeout))
+        }
         Ok(result) => result?,
     };
     match status {
@@ -486,7 +508,11 @@ mod tests {
             let chunks: Vec<&[u8]> = bytes.chunks(split).collect();
             let (docs, error) = fed(&chunks);
             assert!(error.is_none(), "{error:?}");
-            assert_eq!(docs.len(), 1, "only the status event counts (split {split})");
+            assert_eq!(
+                docs.len(),
+                1,
+                "only the status event counts (split {split})"
+            );
             assert_eq!(docs[0].revision, 3);
         }
     }
