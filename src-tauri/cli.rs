@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use supercode_core::view::{PendingState, PendingView};
 use supercode_core::Supercode;
 
+mod agents;
 mod demo;
 mod output;
 mod revive;
@@ -79,6 +80,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Invoke an action a running runtime's agent offers now (`list` shows them), e.g. approve.
+    Act {
+        /// The runtime's id, as `list` shows it.
+        id: String,
+        /// The action's id, as `list --json` shows it (`approve`, `deny`, ...).
+        action: String,
+        /// Invoke a destructive or confirm-asking action without asking (required when stdin
+        /// is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Stream inventory and agent-state changes as JSON lines until interrupted.
+    Events {
+        /// Print JSON lines (the only format).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a real demo runtime: an authenticated page, JSON API and live stream on loopback.
     DemoRuntime(demo::DemoArgs),
 }
@@ -114,7 +132,7 @@ async fn dispatch(command: Command) -> Result<(), String> {
     let core = Supercode::from_env().map_err(|e| e.to_string())?;
     match command {
         Command::List { json } => {
-            let snapshot = core.snapshot();
+            let snapshot = core.snapshot_with_states().await;
             output::print_list(&snapshot, json);
         }
         Command::Forget { id } => {
@@ -161,6 +179,8 @@ async fn dispatch(command: Command) -> Result<(), String> {
                 return Err("doctor found problems (see above)".into());
             }
         }
+        Command::Act { id, action, yes } => agents::act(&core, &id, &action, yes).await?,
+        Command::Events { json: _ } => agents::events(&core).await?,
         Command::DemoRuntime(_) => unreachable!("handled above"),
     }
     Ok(())
