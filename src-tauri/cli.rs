@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 use supercode_core::view::{PendingState, PendingView};
 use supercode_core::{CoreError, Supercode};
 
+mod agents;
 mod demo;
 mod output;
 mod revive;
@@ -79,6 +80,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Invoke an action a running runtime's agent offers now (`list` shows them), e.g. approve.
+    Act {
+        /// The runtime's id, as `list` shows it.
+        id: String,
+        /// The action's id, as `list --json` shows it (`approve`, `deny`, ...).
+        action: String,
+        /// Invoke a destructive or confirm-asking action without asking (required when stdin
+        /// is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Stream inventory and agent-state changes as JSON lines until interrupted.
+    Events {
+        /// Print JSON lines (the only format).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a real demo runtime: an authenticated page, JSON API and live stream on loopback.
     DemoRuntime(demo::DemoArgs),
 }
@@ -130,6 +148,18 @@ pub enum CliError {
     NotApproved {
         /// The registration's profile.
         profile: String,
+    },
+    /// The user answered no to an action's confirmation.
+    #[error("{label} was not invoked")]
+    NotInvoked {
+        /// The action's label.
+        label: String,
+    },
+    /// A destructive action (or one with a confirmation) without `--yes` and no terminal.
+    #[error("{question:?} needs confirming: run it on a terminal, or pass --yes")]
+    ActNeedsConfirmation {
+        /// The question that would have been asked.
+        question: String,
     },
     /// `doctor` found problems (listed on stdout).
     #[error("doctor found problems (see above)")]
@@ -203,7 +233,7 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
     let core = Supercode::without_events(locations);
     match command {
         Command::List { json } => {
-            let snapshot = core.snapshot();
+            let snapshot = core.snapshot_with_states().await;
             output::print_list(&snapshot, json);
         }
         Command::Forget { id } => {
@@ -248,6 +278,8 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
                 return Err(CliError::DoctorFailed);
             }
         }
+        Command::Act { id, action, yes } => agents::act(&core, &id, &action, yes).await?,
+        Command::Events { json: _ } => agents::events(&core).await?,
         Command::DemoRuntime(_) => unreachable!("handled above"),
     }
     Ok(())

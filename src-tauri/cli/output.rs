@@ -50,15 +50,16 @@ pub fn print_list(snapshot: &Snapshot, json: bool) {
     } else {
         let _ = writeln!(
             out,
-            "{:<38} {:<9} {:<12} {:<20} WORKSPACE",
-            "ID", "STATUS", "KIND", "NAME"
+            "{:<38} {:<9} {:<14} {:<12} {:<20} WORKSPACE",
+            "ID", "STATUS", "STATE", "KIND", "NAME"
         );
         for r in &snapshot.runtimes {
             let _ = writeln!(
                 out,
-                "{:<38} {:<9} {:<12} {:<20} {}",
+                "{:<38} {:<9} {:<14} {:<12} {:<20} {}",
                 r.id,
                 status_text(r),
+                agent_state_text(r),
                 r.kind,
                 r.name,
                 r.workspace.as_deref().unwrap_or("-")
@@ -76,6 +77,15 @@ pub fn print_list(snapshot: &Snapshot, json: bool) {
     }
     let _ = writeln!(out, "Secret store: {}", snapshot.secret_store.description);
     emit(&out);
+}
+
+/// The agent's state as the API names it (`needs-approval`...), `-` for a runtime not running.
+fn agent_state_text(r: &RuntimeView) -> String {
+    r.state
+        .as_ref()
+        .and_then(|s| serde_json::to_value(s.value).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "-".to_owned())
 }
 
 fn status_text(r: &RuntimeView) -> String {

@@ -74,16 +74,24 @@ impl Home {
 
     /// Starts `demo-runtime --token-file` and waits for the endpoint it prints first.
     fn start_demo(&self, name: &str, token_file: &Path) -> Demo {
+        self.start_demo_with(name, token_file, &[])
+    }
+
+    /// [`Home::start_demo`] with more arguments (`--scenario approval`).
+    fn start_demo_with(&self, name: &str, token_file: &Path, more: &[&str]) -> Demo {
+        let workspace = self.path("workspace");
+        let mut args = vec![
+            "demo-runtime",
+            "--name",
+            name,
+            "--token-file",
+            token_file.to_str().unwrap(),
+            "--workspace",
+            workspace.to_str().unwrap(),
+        ];
+        args.extend_from_slice(more);
         let mut child = self
-            .command(&[
-                "demo-runtime",
-                "--name",
-                name,
-                "--token-file",
-                token_file.to_str().unwrap(),
-                "--workspace",
-                self.path("workspace").to_str().unwrap(),
-            ])
+            .command(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -897,4 +905,107 @@ fn issue_13_list_and_doctor_return_promptly_over_a_hostile_canon_home() {
         );
     }
     assert!(detail.contains("runtimes/wide.json"), "{detail}");
+}
+
+/// The `state` object `list --json` gives the runtime `endpoint`.
+fn agent_state<'a>(list: &'a Value, endpoint: &str) -> Option<&'a Value> {
+    runtimes(list)
+        .iter()
+        .find(|r| r["endpoint"] == endpoint)
+        .map(|r| &r["state"])
+}
+
+/// Issue 15: `list --json` gives a running runtime its `state` (and the table a STATE column),
+/// `act` refuses a destructive action without `--yes` off a terminal, approves with exit 0 and
+/// refuses what is no longer offered with exit 1, and `events --json` prints the change as JSON
+/// lines; the canary token is in none of it.
+#[test]
+fn list_shows_agent_state_act_approves_and_events_streams_the_change() {
+    let home = Home::new();
+    let token_file = home.path("token");
+    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let demo = home.start_demo_with("agent", &token_file, &["--scenario", "approval"]);
+    let endpoint = demo.endpoint.clone();
+    let mut printed = String::new();
+    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    let list = loop {
+        let list = home.list_json(&mut printed);
+        if agent_state(&list, &endpoint).is_some_and(|s| s["value"] == "needs-approval") {
+            break list;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never needs-approval: {list}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let state = agent_state(&list, &endpoint).unwrap();
+    assert_eq!(state["title"], "Run the test suite?");
+    assert_eq!(state["actions"][0]["id"], "approve");
+    assert_eq!(state["actions"][1]["destructive"], true);
+    assert_eq!(state["controller"]["kind"], "none");
+    let table = home.run(&["list"], &mut printed);
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(table.contains("STATE"), "{table}");
+    assert!(table.contains("needs-approval"), "{table}");
+
+    // Destructive, stdin not a terminal, no --yes: refused before anything is sent.
+    let deny = home.run(&["act", &endpoint, "deny"], &mut printed);
+    assert_eq!(deny.status.code(), Some(1), "{deny:?}");
+    assert!(String::from_utf8_lossy(&deny.stderr).contains("--yes"));
+
+    let mut events = home
+        .command(&["events", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = events.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    let next_line = |lines: &mut Vec<String>| {
+        let line = rx
+            .recv_timeout(START_TIMEOUT)
+            .expect("events printed a line");
+        lines.push(line.clone());
+        serde_json::from_str::<Value>(&line).expect("every line is JSON")
+    };
+    // The first snapshot says where it is now; then the approval moves it on.
+    loop {
+        let event = next_line(&mut lines);
+        if event["type"] == "snapshot" {
+            break;
+        }
+    }
+    let approve = home.run(&["act", &endpoint, "approve"], &mut printed);
+    assert!(approve.status.success(), "{approve:?}");
+    assert!(String::from_utf8_lossy(&approve.stdout).contains("accepted Approve"));
+    loop {
+        let event = next_line(&mut lines);
+        let state = event["snapshot"]["runtimes"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["endpoint"] == endpoint))
+            .map(|r| r["state"]["value"].clone());
+        if state.as_ref().is_some_and(|v| v == "needs-input") {
+            break;
+        }
+    }
+    let _ = events.kill();
+    let _ = events.wait();
+
+    let again = home.run(&["act", &endpoint, "approve"], &mut printed);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("does not offer"));
+
+    printed.push_str(&lines.join("\n"));
+    assert_clean("the CLI's output", &printed, &[TOKEN_CANARY]);
+    assert_clean("the log", &home.files_text("logs"), &[TOKEN_CANARY]);
 }

@@ -60,6 +60,54 @@ pub enum CoreError {
         /// Why the blocking task did not finish.
         source: tokio::task::JoinError,
     },
+    /// The runtime's latest status document does not offer that action; nothing was sent.
+    #[error(
+        "{name} does not offer \"{action}\" now; run `supercode-tray list` to see what it offers"
+    )]
+    ActionNotOffered {
+        /// The runtime's display name.
+        name: String,
+        /// The action asked for (sanitized).
+        action: String,
+    },
+    /// The runtime does not serve the status API, so it offers no action.
+    #[error("{name} does not serve the status API, so it offers no actions")]
+    NoStatusApi {
+        /// The runtime's display name.
+        name: String,
+    },
+    /// The runtime refused the action (`409` or `400`), with its reason.
+    #[error("{name} refused \"{action}\" ({code}): {reason}")]
+    ActionRefused {
+        /// The runtime's display name.
+        name: String,
+        /// The action (sanitized).
+        action: String,
+        /// The refusal's code (`not-offered`, `stale-revision`, ...).
+        code: String,
+        /// The runtime's message, sanitized and capped.
+        reason: String,
+    },
+    /// The runtime did not answer the action call in time; it may still run it.
+    #[error("{name} did not answer \"{action}\" within {after:?}; it may still run it, so check its state before trying again")]
+    ActionTimedOut {
+        /// The runtime's display name.
+        name: String,
+        /// The action (sanitized).
+        action: String,
+        /// How long the tray waited.
+        after: std::time::Duration,
+    },
+    /// The action call could not reach the runtime.
+    #[error("could not ask {name} to \"{action}\": {reason}")]
+    ActionFailed {
+        /// The runtime's display name.
+        name: String,
+        /// The action (sanitized).
+        action: String,
+        /// What failed (never the token or the address).
+        reason: String,
+    },
     /// A file or process operation failed.
     #[error("{what}: {source}")]
     Io {
@@ -136,13 +184,13 @@ pub enum Refusal {
         /// The registration's profile.
         profile: String,
     },
-    /// An agent action the runtime does not offer now.
-    #[error("{id} does not offer \"{action}\" now (the tray does not read agent states yet)")]
-    ActionNotOffered {
-        /// The runtime's inventory id.
-        id: String,
-        /// The action asked for.
-        action: String,
+    /// An agent action asked of a runtime whose process is gone.
+    #[error("{name} is not running ({reason}), so it offers no actions")]
+    NotRunning {
+        /// The runtime's display name.
+        name: String,
+        /// Why its receipt is stale.
+        reason: String,
     },
 }
 
@@ -190,6 +238,12 @@ impl CoreError {
             | CoreError::Revive(_)
             | CoreError::Interrupted { .. }
             | CoreError::Io { .. } => ErrorCode::Internal,
+            CoreError::ActionNotOffered { .. }
+            | CoreError::NoStatusApi { .. }
+            | CoreError::ActionRefused { .. } => ErrorCode::Refused,
+            CoreError::ActionTimedOut { .. } | CoreError::ActionFailed { .. } => {
+                ErrorCode::Internal
+            }
         }
     }
 }

@@ -16,8 +16,10 @@
 //! - [`approvals`]: carrying pending registrations through approval.
 //! - [`doctor`]: the set-up checks behind `supercode-tray doctor`.
 //! - [`background`]: what runs in the background, and its cancellation and awaited shutdown.
+//! - [`agents`]: live agent state from each runtime's status API, and its actions.
 #![deny(missing_docs)]
 
+pub mod agents;
 pub mod approvals;
 pub mod attach;
 pub mod background;
@@ -80,6 +82,7 @@ pub struct Supercode {
     /// Where events go; `None` for a caller that shows none, so no snapshot is taken for it.
     sink: Option<EventSink>,
     background: background::Background,
+    agents: Arc<agents::Agents>,
 }
 
 impl Supercode {
@@ -96,6 +99,10 @@ impl Supercode {
 
     fn build(locations: Locations, sink: Option<EventSink>) -> Self {
         Self {
+            agents: Arc::new(agents::Agents::new(
+                locations.receipts.clone(),
+                agents::AgentOptions::default(),
+            )),
             locations,
             proxies: Arc::default(),
             approvals: approvals::ApprovalBoard::default(),
@@ -111,6 +118,23 @@ impl Supercode {
         self
     }
 
+    /// Uses `options` (timeouts, backoff, coalescing and alert intervals) for the agent-state
+    /// subscriptions and actions instead of the API's figures, e.g. to see `not-answering` in a
+    /// test without waiting 45 seconds. Call it before [`Supercode::watch`].
+    pub fn with_agent_options(mut self, options: agents::AgentOptions) -> Self {
+        self.agents = Arc::new(agents::Agents::new(
+            self.locations.receipts.clone(),
+            options,
+        ));
+        self
+    }
+
+    /// Ends every agent-state subscription (the watcher's thread also ends them when it stops).
+    /// A core shutdown calls this; later snapshots show running runtimes as `unknown`.
+    pub fn stop_agents(&self) {
+        self.agents.stop();
+    }
+
     /// Where the core reads and writes.
     pub fn locations(&self) -> &Locations {
         &self.locations
@@ -118,20 +142,52 @@ impl Supercode {
 
     /// The whole inventory now. Reading reconciles: receipts of dead processes are removed.
     pub fn snapshot(&self) -> Snapshot {
-        let snapshot = inventory::snapshot(&self.locations, &self.approvals);
+        let mut snapshot = inventory::snapshot(&self.locations, &self.approvals);
         self.proxies.retain_live(&snapshot);
+        self.agents.apply(&mut snapshot);
         snapshot
     }
 
-    /// Invokes `action` on runtime `id`, if the runtime's latest status document offers it.
-    ///
-    /// Placeholder until the status subscriptions land (issue 15): it refuses every action.
+    /// The whole inventory with every running runtime's agent state read once (a concurrent
+    /// `GET` per runtime, bounded by [`agents::ONE_SHOT_TIMEOUT`]): for a process that does not
+    /// [`Supercode::watch`], like the CLI's `list`.
+    pub async fn snapshot_with_states(&self) -> Snapshot {
+        let (locations, approvals) = (self.locations.clone(), self.approvals.clone());
+        // Reads receipts, the catalog and (for the tokens) the keychain: off the async workers.
+        let mut snapshot =
+            tokio::task::spawn_blocking(move || inventory::snapshot(&locations, &approvals))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        self.proxies.retain_live(&snapshot);
+        self.agents.read_once(&mut snapshot).await;
+        snapshot
+    }
+
+    /// Invokes `action` on the running runtime `id` (its endpoint, or its runtime id when that is
+    /// unambiguous), only if the runtime's latest status document offers it, and with that
+    /// document's revision: an action it does not offer reaches nothing.
     pub async fn act(&self, id: &str, action: &str) -> Result<ActOutcome, CoreError> {
-        Err(Refusal::ActionNotOffered {
-            id: id.to_owned(),
-            action: action.to_owned(),
+        let (receipts, owned) = (self.locations.receipts.clone(), id.to_owned());
+        let record = tokio::task::spawn_blocking(move || attach::find_record(&receipts, &owned))
+            .await
+            .map_err(|source| CoreError::Interrupted {
+                what: "act",
+                source,
+            });
+        let record = logged("act", id, record.and_then(|r| r))?;
+        if let live_runtime::LiveRuntimeStatus::Stale { reason } = &record.status {
+            let name = agents::display_name(&record);
+            return logged(
+                "act",
+                id,
+                Err(Refusal::NotRunning {
+                    name,
+                    reason: reason.to_string(),
+                }
+                .into()),
+            );
         }
-        .into())
+        logged("act", id, self.agents.act(&record, action).await)
     }
 
     /// Pending registrations, without poll tokens.
@@ -171,6 +227,7 @@ impl Supercode {
         // proxies (their own wait is bounded by `attach_proxy::SHUTDOWN_GRACE`), then wait for
         // the rest to notice.
         self.background.cancel();
+        self.agents.stop();
         self.proxies.shutdown_all().await;
         self.background.shutdown().await;
         tracing::info!("background work stopped");
@@ -273,12 +330,16 @@ impl Supercode {
     /// going changes nothing the watcher had published).
     pub fn watch(&self) -> WatchHandle {
         let proxies = self.proxies.clone();
-        watch::start(
+        if let Some(sink) = &self.sink {
+            self.agents.set_sink(sink.clone());
+        }
+        watch::start_with_agents(
             self.locations.clone(),
             self.approvals.clone(),
             self.sink.clone().unwrap_or_else(|| Arc::new(|_| {})),
             Box::new(move |snapshot| proxies.retain_live(snapshot)),
             self.background.enlist(),
+            Some(self.agents.clone()),
         )
     }
 

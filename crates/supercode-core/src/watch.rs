@@ -23,6 +23,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
+use crate::agents::Agents;
 use crate::approvals::ApprovalBoard;
 use crate::background::Enlisted;
 use crate::inventory::{FullReadNeeded, Sources};
@@ -159,6 +160,21 @@ pub fn start(
     on_pass: PassObserver,
     part: Enlisted,
 ) -> WatchHandle {
+    start_with_agents(locations, approvals, sink, on_pass, part, None)
+}
+
+/// [`start`], with the agent-state subscriptions: every pass starts and stops them
+/// ([`Agents::sync`]) and fills in the running runtimes' states before the snapshot is compared
+/// and published, and a subscription whose shown state changed wakes a pass. The subscriptions
+/// run on the watcher's thread and end with it.
+pub fn start_with_agents(
+    locations: Locations,
+    approvals: ApprovalBoard,
+    sink: EventSink,
+    on_pass: PassObserver,
+    part: Enlisted,
+    agents: Option<Arc<Agents>>,
+) -> WatchHandle {
     let Enlisted { stop, running } = part;
     let token = stop.clone();
     let thread = std::thread::Builder::new()
@@ -174,7 +190,17 @@ pub fn start(
                     return;
                 }
             };
-            runtime.block_on(run(locations, approvals, sink, on_pass, token));
+            runtime.block_on(run(
+                locations,
+                approvals,
+                sink,
+                on_pass,
+                agents.clone(),
+                token,
+            ));
+            if let Some(agents) = agents {
+                agents.stop();
+            }
             // Its exit waiters and watches go with the runtime; only then has it stopped.
             drop(runtime);
             drop(running);
@@ -192,6 +218,7 @@ async fn run(
     approvals: ApprovalBoard,
     sink: EventSink,
     on_pass: PassObserver,
+    agents: Option<Arc<Agents>>,
     cancel: CancellationToken,
 ) {
     let (tx, mut rx) = unbounded_channel();
@@ -214,13 +241,17 @@ async fn run(
         if dirs.as_mut().is_some_and(|dirs| dirs.sync(renew)) {
             changes.full = true;
         }
-        let (snapshot, died) = pass(
+        let (mut snapshot, died) = pass(
             &locations,
             &approvals,
             &mut sources,
             last.as_ref(),
             std::mem::take(&mut changes),
         );
+        if let Some(agents) = &agents {
+            agents.sync(&snapshot);
+            agents.apply(&mut snapshot);
+        }
         on_pass(&snapshot);
         for name in died {
             sink(CoreEvent::RuntimeDied { name });
@@ -237,6 +268,8 @@ async fn run(
         tokio::select! {
             () = cancel.cancelled() => break,
             _ = tick.tick() => changes.full = true,
+            // A shown agent state changed: a pass that re-reads nothing publishes it.
+            () = agent_state_changed(agents.as_deref()) => {}
             cue = rx.recv() => {
                 if let Some(cue) = cue {
                     changes.note(cue, &locations);
@@ -247,6 +280,13 @@ async fn run(
                 }
             }
         }
+    }
+}
+
+async fn agent_state_changed(agents: Option<&Agents>) {
+    match agents {
+        Some(agents) => agents.changed().await,
+        None => std::future::pending().await,
     }
 }
 

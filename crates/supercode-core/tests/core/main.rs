@@ -13,6 +13,7 @@
 
 mod support;
 
+mod agents;
 mod approvals;
 mod attach;
 mod canary;

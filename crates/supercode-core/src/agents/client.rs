@@ -1,0 +1,561 @@
+//! The status API client: `GET /supercode/v1/status`, the SSE stream reader and
+//! `POST /supercode/v1/actions/{id}`, over a plain loopback `TcpStream` to a runtime's receipt
+//! address (`docs/runtime-api.md`).
+//!
+//! The token is written into a request only after [`attach_proxy::verify_listener`] said the
+//! socket at the address is this user's and held by the receipt's process, and after the kernel
+//! said the connection's other end is this user's socket (a port taken over in between gets
+//! nothing). No error here carries the token or the address: hyper and the OS name neither.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use attach_proxy::owner::{own_uid, Platform, SocketTable};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use live_runtime::{BearerToken, Sensitive};
+use tokio::time::Instant;
+
+use super::document::{self, Document, DocumentError, MAX_DOCUMENT_BYTES, MESSAGE_CAP};
+
+/// Path of the status document.
+pub const STATUS_PATH: &str = "/supercode/v1/status";
+/// Path of the status stream.
+pub const STREAM_PATH: &str = "/supercode/v1/status/stream";
+/// Path prefix of action calls.
+pub const ACTIONS_PATH: &str = "/supercode/v1/actions";
+
+/// Longest stream line read (bytes, excluding its line break); a longer one fails the stream.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Largest action answer read. The documented answers are a few dozen bytes; a refusal's
+/// message is capped at 500 characters (up to 2,000 bytes) before it is shown.
+const MAX_ACTION_ANSWER_BYTES: usize = 8 * 1024;
+
+/// Where and how to reach one runtime. Both values are secret and stay in their redacting types.
+pub struct Target {
+    /// The receipt's loopback address.
+    pub address: Sensitive<SocketAddr>,
+    /// The receipt's bearer token.
+    pub token: BearerToken,
+    /// The receipt's process: only a listener it holds gets the token.
+    pub pid: u32,
+}
+
+/// Why one attempt (a `GET`, or opening and reading the stream) failed. None of these carries
+/// the address or the token.
+#[derive(Debug, thiserror::Error)]
+pub enum AttemptError {
+    /// The socket at the address is not this user's runtime's, or cannot be checked.
+    #[error("{0}")]
+    Listener(#[from] attach_proxy::AttachError),
+    /// Connecting failed (refused, reset).
+    #[error("the runtime's endpoint refused the connection ({0})")]
+    Connect(std::io::Error),
+    /// The other end of the connection is not a socket of this user.
+    #[error("the connection did not reach a socket of this user, so the token was not sent")]
+    NotOwn,
+    /// The HTTP exchange failed.
+    #[error("the HTTP exchange with the runtime failed ({0})")]
+    Http(#[from] hyper::Error),
+    /// No response headers in time.
+    #[error("the runtime sent no response headers within {0:?}")]
+    HeadersTimeout(Duration),
+    /// A status other than 200 and 404 (401 included: it refuses its own token).
+    #[error("the runtime answered HTTP {0}")]
+    Status(u16),
+    /// No first document in time after the headers.
+    #[error("the runtime sent no status document within {0:?} of its headers")]
+    FirstDocumentTimeout(Duration),
+    /// An open stream went silent for too long.
+    #[error("the status stream sent nothing for {0:?}")]
+    Silent(Duration),
+    /// A stream line over [`MAX_LINE_BYTES`].
+    #[error("the status stream sent a line over {MAX_LINE_BYTES} bytes")]
+    LineTooLong,
+    /// An invalid document.
+    #[error(transparent)]
+    Invalid(#[from] DocumentError),
+    /// The stream ended.
+    #[error("the status stream ended")]
+    Ended,
+    /// The receipt or its token could not be read (the receipt says why, never the token).
+    #[error(transparent)]
+    Receipt(#[from] live_runtime::LiveRuntimeReceiptError),
+    /// Reading the receipt was interrupted, or it names no valid endpoint.
+    #[error("the runtime's receipt could not be read")]
+    Unresolved,
+}
+
+/// Timeouts of one attempt.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// Connect and response headers.
+    pub headers: Duration,
+    /// First document after the headers.
+    pub first_document: Duration,
+    /// Longest silence of an open stream.
+    pub silence: Duration,
+}
+
+/// What `GET /supercode/v1/status` (or opening the stream) found.
+#[derive(Debug)]
+pub enum Fetched<T> {
+    /// `404`: the runtime does not serve the API.
+    NotServed,
+    /// `200`.
+    Served(T),
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// A connection to the runtime whose both ends were checked; the token may be sent on it.
+async fn connect(target: &Target) -> Result<Sender, AttemptError> {
+    attach_proxy::verify_listener(&target.address, Some(target.pid))?;
+    let stream = tokio::net::TcpStream::connect(*target.address.expose())
+        .await
+        .map_err(AttemptError::Connect)?;
+    let _ = stream.set_nodelay(true);
+    if Platform::check() == Platform::Checked {
+        let (local, remote) = (
+            stream.local_addr().map_err(AttemptError::Connect)?,
+            stream.peer_addr().map_err(AttemptError::Connect)?,
+        );
+        match SocketTable::new().connection(remote, local) {
+            Ok(Some(owner)) if owner.uid == own_uid() => {}
+            _ => return Err(AttemptError::NotOwn),
+        }
+    }
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    // Ends when the response (or the stream) is dropped with its sender.
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+fn request(
+    target: &Target,
+    method: Method,
+    path: &str,
+    body: Option<Bytes>,
+) -> Request<Full<Bytes>> {
+    let mut authorization = HeaderValue::try_from(format!("Bearer {}", target.token.expose()))
+        .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid"));
+    authorization.set_sensitive(true);
+    // The address goes to the runtime itself only, as `attach_proxy::check_health` sends it.
+    let host = HeaderValue::try_from(target.address.expose().to_string())
+        .expect("an address is a valid header value");
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, host)
+        .header(header::AUTHORIZATION, authorization);
+    if body.is_some() {
+        builder = builder.header(header::CONTENT_TYPE, "application/json");
+    }
+    builder
+        .body(Full::new(body.unwrap_or_default()))
+        .expect("a request with valid headers builds")
+}
+
+/// Sends one request on a checked connection, bounded by `headers` for connect and headers.
+async fn send(
+    target: &Target,
+    method: Method,
+    path: &str,
+    body: Option<Bytes>,
+    headers: Duration,
+) -> Result<hyper::Response<Incoming>, AttemptError> {
+    let exchange = async {
+        let mut sender = connect(target).await?;
+        Ok::<_, AttemptError>(
+            sender
+                .send_request(request(target, method, path, body))
+                .await?,
+        )
+    };
+    tokio::time::timeout(headers, exchange)
+        .await
+        .map_err(|_| AttemptError::HeadersTimeout(headers))?
+}
+
+/// `GET /supercode/v1/status`: the current document, or `NotServed`.
+pub async fn get_status(
+    target: &Target,
+    timeouts: Timeouts,
+) -> Result<Fetched<Document>, AttemptError> {
+    let response = send(target, Method::GET, STATUS_PATH, None, timeouts.headers).await?;
+    match response.status() {
+        StatusCode::OK => {}
+        StatusCode::NOT_FOUND => return Ok(Fetched::NotServed),
+        other => return Err(AttemptError::Status(other.as_u16())),
+    }
+    let body = tokio::time::timeout(
+        timeouts.first_document,
+        read_capped(response.into_body(), MAX_DOCUMENT_BYTES),
+    )
+    .await
+    .map_err(|_| AttemptError::FirstDocumentTimeout(timeouts.first_document))??
+    .ok_or(DocumentError::TooLarge)?;
+    Ok(Fetched::Served(document::parse(&body)?))
+}
+
+/// Reads a body of at most `cap` bytes; `None` when it is longer.
+async fn read_capped(mut body: Incoming, cap: usize) -> Result<Option<Vec<u8>>, AttemptError> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            if out.len() + data.len() > cap {
+                return Ok(None);
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Opens `GET /supercode/v1/status/stream`.
+pub async fn open_stream(
+    target: &Target,
+    timeouts: Timeouts,
+) -> Result<Fetched<StatusStream>, AttemptError> {
+    let response = send(target, Method::GET, STREAM_PATH, None, timeouts.headers).await?;
+    match response.status() {
+        StatusCode::OK => {}
+        StatusCode::NOT_FOUND => return Ok(Fetched::NotServed),
+        other => return Err(AttemptError::Status(other.as_u16())),
+    }
+    Ok(Fetched::Served(StatusStream {
+        body: response.into_body(),
+        parser: SseParser::default(),
+        last_byte: Instant::now(),
+        timeouts,
+    }))
+}
+
+/// An open status stream, read one document at a time. Cancel-safe: a read dropped midway
+/// (the caller's `select!` picked another branch) loses nothing already received.
+pub struct StatusStream {
+    body: Incoming,
+    parser: SseParser,
+    last_byte: Instant,
+    timeouts: Timeouts,
+}
+
+impl StatusStream {
+    /// When the stream counts as dead if nothing arrives before.
+    pub fn silent_at(&self) -> Instant {
+        self.last_byte + self.timeouts.silence
+    }
+
+    /// The next `status` document. `first` bounds the wait for the first one (5 s after the
+    /// headers); later ones only by the silence timeout. A comment or an ignored event is a
+    /// byte that resets the silence timer, not a document.
+    pub async fn next_document(
+        &mut self,
+        first: Option<Instant>,
+    ) -> Result<Document, AttemptError> {
+        loop {
+            if let Some(document) = self.parser.next_document()? {
+                return Ok(document);
+            }
+            let silent_at = self.silent_at();
+            let deadline = first.map_or(silent_at, |first| first.min(silent_at));
+            let frame = match tokio::time::timeout_at(deadline, self.body.frame()).await {
+                Ok(frame) => frame,
+                Err(_) if first.is_some_and(|f| f <= silent_at) => {
+                    return Err(AttemptError::FirstDocumentTimeout(
+                        self.timeouts.first_document,
+                    ))
+                }
+                Err(_) => return Err(AttemptError::Silent(self.timeouts.silence)),
+            };
+            let Some(frame) = frame else {
+                return Err(AttemptError::Ended);
+            };
+            if let Ok(data) = frame?.into_data() {
+                if !data.is_empty() {
+                    self.last_byte = Instant::now();
+                    self.parser.push(&data);
+                }
+            }
+        }
+    }
+}
+
+/// The SSE reader behind [`StatusStream`]: bytes in, `status` documents out, with the line and
+/// data caps of the API.
+#[derive(Default)]
+struct SseParser {
+    /// Bytes received and not yet split into lines.
+    buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no line break.
+    scanned: usize,
+    /// The current event's `event` field.
+    event: Option<String>,
+    /// The current event's `data`, lines joined by `\n`.
+    data: Vec<u8>,
+    /// The current event's data went over the cap (the rest of it is not kept).
+    data_too_large: bool,
+}
+
+impl SseParser {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// The next document the buffered lines complete, if any.
+    fn next_document(&mut self) -> Result<Option<Document>, AttemptError> {
+        while let Some(line) = self.next_line()? {
+            if let Some(document) = self.on_line(line)? {
+                return Ok(Some(document));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The next whole line in the buffer (without its line break), if one is there.
+    fn next_line(&mut self) -> Result<Option<Vec<u8>>, AttemptError> {
+        match self.buffer[self.scanned..].iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                let end = self.scanned + at;
+                let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
+                line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                self.scanned = 0;
+                if line.len() > MAX_LINE_BYTES {
+                    return Err(AttemptError::LineTooLong);
+                }
+                Ok(Some(line))
+            }
+            None => {
+                self.scanned = self.buffer.len();
+                // A `\r` may still be followed by its `\n`, hence the one byte of slack.
+                if self.buffer.len() > MAX_LINE_BYTES + 1 {
+                    return Err(AttemptError::LineTooLong);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// One SSE line: a field, a comment, or the blank line that ends an event.
+    fn on_line(&mut self, line: Vec<u8>) -> Result<Option<Document>, AttemptError> {
+        if line.is_empty() {
+            let event = self.event.take();
+            let data = std::mem::take(&mut self.data);
+            let too_large = std::mem::take(&mut self.data_too_large);
+            // Other event names are reserved; an event without data is no event.
+            if event.as_deref() != Some("status") || (data.is_empty() && !too_large) {
+                return Ok(None);
+            }
+            if too_large {
+                return Err(DocumentError::TooLarge.into());
+            }
+            return Ok(Some(document::parse(&data)?));
+        }
+        if line[0] == b':' {
+            return Ok(None);
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(at) => {
+                let value = &line[at + 1..];
+                (&line[..at], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (&line[..], &b""[..]),
+        };
+        match field {
+            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            b"data" if !self.data_too_large => {
+                let joined = self.data.len() + usize::from(!self.data.is_empty()) + value.len();
+                if joined > MAX_DOCUMENT_BYTES {
+                    self.data_too_large = true;
+                    self.data.clear();
+                } else {
+                    if !self.data.is_empty() {
+                        self.data.push(b'\n');
+                    }
+                    self.data.extend_from_slice(value);
+                }
+            }
+            // `id`, `retry` and unknown fields are ignored.
+            _ => {}
+        }
+        Ok(None)
+    }
+}
+
+/// What the runtime answered to an action call.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ActAnswer {
+    /// `202`: it took the action.
+    Accepted,
+    /// `409` (`not-offered`, `stale-revision`) or `400`: refused, with its code and message
+    /// (sanitized, capped at 500 characters).
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// The refusal's `code`, when it sent a valid one.
+        code: Option<String>,
+        /// The refusal's `message`, sanitized.
+        message: Option<String>,
+    },
+}
+
+/// Why an action call failed before the runtime answered it (or with an answer the API does
+/// not define).
+#[derive(Debug, thiserror::Error)]
+pub enum ActError {
+    /// Reaching the runtime failed (nothing was sent, or the exchange broke).
+    #[error(transparent)]
+    Attempt(#[from] AttemptError),
+    /// No answer in time: it may or may not have run the action (actions are not retried).
+    #[error("the runtime did not answer within {0:?}; it may still run the action, so check its state before trying again")]
+    Timeout(Duration),
+}
+
+/// `POST /supercode/v1/actions/{id}` with `{"revision": R}`, the whole exchange bounded by
+/// `timeout`. `id` must already be valid (it goes into the path as it is).
+pub async fn post_action(
+    target: &Target,
+    id: &str,
+    revision: u64,
+    timeout: Duration,
+) -> Result<ActAnswer, ActError> {
+    debug_assert!(document::is_valid_action_id(id));
+    let path = format!("{ACTIONS_PATH}/{id}");
+    let body = Bytes::from(serde_json::json!({ "revision": revision }).to_string());
+    let exchange = async {
+        let response = send(target, Method::POST, &path, Some(body), timeout).await?;
+        let status = response.status();
+        let answer = read_capped(response.into_body(), MAX_ACTION_ANSWER_BYTES).await?;
+        Ok::<_, AttemptError>((status, answer))
+    };
+    let (status, answer) = match tokio::time::timeout(timeout, exchange).await {
+        Err(_) | Ok(Err(AttemptError::HeadersTimeout(_))) => {
+            return Err(ActError::Timeout(timeout))
+        }
+        Ok(result) => result?,
+    };
+    match status {
+        StatusCode::ACCEPTED => Ok(ActAnswer::Accepted),
+        StatusCode::CONFLICT | StatusCode::BAD_REQUEST => {
+            let (code, message) = answer.as_deref().map(refusal).unwrap_or_default();
+            Ok(ActAnswer::Refused {
+                status: status.as_u16(),
+                code,
+                message,
+            })
+        }
+        other => Err(AttemptError::Status(other.as_u16()).into()),
+    }
+}
+
+/// The `code` and `message` of a refusal body, both untrusted: the code is kept only when it
+/// looks like one, the message is sanitized and capped.
+fn refusal(body: &[u8]) -> (Option<String>, Option<String>) {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return (None, None);
+    };
+    let error = &value["error"];
+    let code = error["code"]
+        .as_str()
+        .filter(|c| document::is_valid_action_id(c))
+        .map(str::to_owned);
+    let message = error["message"]
+        .as_str()
+        .map(|m| document::clean(m, false, MESSAGE_CAP))
+        .filter(|m| !m.is_empty());
+    (code, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = r#"{"version":1,"revision":3,"state":"idle","title":"Waiting","since":"2026-12-03T08:30:00Z","actions":[],"controller":{"kind":"none"},"observers":1}"#;
+
+    fn fed(chunks: &[&[u8]]) -> (Vec<Document>, Option<AttemptError>) {
+        let mut parser = SseParser::default();
+        let mut docs = Vec::new();
+        for chunk in chunks {
+            parser.push(chunk);
+            loop {
+                match parser.next_document() {
+                    Ok(Some(doc)) => docs.push(doc),
+                    Ok(None) => break,
+                    Err(e) => return (docs, Some(e)),
+                }
+            }
+        }
+        (docs, None)
+    }
+
+    #[test]
+    fn status_events_split_anywhere_are_read_and_comments_and_other_events_ignored() {
+        let stream = format!(
+            ": keep-alive\n\nevent: other\ndata: {DOC}\n\nevent: status\nid: 3\ndata: {DOC}\r\n\r\ndata: {DOC}\n\n"
+        );
+        let bytes = stream.as_bytes();
+        for split in [1, 7, 50, bytes.len()] {
+            let chunks: Vec<&[u8]> = bytes.chunks(split).collect();
+            let (docs, error) = fed(&chunks);
+            assert!(error.is_none(), "{error:?}");
+            assert_eq!(
+                docs.len(),
+                1,
+                "only the status event counts (split {split})"
+            );
+            assert_eq!(docs[0].revision, 3);
+        }
+    }
+
+    #[test]
+    fn a_line_over_64_kib_fails_the_stream_even_without_a_line_break() {
+        let (_, error) = fed(&[&vec![b'a'; MAX_LINE_BYTES + 2]]);
+        assert!(matches!(error, Some(AttemptError::LineTooLong)));
+        let mut line = vec![b':'; MAX_LINE_BYTES + 1];
+        line.push(b'\n');
+        assert!(matches!(fed(&[&line]).1, Some(AttemptError::LineTooLong)));
+        let mut fits = vec![b':'; MAX_LINE_BYTES];
+        fits.extend_from_slice(b"\r\n");
+        assert!(fed(&[&fits]).1.is_none());
+    }
+
+    #[test]
+    fn event_data_over_32_kib_is_an_invalid_document() {
+        let half = "x".repeat(MAX_DOCUMENT_BYTES / 2 + 1);
+        let stream = format!("event: status\ndata: {half}\ndata: {half}\n\n");
+        assert!(matches!(
+            fed(&[stream.as_bytes()]).1,
+            Some(AttemptError::Invalid(DocumentError::TooLarge))
+        ));
+        let stream = "event: status\ndata: {\"version\": 2}\n\n";
+        assert!(matches!(
+            fed(&[stream.as_bytes()]).1,
+            Some(AttemptError::Invalid(DocumentError::Version))
+        ));
+    }
+
+    #[test]
+    fn a_refusal_keeps_a_valid_code_and_a_sanitized_capped_message() {
+        let body = serde_json::json!({
+            "error": { "code": "not-offered", "message": format!("<b>no</b>\u{1b}[2J{}", "x".repeat(900)) }
+        });
+        let (code, message) = refusal(body.to_string().as_bytes());
+        assert_eq!(code.as_deref(), Some("not-offered"));
+        let message = message.unwrap();
+        assert!(message.starts_with("<b>no</b>[2J"));
+        assert_eq!(message.chars().count(), MESSAGE_CAP);
+        let (code, message) = refusal(br#"{"error":{"code":"Bad Code!","message":5}}"#);
+        assert_eq!((code, message), (None, None));
+        assert_eq!(refusal(b"not json"), (None, None));
+    }
+}

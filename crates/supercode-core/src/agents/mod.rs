@@ -1,0 +1,759 @@
+//! Live agent state (issue 15): what each running runtime's agent is doing, read from the
+//! runtime's own status API (`docs/runtime-api.md`), and invoking the actions it offers.
+//!
+//! [`Agents`] keeps one push subscription (a task reading the SSE stream) per running
+//! receipt-backed runtime. The watcher hands it every snapshot it takes ([`Agents::sync`] starts
+//! and stops subscriptions as runtimes come and go, or as a receipt is rewritten) and lets it fill
+//! in each running runtime's `state` ([`Agents::apply`]); a subscription that accepts a document
+//! wakes the watcher to publish. Nothing polls: a subscription waits on its stream, its backoff
+//! or its rate-limit timer, and a runtime that does not serve the API is not asked again until
+//! its receipt changes.
+//!
+//! A runtime is untrusted: every document goes through [`document`], and each subscription
+//! coalesces what it shows ([`AgentOptions::publish_interval`]) and rate-limits the alerts it
+//! sends ([`AgentOptions::alert_interval`]), so a runtime flooding changes floods nothing.
+//!
+//! - [`document`]: parsing, validating and sanitizing one status document.
+//! - [`client`]: the HTTP client of the API (status, stream, actions) over a checked connection.
+pub mod client;
+pub mod document;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeSource, ReceiptDir};
+use rand::Rng;
+use time::format_description::well_known::Rfc3339;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::view::{
+    ActOutcome, AgentState, AgentStateView, RuntimeOrigin, RuntimeStatus, RuntimeView, Snapshot,
+    SnapshotCounts,
+};
+use crate::{CoreError, CoreEvent, EventSink};
+use client::{ActAnswer, ActError, AttemptError, Fetched, Target, Timeouts};
+use document::Document;
+
+/// How long to wait for a runtime's response headers (connect included). The API's figure: a
+/// runtime answers on loopback in milliseconds, five seconds is a runtime that is stuck.
+pub const HEADERS_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the first document may take after the stream's headers (the API says at once;
+/// five seconds is the API's figure for "it never will").
+pub const FIRST_DOCUMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long an open stream may be silent before it is dead: three of the runtime's 15 s
+/// keep-alive intervals, as the API specifies.
+pub const SILENCE_TIMEOUT: Duration = Duration::from_secs(45);
+/// The first reconnection delay (the API's figure); it doubles with each failed attempt.
+pub const BACKOFF_INITIAL: Duration = Duration::from_millis(500);
+/// The longest reconnection delay (the API's figure): a runtime that is down for long is still
+/// picked up within half a minute of coming back, at a cost of two connections a minute.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// Consecutive failed attempts after which a live runtime is `not-answering` (the API's figure:
+/// one failure can be a restart of its HTTP server, three are a stuck runtime).
+pub const FAILURES_BEFORE_NOT_ANSWERING: u32 = 3;
+/// Least time between two states one runtime shows (latest wins): ten a second is as fast as a
+/// person can follow and keeps a runtime sending 10,000 changes a second from costing more than
+/// ten snapshots a second, while a single change still shows at once.
+pub const PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
+/// Least time between two alerts (notifications) for one runtime. An entry into a state that
+/// needs the user inside it is told when it ends, if the runtime is still in such a state: a
+/// burst gives one notification, and a real approve → needs-input walk still gets both.
+pub const ALERT_INTERVAL: Duration = Duration::from_secs(3);
+/// How long the runtime has to answer an action (the API's figure); actions are not retried.
+pub const ACTION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a one-shot read of every runtime's state may take (the CLI's `list`, which has no
+/// subscriptions): short, since a runtime that does not answer within it is shown as such.
+pub const ONE_SHOT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Every timing the subscriptions use; [`Default`] is the API's figures. Tests shorten them.
+#[derive(Clone, Debug)]
+pub struct AgentOptions {
+    /// See [`HEADERS_TIMEOUT`].
+    pub headers_timeout: Duration,
+    /// See [`FIRST_DOCUMENT_TIMEOUT`].
+    pub first_document_timeout: Duration,
+    /// See [`SILENCE_TIMEOUT`].
+    pub silence_timeout: Duration,
+    /// See [`BACKOFF_INITIAL`].
+    pub backoff_initial: Duration,
+    /// See [`BACKOFF_MAX`].
+    pub backoff_max: Duration,
+    /// See [`PUBLISH_INTERVAL`].
+    pub publish_interval: Duration,
+    /// See [`ALERT_INTERVAL`].
+    pub alert_interval: Duration,
+    /// See [`ACTION_TIMEOUT`].
+    pub action_timeout: Duration,
+    /// See [`ONE_SHOT_TIMEOUT`].
+    pub one_shot_timeout: Duration,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            headers_timeout: HEADERS_TIMEOUT,
+            first_document_timeout: FIRST_DOCUMENT_TIMEOUT,
+            silence_timeout: SILENCE_TIMEOUT,
+            backoff_initial: BACKOFF_INITIAL,
+            backoff_max: BACKOFF_MAX,
+            publish_interval: PUBLISH_INTERVAL,
+            alert_interval: ALERT_INTERVAL,
+            action_timeout: ACTION_TIMEOUT,
+            one_shot_timeout: ONE_SHOT_TIMEOUT,
+        }
+    }
+}
+
+impl AgentOptions {
+    fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            headers: self.headers_timeout,
+            first_document: self.first_document_timeout,
+            silence: self.silence_timeout,
+        }
+    }
+}
+
+/// The subscriptions and the latest state of every running runtime. Dropping it (or
+/// [`Agents::stop`]) ends every subscription.
+pub struct Agents {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: AgentOptions,
+    receipts: ReceiptDir,
+    /// By endpoint. A std mutex: never held across an await.
+    entries: Mutex<HashMap<String, Entry>>,
+    /// Woken (at most once per runtime per publish interval) when a shown state changed.
+    changed: Notify,
+    sink: Mutex<Option<EventSink>>,
+    next_task: AtomicU64,
+}
+
+/// One running runtime's subscription and what it last showed.
+struct Entry {
+    /// What the subscription was started for; a change restarts it.
+    generation: Generation,
+    /// Which subscription task may write here (an old one being cancelled may not).
+    task: u64,
+    cancel: CancellationToken,
+    /// What snapshots show (coalesced).
+    shown: AgentStateView,
+    /// The latest accepted document: the only one actions are taken from.
+    latest: Option<Document>,
+}
+
+/// What a subscription depends on: the receipt's process, its registration and the receipt file
+/// itself, so that a rewritten receipt (after a `404`, the only way to be asked again) restarts it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Generation {
+    pid: u32,
+    registered_at: Option<String>,
+    /// The receipt file's inode and modification time.
+    file: Option<(u64, i128)>,
+    name: String,
+    source: (String, String),
+}
+
+impl Agents {
+    /// No subscriptions yet; `receipts` is where tokens and addresses are resolved.
+    pub fn new(receipts: ReceiptDir, options: AgentOptions) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                options,
+                receipts,
+                entries: Mutex::default(),
+                changed: Notify::new(),
+                sink: Mutex::default(),
+                next_task: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Where alerts go (the watcher's sink).
+    pub fn set_sink(&self, sink: EventSink) {
+        *self.inner.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    /// Resolves when a subscription changed what it shows: time for a snapshot.
+    pub async fn changed(&self) {
+        self.inner.changed.notified().await;
+    }
+
+    /// Starts a subscription for every running receipt-backed runtime of `snapshot` that has
+    /// none (or whose receipt changed), and ends those of runtimes it no longer lists as
+    /// running. Must run inside a tokio runtime, which runs the subscriptions.
+    pub fn sync(&self, snapshot: &Snapshot) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let wanted: HashMap<&str, Generation> = snapshot
+            .runtimes
+            .iter()
+            .filter_map(|r| Some((r.endpoint.as_deref()?, self.generation(r)?)))
+            .collect();
+        let mut entries = self.inner.lock();
+        entries.retain(|endpoint, entry| {
+            let keep = wanted.get(endpoint.as_str()) == Some(&entry.generation);
+            if !keep {
+                entry.cancel.cancel();
+            }
+            keep
+        });
+        for (endpoint, generation) in wanted {
+            if entries.contains_key(endpoint) {
+                continue;
+            }
+            let task = self.inner.next_task.fetch_add(1, Ordering::Relaxed);
+            let cancel = CancellationToken::new();
+            let subscription = Subscription::new(
+                self.inner.clone(),
+                endpoint.to_owned(),
+                task,
+                &generation,
+                cancel.clone(),
+            );
+            entries.insert(
+                endpoint.to_owned(),
+                Entry {
+                    generation,
+                    task,
+                    cancel,
+                    shown: AgentStateView::unknown(),
+                    latest: None,
+                },
+            );
+            runtime.spawn(subscription.run());
+        }
+    }
+
+    fn generation(&self, runtime: &RuntimeView) -> Option<Generation> {
+        if runtime.status != RuntimeStatus::Running || runtime.origin == RuntimeOrigin::Catalog {
+            return None;
+        }
+        let endpoint: LiveRuntimeEndpoint = runtime.endpoint.as_deref()?.parse().ok()?;
+        let source = runtime.source.as_ref()?;
+        let file = std::fs::symlink_metadata(self.inner.receipts.receipt_path(&endpoint))
+            .ok()
+            .map(|meta| {
+                use std::os::unix::fs::MetadataExt;
+                (
+                    meta.ino(),
+                    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+                )
+            });
+        Some(Generation {
+            pid: runtime.pid?,
+            registered_at: runtime.since.clone(),
+            file,
+            name: runtime.name.clone(),
+            source: (source.session_id.clone(), source.workspace.clone()),
+        })
+    }
+
+    /// Fills in every running runtime's `state` (`unknown` until heard from) and sorts running
+    /// runtimes by [`AgentState::urgency`], keeping today's order otherwise; recounts.
+    pub fn apply(&self, snapshot: &mut Snapshot) {
+        {
+            let entries = self.inner.lock();
+            for runtime in &mut snapshot.runtimes {
+                runtime.state = (runtime.status == RuntimeStatus::Running).then(|| {
+                    runtime
+                        .endpoint
+                        .as_deref()
+                        .and_then(|e| entries.get(e))
+                        .map_or_else(AgentStateView::unknown, |e| e.shown.clone())
+                });
+            }
+        }
+        order(snapshot);
+    }
+
+    /// The latest accepted document of a subscribed runtime.
+    fn latest(&self, endpoint: &str) -> Option<Document> {
+        self.inner
+            .lock()
+            .get(endpoint)
+            .and_then(|e| e.latest.clone())
+    }
+
+    /// Ends every subscription (what a core shutdown calls); later snapshots show `unknown`.
+    pub fn stop(&self) {
+        let mut entries = self.inner.lock();
+        for entry in entries.values() {
+            entry.cancel.cancel();
+        }
+        entries.clear();
+    }
+}
+
+impl Drop for Agents {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the entry of `endpoint` if subscription `task` still owns it.
+    fn update<R>(&self, endpoint: &str, task: u64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        match self.lock().get_mut(endpoint) {
+            Some(entry) if entry.task == task => Some(f(entry)),
+            _ => None,
+        }
+    }
+
+    fn sink(&self) -> Option<EventSink> {
+        self.sink.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Running runtimes first, the ones that need the user first among them (a stable sort: ties
+/// keep the inventory's order), and the counts of the result.
+fn order(snapshot: &mut Snapshot) {
+    snapshot.runtimes.sort_by_key(|r| {
+        (
+            r.status != RuntimeStatus::Running,
+            r.state.as_ref().map_or(u8::MAX, |s| s.value.urgency()),
+        )
+    });
+    snapshot.counts = SnapshotCounts::of(&snapshot.runtimes, &snapshot.pending);
+}
+
+fn now_rfc3339() -> Option<String> {
+    time::OffsetDateTime::now_utc().format(&Rfc3339).ok()
+}
+
+fn not_answering(reason: &AttemptError) -> AgentStateView {
+    AgentStateView {
+        value: AgentState::NotAnswering,
+        title: None,
+        detail: Some(document::clean(
+            &reason.to_string(),
+            false,
+            document::MESSAGE_CAP,
+        )),
+        since: now_rfc3339(),
+        actions: Vec::new(),
+        controller: None,
+        observers: None,
+    }
+}
+
+/// One runtime's subscription task.
+struct Subscription {
+    inner: Arc<Inner>,
+    options: AgentOptions,
+    endpoint: String,
+    task: u64,
+    name: String,
+    source: LiveRuntimeSource,
+    cancel: CancellationToken,
+    /// The latest accepted document.
+    latest: Option<Document>,
+    /// What to show (maybe not shown yet: see `flush_at`).
+    view: AgentStateView,
+    /// When the pending `view` is shown, if it is not yet.
+    flush_at: Option<Instant>,
+    last_flush: Option<Instant>,
+    /// The state shown last (to tell an entry into a state from a change within it).
+    shown_state: AgentState,
+    /// An entry into a needs-you or trouble state not yet alerted.
+    alert_pending: bool,
+    last_alert: Option<Instant>,
+    failures: u32,
+    backoff: Duration,
+}
+
+impl Subscription {
+    fn new(
+        inner: Arc<Inner>,
+        endpoint: String,
+        task: u64,
+        generation: &Generation,
+        cancel: CancellationToken,
+    ) -> Self {
+        let options = inner.options.clone();
+        Self {
+            backoff: options.backoff_initial,
+            options,
+            inner,
+            endpoint,
+            task,
+            name: generation.name.clone(),
+            source: LiveRuntimeSource {
+                session_id: generation.source.0.clone(),
+                workspace: PathBuf::from(&generation.source.1),
+            },
+            cancel,
+            latest: None,
+            view: AgentStateView::unknown(),
+            flush_at: None,
+            last_flush: None,
+            shown_state: AgentState::Unknown,
+            alert_pending: false,
+            last_alert: None,
+            failures: 0,
+        }
+    }
+
+    async fn run(mut self) {
+        loop {
+            let mut heard = false;
+            let outcome = self.attempt(&mut heard).await;
+            let error = match outcome {
+                None => return,
+                Some(Ok(())) => {
+                    // 404: not served. Shown as today, not asked again until the receipt
+                    // changes (which restarts this subscription).
+                    self.show(AgentStateView::unknown());
+                    self.flush_now();
+                    self.wait(std::future::pending::<()>()).await;
+                    return;
+                }
+                Some(Err(error)) => error,
+            };
+            self.failures = if heard { 1 } else { self.failures + 1 };
+            tracing::debug!(runtime = %self.name, failures = self.failures, "status stream attempt failed: {error}");
+            let stuck = self.failures >= FAILURES_BEFORE_NOT_ANSWERING
+                || matches!(error, AttemptError::Silent(_));
+            if stuck && self.view.value != AgentState::NotAnswering {
+                tracing::info!(runtime = %self.name, "not answering: {error}");
+                self.show(not_answering(&error));
+            }
+            let delay = jittered(self.backoff);
+            self.backoff = (self.backoff * 2).min(self.options.backoff_max);
+            if self.wait(tokio::time::sleep(delay)).await.is_none() {
+                return;
+            }
+        }
+    }
+
+    /// One attempt: resolve, open the stream, read documents until it fails. `Some(Ok(()))`
+    /// is a `404`; `None` is cancellation.
+    async fn attempt(&mut self, heard: &mut bool) -> Option<Result<(), AttemptError>> {
+        let (receipts, endpoint, source) = (
+            self.inner.receipts.clone(),
+            self.endpoint.clone(),
+            self.source.clone(),
+        );
+        let resolved = self
+            .wait(tokio::task::spawn_blocking(move || {
+                resolve(&receipts, &endpoint, &source)
+            }))
+            .await?;
+        let target = match resolved {
+            Ok(Ok(target)) => target,
+            Ok(Err(error)) => return Some(Err(error)),
+            Err(_) => return Some(Err(AttemptError::Unresolved)),
+        };
+        let timeouts = self.options.timeouts();
+        let mut stream = match self.wait(client::open_stream(&target, timeouts)).await? {
+            Ok(Fetched::NotServed) => return Some(Ok(())),
+            Ok(Fetched::Served(stream)) => stream,
+            Err(error) => return Some(Err(error)),
+        };
+        // Nothing else is sent with the token on this connection.
+        drop(target);
+        let mut first = Some(Instant::now() + timeouts.first_document);
+        loop {
+            match self.wait(stream.next_document(first)).await? {
+                Ok(document) => {
+                    first = None;
+                    *heard = true;
+                    self.failures = 0;
+                    self.backoff = self.options.backoff_initial;
+                    self.accept(document);
+                }
+                Err(error) => return Some(Err(error)),
+            }
+        }
+    }
+
+    /// A valid document: shown if newer than the last accepted one. An older or equal one still
+    /// says the runtime answers, so it ends `not-answering`.
+    fn accept(&mut self, document: Document) {
+        let newer = self
+            .latest
+            .as_ref()
+            .is_none_or(|latest| document.revision > latest.revision);
+        if !newer {
+            if self.view.value == AgentState::NotAnswering {
+                if let Some(latest) = &self.latest {
+                    self.show(latest.view.clone());
+                }
+            }
+            return;
+        }
+        let stored = document.clone();
+        self.inner.update(&self.endpoint, self.task, |entry| {
+            entry.latest = Some(stored)
+        });
+        self.show(document.view.clone());
+        self.latest = Some(document);
+    }
+
+    /// Sets what to show: at once if the last showing is a publish interval old, else at the
+    /// end of that interval (latest wins).
+    fn show(&mut self, view: AgentStateView) {
+        self.view = view;
+        let now = Instant::now();
+        match self.last_flush {
+            Some(last) if now < last + self.options.publish_interval => {
+                self.flush_at = Some(last + self.options.publish_interval);
+            }
+            _ => self.flush_now(),
+        }
+    }
+
+    fn flush_now(&mut self) {
+        self.flush_at = None;
+        self.last_flush = Some(Instant::now());
+        let view = self.view.clone();
+        let changed = self.inner.update(&self.endpoint, self.task, |entry| {
+            let changed = entry.shown != view;
+            entry.shown = view;
+            changed
+        });
+        if changed == Some(true) {
+            self.inner.changed.notify_one();
+        }
+        let state = self.view.value;
+        if state != self.shown_state {
+            self.alert_pending = state.needs_you() || state.is_trouble();
+            self.shown_state = state;
+        }
+        self.try_alert();
+    }
+
+    fn alert_at(&self) -> Option<Instant> {
+        match (self.alert_pending, self.last_alert) {
+            (true, Some(last)) => Some(last + self.options.alert_interval),
+            (true, None) => Some(Instant::now()),
+            _ => None,
+        }
+    }
+
+    fn try_alert(&mut self) {
+        if self.alert_at().is_none_or(|at| at > Instant::now()) {
+            return;
+        }
+        self.alert_pending = false;
+        self.last_alert = Some(Instant::now());
+        if let Some(sink) = self.inner.sink() {
+            sink(CoreEvent::AgentAlert {
+                id: self.endpoint.clone(),
+                name: self.name.clone(),
+                state: self.view.value,
+                title: self.view.title.clone(),
+            });
+        }
+    }
+
+    /// Runs `future` while keeping the coalescing and alert timers; `None` when cancelled.
+    async fn wait<F: Future>(&mut self, future: F) -> Option<F::Output> {
+        tokio::pin!(future);
+        loop {
+            let due = [self.flush_at, self.alert_at()].into_iter().flatten().min();
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return None,
+                () = sleep_until(due) => {
+                    if self.flush_at.is_some_and(|at| at <= Instant::now()) {
+                        self.flush_now();
+                    } else {
+                        self.try_alert();
+                    }
+                }
+                output = &mut future => return Some(output),
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `delay` with jitter (between half and all of it), so runtimes that failed together (a
+/// suspended laptop waking) do not all reconnect in the same instant.
+fn jittered(delay: Duration) -> Duration {
+    delay.mul_f64(rand::thread_rng().gen_range(0.5..=1.0))
+}
+
+/// The receipt's address and token (a keychain read: call it off the async workers).
+fn resolve(
+    receipts: &ReceiptDir,
+    endpoint: &str,
+    source: &LiveRuntimeSource,
+) -> Result<Target, AttemptError> {
+    let endpoint: LiveRuntimeEndpoint = endpoint.parse().map_err(|_| AttemptError::Unresolved)?;
+    let resolved = live_runtime::resolve_live_runtime(receipts, &endpoint, source)?;
+    Ok(Target {
+        address: resolved.address,
+        token: resolved.token,
+        pid: resolved.record.pid,
+    })
+}
+
+async fn resolve_off_thread(
+    receipts: &ReceiptDir,
+    record: &LiveRuntimeRecord,
+) -> Result<Target, CoreError> {
+    let (receipts, endpoint, source) = (
+        receipts.clone(),
+        record.endpoint.clone(),
+        record.source.clone(),
+    );
+    tokio::task::spawn_blocking(move || {
+        live_runtime::resolve_live_runtime(&receipts, &endpoint, &source)
+    })
+    .await
+    .map_err(|e| CoreError::ActionFailed {
+        name: String::new(),
+        action: String::new(),
+        reason: format!("resolving the runtime was interrupted: {e}"),
+    })?
+    .map(|resolved| Target {
+        address: resolved.address,
+        token: resolved.token,
+        pid: resolved.record.pid,
+    })
+    .map_err(CoreError::from)
+}
+
+/// A runtime's display name as the inventory shows it.
+pub(crate) fn display_name(record: &LiveRuntimeRecord) -> String {
+    let meta = &record.metadata;
+    meta.agent_name
+        .clone()
+        .or_else(|| meta.display_name.clone())
+        .or_else(|| meta.profile.clone())
+        .unwrap_or_else(|| record.runtime_id.clone())
+}
+
+impl Agents {
+    /// Invokes `action` on the running runtime `record`: only if the latest accepted document
+    /// (the subscription's, or without one a fresh `GET`) offers it, with that document's
+    /// revision. Nothing reaches the runtime for an action it does not offer.
+    pub(crate) async fn act(
+        &self,
+        record: &LiveRuntimeRecord,
+        action: &str,
+    ) -> Result<ActOutcome, CoreError> {
+        let name = display_name(record);
+        let shown_action = document::clean(action, false, document::LABEL_CAP);
+        let not_offered = || CoreError::ActionNotOffered {
+            name: name.clone(),
+            action: shown_action.clone(),
+        };
+        if !document::is_valid_action_id(action) {
+            return Err(not_offered());
+        }
+        let options = &self.inner.options;
+        let failed = |reason: String| CoreError::ActionFailed {
+            name: name.clone(),
+            action: shown_action.clone(),
+            reason,
+        };
+        let target = resolve_off_thread(&self.inner.receipts, record).await?;
+        let latest = match self.latest(record.endpoint.as_str()) {
+            Some(latest) => latest,
+            None => match client::get_status(&target, options.timeouts()).await {
+                Ok(Fetched::Served(document)) => document,
+                Ok(Fetched::NotServed) => {
+                    return Err(CoreError::NoStatusApi { name: name.clone() })
+                }
+                Err(error) => return Err(failed(error.to_string())),
+            },
+        };
+        let Some(offered) = latest.view.actions.iter().find(|a| a.id == action) else {
+            return Err(not_offered());
+        };
+        let label = offered.label.clone();
+        match client::post_action(&target, action, latest.revision, options.action_timeout).await {
+            Ok(ActAnswer::Accepted) => {
+                tracing::info!(runtime = %name, action, "action accepted");
+                Ok(ActOutcome {
+                    id: record.endpoint.as_str().to_owned(),
+                    action: action.to_owned(),
+                    message: format!("{name} accepted {label}"),
+                })
+            }
+            Ok(ActAnswer::Refused {
+                status,
+                code,
+                message,
+            }) => Err(CoreError::ActionRefused {
+                name: name.clone(),
+                action: shown_action.clone(),
+                code: code.unwrap_or_else(|| format!("http-{status}")),
+                reason: message.unwrap_or_else(|| "it gave no reason".to_owned()),
+            }),
+            Err(ActError::Timeout(after)) => Err(CoreError::ActionTimedOut {
+                name: name.clone(),
+                action: shown_action.clone(),
+                after,
+            }),
+            Err(ActError::Attempt(error)) => Err(failed(error.to_string())),
+        }
+    }
+
+    /// Every running runtime's state read once (a concurrent `GET` each, bounded by
+    /// [`AgentOptions::one_shot_timeout`]), for a process without subscriptions (the CLI).
+    pub(crate) async fn read_once(&self, snapshot: &mut Snapshot) {
+        let options = self.inner.options.clone();
+        let reads = snapshot.runtimes.iter().map(|runtime| {
+            let generation = self.generation(runtime);
+            let endpoint = runtime.endpoint.clone();
+            let receipts = self.inner.receipts.clone();
+            let options = options.clone();
+            async move {
+                let (Some(generation), Some(endpoint)) = (generation, endpoint) else {
+                    return None;
+                };
+                let source = LiveRuntimeSource {
+                    session_id: generation.source.0,
+                    workspace: PathBuf::from(generation.source.1),
+                };
+                let read = async {
+                    let target =
+                        tokio::task::spawn_blocking(move || resolve(&receipts, &endpoint, &source))
+                            .await
+                            .map_err(|_| AttemptError::Unresolved)??;
+                    client::get_status(&target, options.timeouts()).await
+                };
+                Some(
+                    match tokio::time::timeout(options.one_shot_timeout, read).await {
+                        Ok(Ok(Fetched::Served(document))) => document.view,
+                        Ok(Ok(Fetched::NotServed)) => AgentStateView::unknown(),
+                        Ok(Err(error)) => not_answering(&error),
+                        Err(_) => {
+                            not_answering(&AttemptError::HeadersTimeout(options.one_shot_timeout))
+                        }
+                    },
+                )
+            }
+        });
+        let states = futures_util::future::join_all(reads).await;
+        for (runtime, state) in snapshot.runtimes.iter_mut().zip(states) {
+            if runtime.status == RuntimeStatus::Running {
+                runtime.state = Some(state.unwrap_or_else(AgentStateView::unknown));
+            }
+        }
+        order(snapshot);
+    }
+}

@@ -1,0 +1,430 @@
+//! Live agent state (issue 15) through the core as the tray uses it: real demo runtimes serving
+//! the status API (each scenario, hostile ones included), registered through the real library,
+//! watched by the real watcher. Waits are on events; the only timings changed are the
+//! subscriptions' own, through `AgentOptions`.
+
+use std::time::{Duration, Instant};
+
+use demo_runtime::{DemoConfig, DemoServer, Scenario};
+use live_runtime::{LiveRuntimeRegistration, Sensitive};
+use supercode_core::agents::AgentOptions;
+use supercode_core::view::{AgentState, CommandError, RuntimeStatus, Snapshot};
+use supercode_core::{CoreError, CoreEvent, Supercode};
+
+use crate::support::{recorder, register_at, wait_until, Events, Fixture, TIMEOUT};
+
+const CANARY: &str = "CANARY-agent-token-9f2e71";
+
+struct Runtime {
+    registration: LiveRuntimeRegistration,
+    server: DemoServer,
+}
+
+impl Runtime {
+    fn endpoint(&self) -> String {
+        self.registration.endpoint().to_string()
+    }
+
+    fn address(&self) -> String {
+        self.server.local_addr().expose().to_string()
+    }
+}
+
+async fn start(fixture: &Fixture, name: &str, scenario: Scenario) -> Runtime {
+    let mut config = DemoConfig::new(name, Sensitive::new(CANARY.to_owned()));
+    config.scenario = scenario;
+    let server = demo_runtime::serve(config).await.unwrap();
+    let address = *server.local_addr().expose();
+    let registration = register_at(fixture.receipts(), name, CANARY, None, address);
+    Runtime {
+        registration,
+        server,
+    }
+}
+
+/// Timings short enough that failures show within a test, still far above loopback latency.
+/// The silence timeout stays the API's: the demo runtime's keep-alives come every 15 s.
+fn quick() -> AgentOptions {
+    AgentOptions {
+        first_document_timeout: Duration::from_millis(300),
+        backoff_initial: Duration::from_millis(20),
+        backoff_max: Duration::from_millis(100),
+        alert_interval: Duration::from_millis(500),
+        ..AgentOptions::default()
+    }
+}
+
+fn state_of(snapshot: &Snapshot, endpoint: &str) -> Option<(AgentState, Option<String>)> {
+    let runtime = snapshot.runtimes.iter().find(|r| r.id == endpoint)?;
+    let state = runtime.state.as_ref()?;
+    Some((state.value, state.title.clone()))
+}
+
+/// Waits (off the async workers) for a snapshot showing `endpoint` in `state`.
+async fn wait_state(events: &mut Events, endpoint: &str, state: AgentState) -> Snapshot {
+    tokio::task::block_in_place(|| {
+        events
+            .wait_for_snapshot(&format!("{endpoint} in {state:?}"), TIMEOUT, |s| {
+                state_of(s, endpoint).is_some_and(|(v, _)| v == state)
+            })
+            .1
+    })
+}
+
+fn alerts(events: &Events, endpoint: &str) -> Vec<AgentState> {
+    events
+        .seen
+        .iter()
+        .filter_map(|(_, e)| match e {
+            CoreEvent::AgentAlert { id, state, .. } if id == endpoint => Some(*state),
+            _ => None,
+        })
+        .collect()
+}
+
+fn watched(
+    fixture: &Fixture,
+    options: AgentOptions,
+) -> (Supercode, supercode_core::WatchHandle, Events) {
+    let (sink, events) = recorder();
+    let core = fixture.core_with(sink).with_agent_options(options);
+    let watch = core.watch();
+    (core, watch, events)
+}
+
+// Proves the pinned approval walk end to end: working → needs-approval offering approve and
+// deny → `act approve` accepted → working → needs-input, one alert per entry into a state that
+// needs the user, and the runtime that needs you sorts first and is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approval_scenario_is_followed_and_approved_through_act() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, quick());
+    let idle = start(&fixture, "idle-one", Scenario::Steady).await;
+    let runtime = start(&fixture, "approver", Scenario::Approval).await;
+    let endpoint = runtime.endpoint();
+
+    wait_state(&mut events, &endpoint, AgentState::Working).await;
+    let asking = wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    let view = asking.runtimes.iter().find(|r| r.id == endpoint).unwrap();
+    let state = view.state.as_ref().unwrap();
+    assert_eq!(state.title.as_deref(), Some("Run the test suite?"));
+    let ids: Vec<&str> = state.actions.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["approve", "deny"]);
+    assert!(state.actions[1].destructive);
+    assert_eq!(
+        asking.runtimes[0].id, endpoint,
+        "the runtime that needs you sorts first"
+    );
+    assert_eq!(asking.counts.needs_you, 1);
+    // The steady runtime is heard from too (idle), and a state is set on every running one.
+    tokio::task::block_in_place(|| {
+        wait_until("the idle runtime heard from", TIMEOUT, || {
+            state_of(&core.snapshot(), &idle.endpoint()).filter(|(v, _)| *v == AgentState::Idle)
+        })
+    });
+
+    let outcome = core.act(&endpoint, "approve").await.unwrap();
+    assert_eq!(outcome.action, "approve");
+    assert!(outcome.message.contains("Approve"), "{}", outcome.message);
+    wait_state(&mut events, &endpoint, AgentState::Working).await;
+    let done = wait_state(&mut events, &endpoint, AgentState::NeedsInput).await;
+    assert_eq!(
+        state_of(&done, &endpoint).unwrap().1.as_deref(),
+        Some("Tests pass. Anything else?")
+    );
+    // The needs-input alert may be deferred by the alert interval: wait for it.
+    events.drain();
+    if !alerts(&events, &endpoint).contains(&AgentState::NeedsInput) {
+        tokio::task::block_in_place(|| {
+            events.wait_for("the needs-input alert", TIMEOUT, |e| {
+                matches!(e, CoreEvent::AgentAlert { id, state: AgentState::NeedsInput, .. } if *id == endpoint)
+            })
+        });
+    }
+    assert_eq!(
+        alerts(&events, &endpoint),
+        [AgentState::NeedsApproval, AgentState::NeedsInput],
+        "one alert per entry into a state that needs the user"
+    );
+    assert!(
+        alerts(&events, &idle.endpoint()).is_empty(),
+        "idle alerts nobody"
+    );
+}
+
+// Proves: an action the latest document does not offer is refused by the core itself
+// (`ActionNotOffered`, which only the core's own check produces; a runtime's 409 would be
+// `ActionRefused`), so no request reaches the runtime; nor does an invalid id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_not_offered_is_refused_without_asking_the_runtime() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, quick());
+    let runtime = start(&fixture, "asker", Scenario::Approval).await;
+    let endpoint = runtime.endpoint();
+    wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    for action in ["retry", "Delete All<script>", "approve/../deny", ""] {
+        match core.act(&endpoint, action).await {
+            Err(CoreError::ActionNotOffered { .. }) => {}
+            other => panic!("{action:?}: {other:?}"),
+        }
+    }
+    let error = core.act(&endpoint, "retry").await.unwrap_err();
+    assert_eq!(
+        CommandError::from(error).code,
+        supercode_core::view::ErrorCode::Refused
+    );
+    // Still asking: nothing was invoked.
+    let snapshot = core.snapshot();
+    assert_eq!(
+        state_of(&snapshot, &endpoint).map(|(v, _)| v),
+        Some(AgentState::NeedsApproval)
+    );
+}
+
+// Proves: a runtime without the API is `unknown`, with nothing broken (still running and
+// attachable), and asking it for an action says it serves no API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_without_the_api_is_unknown_and_nothing_breaks() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, quick());
+    let runtime = start(&fixture, "plain", Scenario::NoApi).await;
+    let endpoint = runtime.endpoint();
+    let snapshot = wait_state(&mut events, &endpoint, AgentState::Unknown).await;
+    let view = snapshot.runtimes.iter().find(|r| r.id == endpoint).unwrap();
+    assert_eq!(view.status, RuntimeStatus::Running);
+    assert!(view.attach.available);
+    assert!(matches!(
+        core.act(&endpoint, "approve").await,
+        Err(CoreError::NoStatusApi { .. })
+    ));
+    core.attach(&endpoint).await.unwrap();
+    // A 404 is not asked again: no not-answering follows, however long the backoff runs.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        state_of(&core.snapshot(), &endpoint).map(|(v, _)| v),
+        Some(AgentState::Unknown)
+    );
+    assert!(alerts(&events, &endpoint).is_empty());
+}
+
+// Proves: a live runtime whose stream sends headers and then nothing becomes `not-answering`
+// (three failed attempts), with one trouble alert.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_stream_makes_the_runtime_not_answering() {
+    let fixture = Fixture::new();
+    let (_core, _watch, mut events) = watched(&fixture, quick());
+    let runtime = start(&fixture, "stuck", Scenario::Stall).await;
+    let endpoint = runtime.endpoint();
+    let snapshot = wait_state(&mut events, &endpoint, AgentState::NotAnswering).await;
+    let view = snapshot.runtimes.iter().find(|r| r.id == endpoint).unwrap();
+    assert_eq!(view.status, RuntimeStatus::Running);
+    let state = view.state.as_ref().unwrap();
+    assert!(state.actions.is_empty());
+    assert!(state.since.is_some());
+    events.drain();
+    if !alerts(&events, &endpoint).contains(&AgentState::NotAnswering) {
+        tokio::task::block_in_place(|| {
+            events.wait_for("the not-answering alert", TIMEOUT, |e| {
+                matches!(
+                    e,
+                    CoreEvent::AgentAlert {
+                        state: AgentState::NotAnswering,
+                        ..
+                    }
+                )
+            })
+        });
+    }
+    assert_eq!(alerts(&events, &endpoint), [AgentState::NotAnswering]);
+}
+
+// Proves: 10,000 changes a second are coalesced: over two seconds the watcher publishes at most
+// one snapshot per publish interval (plus a few for the start), and at most one alert per alert
+// interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flooding_runtime_floods_neither_snapshots_nor_alerts() {
+    let fixture = Fixture::new();
+    let options = quick();
+    let (publish, alert) = (options.publish_interval, options.alert_interval);
+    let (core, _watch, mut events) = watched(&fixture, options);
+    let runtime = start(&fixture, "flooder", Scenario::Flood).await;
+    let endpoint = runtime.endpoint();
+    tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the flood shown", TIMEOUT, |s| {
+            state_of(s, &endpoint).is_some_and(|(_, t)| t.is_some_and(|t| t.starts_with("Flood")))
+        })
+    });
+    let from = Instant::now();
+    let window = Duration::from_secs(2);
+    tokio::time::sleep(window).await;
+    let elapsed = from.elapsed();
+    events.drain();
+    let snapshots = events
+        .seen
+        .iter()
+        .filter(|(at, e)| *at >= from && matches!(e, CoreEvent::Snapshot(_)))
+        .count();
+    let bound = (elapsed.as_millis() / publish.as_millis()) as usize + 2;
+    assert!(
+        snapshots <= bound,
+        "{snapshots} snapshots in {elapsed:?} (bound {bound})"
+    );
+    assert!(
+        snapshots >= 2,
+        "the flood kept being shown ({snapshots} snapshots)"
+    );
+    let alerted = events
+        .seen
+        .iter()
+        .filter(|(at, e)| *at >= from && matches!(e, CoreEvent::AgentAlert { .. }))
+        .count();
+    let bound = (elapsed.as_millis() / alert.as_millis()) as usize + 1;
+    assert!(
+        alerted <= bound,
+        "{alerted} alerts in {elapsed:?} (bound {bound})"
+    );
+    // The core stays responsive meanwhile.
+    let started = Instant::now();
+    core.snapshot();
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+// Proves: HTML and control characters come through as inert text (controls and bidi gone), the
+// action with an invalid id is dropped, and the valid one still works; a 4 MiB document is
+// refused as a failed attempt and never shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_documents_are_sanitized_or_refused() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, quick());
+    let html = start(&fixture, "html", Scenario::Html).await;
+    let huge = start(&fixture, "huge", Scenario::Huge).await;
+    let endpoint = html.endpoint();
+    let snapshot = wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    let state = snapshot
+        .runtimes
+        .iter()
+        .find(|r| r.id == endpoint)
+        .and_then(|r| r.state.clone())
+        .unwrap();
+    let texts: Vec<String> = [state.title.clone(), state.detail.clone()]
+        .into_iter()
+        .flatten()
+        .chain(state.actions.iter().map(|a| a.label.clone()))
+        .chain(state.actions.iter().filter_map(|a| a.confirm.clone()))
+        .chain(state.controller.as_ref().and_then(|c| c.label.clone()))
+        .collect();
+    assert!(texts.len() >= 5, "{texts:?}");
+    for text in &texts {
+        assert!(
+            !text
+                .chars()
+                .any(|c| (c.is_control() && c != '\n' && c != '\t')
+                    || ('\u{202a}'..='\u{202e}').contains(&c)
+                    || ('\u{2066}'..='\u{2069}').contains(&c)),
+            "{text:?}"
+        );
+    }
+    assert!(
+        state.title.unwrap().starts_with("<img src=x"),
+        "kept as text"
+    );
+    let ids: Vec<&str> = state.actions.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["approve"], "the invalid id was dropped");
+    core.act(&endpoint, "approve").await.unwrap();
+    wait_state(&mut events, &endpoint, AgentState::Idle).await;
+
+    let huge_endpoint = huge.endpoint();
+    let snapshot = wait_state(&mut events, &huge_endpoint, AgentState::NotAnswering).await;
+    let json = serde_json::to_string(&snapshot).unwrap();
+    assert!(
+        json.len() < 64 * 1024,
+        "nothing huge was shown ({} bytes)",
+        json.len()
+    );
+    assert!(!events.seen.iter().any(|(_, e)| matches!(e,
+        CoreEvent::Snapshot(s) if state_of(s, &huge_endpoint).is_some_and(|(_, t)| t.is_some()))));
+}
+
+// Proves: the runtime's token and loopback address reach no snapshot, event or action error,
+// in any state (approval walk, refusals, a stalled runtime, a runtime that went away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_and_address_reach_no_snapshot_event_or_error() {
+    let fixture = Fixture::new();
+    let (core, watch, mut events) = watched(&fixture, quick());
+    let approval = start(&fixture, "canary-approval", Scenario::Approval).await;
+    let stall = start(&fixture, "canary-stall", Scenario::Stall).await;
+    let secrets = [CANARY.to_owned(), approval.address(), stall.address()];
+    let mut outputs = Vec::new();
+    // Both states last, so one snapshot shows both.
+    tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("asking and not answering", TIMEOUT, |s| {
+            state_of(s, &approval.endpoint()).is_some_and(|(v, _)| v == AgentState::NeedsApproval)
+                && state_of(s, &stall.endpoint())
+                    .is_some_and(|(v, _)| v == AgentState::NotAnswering)
+        })
+    });
+    for (id, action) in [
+        (approval.endpoint(), "deny"),
+        (approval.endpoint(), "deny"),
+        (approval.endpoint(), "nope"),
+        (stall.endpoint(), "approve"),
+    ] {
+        match core.act(&id, action).await {
+            Ok(outcome) => outputs.push(format!("{outcome:?}")),
+            Err(error) => {
+                outputs.push(format!("{error:?} {error}"));
+                outputs.push(serde_json::to_string(&CommandError::from(error)).unwrap());
+            }
+        }
+    }
+    outputs.push(serde_json::to_string(&core.snapshot()).unwrap());
+    outputs.push(serde_json::to_string(&core.snapshot_with_states().await).unwrap());
+    stall.server.shutdown().await;
+    drop(stall.registration);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(watch);
+    events.drain();
+    outputs.extend(events.seen.iter().map(|(_, e)| match e {
+        CoreEvent::Snapshot(s) => serde_json::to_string(s).unwrap(),
+        other => format!("{other:?}"),
+    }));
+    assert!(outputs.len() > 8);
+    assert!(outputs.iter().any(|o| o.contains("canary-approval")));
+    for output in &outputs {
+        for secret in &secrets {
+            assert!(
+                !output.contains(secret.as_str()),
+                "a secret leaked into: {output}"
+            );
+        }
+    }
+}
+
+// Proves: without subscriptions (the CLI), one concurrent read gives every running runtime its
+// state, `unknown` for one without the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_read_gives_every_running_runtime_its_state() {
+    let fixture = Fixture::new();
+    let core = fixture.core();
+    let steady = start(&fixture, "steady", Scenario::Steady).await;
+    let plain = start(&fixture, "plain", Scenario::NoApi).await;
+    let snapshot = core.snapshot_with_states().await;
+    assert_eq!(
+        state_of(&snapshot, &steady.endpoint()),
+        Some((AgentState::Idle, Some("Waiting for work".into())))
+    );
+    assert_eq!(
+        state_of(&snapshot, &plain.endpoint()).map(|(v, _)| v),
+        Some(AgentState::Unknown)
+    );
+    // Without a watcher, plain snapshots say unknown rather than guess.
+    assert_eq!(
+        state_of(&core.snapshot(), &steady.endpoint()).map(|(v, _)| v),
+        Some(AgentState::Unknown)
+    );
+    // And `act` works without a subscription: it reads the document first.
+    assert!(matches!(
+        core.act(&steady.endpoint(), "approve").await,
+        Err(CoreError::ActionNotOffered { .. })
+    ));
+}
