@@ -153,10 +153,12 @@ pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
         } => {
             // Name, opaque id and state are safe to log; the title, the agent's own text, is not.
             tracing::info!(runtime = %name, %id, ?state, "an agent needs attention");
-            let wanted = app.try_state::<AgentAlerts>().is_none_or(|a| a.enabled());
-            if let (true, Some((heading, body))) =
-                (wanted, alerts::notification(state, &name, title.as_deref()))
-            {
+            // Without the managed setting (command tests) the default holds: notify.
+            let shown = match app.try_state::<AgentAlerts>() {
+                Some(setting) => setting.notification_for(state, &name, title.as_deref()),
+                None => alerts::notification(state, &name, title.as_deref()),
+            };
+            if let Some((heading, body)) = shown {
                 notify(app, heading, &body);
             }
         }

@@ -80,6 +80,21 @@ impl AgentAlerts {
         std::fs::rename(&tmp, &self.path)
     }
 
+    /// The notification to show for an agent that entered `state`, or `None` when the user
+    /// turned agent notifications off (or is not told about that state).
+    pub fn notification_for(
+        &self,
+        state: AgentState,
+        name: &str,
+        title: Option<&str>,
+    ) -> Option<(&'static str, String)> {
+        if self.enabled() {
+            notification(state, name, title)
+        } else {
+            None
+        }
+    }
+
     /// Flips the setting; returns the new value.
     pub fn toggle(&self) -> (bool, io::Result<()>) {
         let next = !self.enabled();
@@ -138,6 +153,23 @@ mod tests {
         );
         AgentAlerts::load(&state_dir).set(true).unwrap();
         assert!(AgentAlerts::load(&state_dir).enabled(), "and on again");
+    }
+
+    #[test]
+    fn turned_off_no_agent_state_is_notified_and_turned_on_again_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let alerts = AgentAlerts::load(dir.path());
+        let shown = |alerts: &AgentAlerts| {
+            AgentState::ALL
+                .iter()
+                .filter(|s| alerts.notification_for(**s, "demo-a", None).is_some())
+                .count()
+        };
+        assert_eq!(shown(&alerts), 4);
+        alerts.set(false).unwrap();
+        assert_eq!(shown(&alerts), 0);
+        alerts.set(true).unwrap();
+        assert_eq!(shown(&alerts), 4);
     }
 
     #[test]
