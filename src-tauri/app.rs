@@ -17,12 +17,15 @@ use tauri_plugin_notification::NotificationExt as _;
 
 use crate::commands;
 
+mod alerts;
 mod tray;
+use alerts::AgentAlerts;
 use tray::MenuId;
 
 // The event names are the core's, which the UI's bindings are generated from: one spelling.
 pub use supercode_core::view::events::{
-    CONFIRM_REVIVE as CONFIRM_REVIVE_EVENT, SNAPSHOT as SNAPSHOT_EVENT,
+    CONFIRM_ACT as CONFIRM_ACT_EVENT, CONFIRM_REVIVE as CONFIRM_REVIVE_EVENT,
+    SNAPSHOT as SNAPSHOT_EVENT,
 };
 /// The label of the one window; `capabilities/main-window.json` grants it its permissions.
 pub const MAIN_WINDOW: &str = "main";
@@ -115,6 +118,8 @@ pub fn build<R: Runtime>(
 /// Everything the real app does at start-up beyond [`build`]: the tray, the watcher, approvals.
 fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let core = app.state::<Supercode>();
+    // Before the tray, which shows the setting as a check item.
+    app.manage(AgentAlerts::load(&core.locations().state_dir));
     let snapshot = core.snapshot();
     tray::create(app, &snapshot, on_menu_event)?;
 
@@ -171,14 +176,21 @@ pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
             );
         }
         CoreEvent::AgentAlert {
-            name, state, title, ..
+            id,
+            name,
+            state,
+            title,
         } => {
-            tracing::info!(runtime = %name, ?state, "an agent needs attention");
-            let body = match title {
-                Some(title) => format!("{name}: {title}"),
-                None => name,
+            // Name, opaque id and state are safe to log; the title, the agent's own text, is not.
+            tracing::info!(runtime = %name, %id, ?state, "an agent needs attention");
+            // Without the managed setting (command tests) the default holds: notify.
+            let shown = match app.try_state::<AgentAlerts>() {
+                Some(setting) => setting.notification_for(state, &name, title.as_deref()),
+                None => alerts::notification(state, &name, title.as_deref()),
             };
-            notify(app, &format!("Agent {state:?}"), &body);
+            if let Some((heading, body)) = shown {
+                notify(app, heading, &body);
+            }
         }
     }
 }
@@ -222,7 +234,21 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
             Ok(())
         }
         // Revive shows its launch command before running: the window asks for confirmation.
-        MenuId::Revive(runtime) => open_window(app, Some(runtime)),
+        MenuId::Revive(runtime) => open_window(app, Some(Confirm::Revive(runtime))),
+        MenuId::Act { id, action } => {
+            let (app, id, action) = (app.clone(), id.clone(), action.clone());
+            tauri::async_runtime::spawn(async move {
+                let core = app.state::<Supercode>();
+                // Accepted: its effect arrives as the agent's next state, in the menu itself.
+                if let Err(e) = core.act(&id, &action).await {
+                    notify(&app, "Action failed", &e.to_string());
+                }
+            });
+            Ok(())
+        }
+        // A destructive action (or one with a question) is asked in the window first.
+        MenuId::ConfirmAct { id, action } => open_window(app, Some(Confirm::Act { id, action })),
+        MenuId::AgentAlerts => toggle_agent_alerts(app),
         MenuId::Approve(profile) => {
             let profile = profile.clone();
             spawn_tracked(app, move |app| async move {
@@ -264,6 +290,21 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
     }
 }
 
+fn toggle_agent_alerts<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    if let Some(alerts) = app.try_state::<AgentAlerts>() {
+        let (enabled, saved) = alerts.toggle();
+        tracing::info!(enabled, "agent notifications toggled");
+        if let Err(e) = saved {
+            notify(
+                app,
+                "Notify me when an agent needs me",
+                &format!("The setting holds until the app quits, but could not be saved: {e}"),
+            );
+        }
+    }
+    tray::refresh(app, app.state::<Supercode>().snapshot())
+}
+
 fn toggle_autostart<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let launcher = app.autolaunch();
     let result = if launcher.is_enabled().unwrap_or(false) {
@@ -281,23 +322,46 @@ fn toggle_autostart<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     tray::refresh(app, app.state::<Supercode>().snapshot())
 }
 
-/// Shows the window, creating it if needed; with `confirm_revive`, asks it to show that runtime's
-/// revive confirmation.
+/// A confirmation the tray menu asks the window to show, because a menu cannot ask.
+#[derive(Clone, Copy, Debug)]
+pub enum Confirm<'a> {
+    /// The revive confirmation of this runtime (it shows the command first).
+    Revive(&'a str),
+    /// The confirmation of one action of this runtime's agent.
+    Act {
+        /// The runtime's inventory id.
+        id: &'a str,
+        /// The action id.
+        action: &'a str,
+    },
+}
+
+/// Shows the window, creating it if needed; with `confirm`, asks it to show that confirmation.
 pub fn open_window<R: Runtime>(
     app: &AppHandle<R>,
-    confirm_revive: Option<&str>,
+    confirm: Option<Confirm<'_>>,
 ) -> tauri::Result<()> {
     if let Some(window) = app.get_webview_window(MAIN_WINDOW) {
         window.show()?;
         window.unminimize()?;
         window.set_focus()?;
-        if let Some(id) = confirm_revive {
-            window.emit(CONFIRM_REVIVE_EVENT, id)?;
+        match confirm {
+            Some(Confirm::Revive(id)) => window.emit(CONFIRM_REVIVE_EVENT, id)?,
+            Some(Confirm::Act { id, action }) => window.emit(
+                CONFIRM_ACT_EVENT,
+                serde_json::json!({ "id": id, "action": action }),
+            )?,
+            None => {}
         }
         return Ok(());
     }
-    let page = match confirm_revive {
-        Some(id) => format!("index.html?confirmRevive={}", encode_query(id)),
+    let page = match confirm {
+        Some(Confirm::Revive(id)) => format!("index.html?confirmRevive={}", encode_query(id)),
+        Some(Confirm::Act { id, action }) => format!(
+            "index.html?confirmAct={}&action={}",
+            encode_query(id),
+            encode_query(action)
+        ),
         None => "index.html".to_owned(),
     };
     WebviewWindowBuilder::new(app, MAIN_WINDOW, WebviewUrl::App(page.into()))

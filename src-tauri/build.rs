@@ -8,6 +8,7 @@ const COMMANDS: &[&str] = &[
     "forget",
     "revive_plan",
     "revive",
+    "act",
     "approve",
     "reject",
     "open_logs",

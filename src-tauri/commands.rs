@@ -19,6 +19,7 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         runtimes::forget,
         runtimes::revive_plan,
         runtimes::revive,
+        runtimes::act,
         registrations::approve,
         registrations::reject,
         app::open_logs,

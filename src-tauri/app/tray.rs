@@ -5,13 +5,22 @@
 //! entry's reason). Rebuilding the menu on each of them would replace every item under a user
 //! who has the menu open, and a click that lands during the swap is lost; so the icon, tooltip
 //! and menu are only set when their part of the view differs.
+//!
+//! Runtimes whose agent needs the user come first, each as a submenu with Attach and the actions
+//! its agent offers. Everything a runtime says (its name, its agent's title, its action labels) is
+//! untrusted plain text: capped here and escaped so the platform menu shows it as it is, never as
+//! a mnemonic.
 
 use std::fmt;
 use std::sync::Mutex;
 
-use supercode_core::view::{PendingState, PendingView, Snapshot};
+use supercode_core::view::{
+    AgentActionView, AgentState, PendingState, PendingView, RuntimeView, Snapshot,
+};
 use tauri::image::Image;
-use tauri::menu::{CheckMenuItem, Menu, MenuBuilder, MenuItem, PredefinedMenuItem};
+use tauri::menu::{
+    CheckMenuItem, IsMenuItem, Menu, MenuBuilder, MenuItem, PredefinedMenuItem, Submenu,
+};
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_autostart::ManagerExt as _;
@@ -21,8 +30,16 @@ const TRAY_ID: &str = "supercode-tray";
 const TRAY_IDLE: &[u8] = include_bytes!("../../icons/tray-idle.png");
 const TRAY_LIVE: &[u8] = include_bytes!("../../icons/tray-live.png");
 const TRAY_PENDING: &[u8] = include_bytes!("../../icons/tray-pending.png");
+const TRAY_ATTENTION: &[u8] = include_bytes!("../../icons/tray-attention.png");
 
-/// The state the icon shows: a registration waiting beats runtimes live beats idle.
+/// The most characters of a runtime's submenu title: long enough for a name, the state and the
+/// start of the agent's title, short enough that a panel's menu stays narrow.
+pub const SUBMENU_TITLE_CHARS: usize = 80;
+/// The most characters of an action's menu label (the API caps labels at 64 already).
+pub const ACTION_LABEL_CHARS: usize = 64;
+
+/// The state the icon shows: an agent that needs you beats a registration waiting beats
+/// runtimes live beats idle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrayState {
     /// No live runtime, nothing waiting.
@@ -31,6 +48,17 @@ pub enum TrayState {
     Live,
     /// A registration is waiting for approval.
     Pending,
+    /// A runtime's agent waits for the user ([`AgentState::needs_you`]).
+    NeedsYou,
+}
+
+/// The app's own settings the menu shows as check items.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Toggles {
+    /// "Start at login" is on.
+    pub autostart: bool,
+    /// "Notify me when an agent needs me" is on.
+    pub agent_alerts: bool,
 }
 
 /// What a menu item does: built here, parsed back here, dispatched on by
@@ -44,12 +72,28 @@ pub enum MenuId {
     Revive(String),
     /// Approve the registration of this profile.
     Approve(String),
+    /// Invoke an action the runtime's agent offers, without asking first.
+    Act {
+        /// The runtime's inventory id.
+        id: String,
+        /// The action id (`^[a-z0-9][a-z0-9._-]{0,63}$`, so it never holds a `:`).
+        action: String,
+    },
+    /// Open the window on the confirmation of a destructive action (or one with a question).
+    ConfirmAct {
+        /// The runtime's inventory id.
+        id: String,
+        /// The action id.
+        action: String,
+    },
     /// The greyed-out "No live runtimes" line.
     NoRuntimes,
     /// Show the window.
     Open,
     /// Turn "Start at login" on or off.
     Autostart,
+    /// Turn "Notify me when an agent needs me" on or off.
+    AgentAlerts,
     /// Open the logs folder.
     Logs,
     /// Quit the app.
@@ -64,11 +108,25 @@ impl MenuId {
             Some(("attach", id)) => Self::Attach(id.to_owned()),
             Some(("revive", id)) => Self::Revive(id.to_owned()),
             Some(("approve", profile)) => Self::Approve(profile.to_owned()),
+            // The action comes first: it never holds a `:`, an inventory id may.
+            Some((kind @ ("act" | "confirm-act"), rest)) => {
+                let (action, id) = rest.split_once(':')?;
+                if action.is_empty() || id.is_empty() {
+                    return None;
+                }
+                let (id, action) = (id.to_owned(), action.to_owned());
+                if kind == "act" {
+                    Self::Act { id, action }
+                } else {
+                    Self::ConfirmAct { id, action }
+                }
+            }
             Some(_) => return None,
             None => match text {
                 "none" => Self::NoRuntimes,
                 "open" => Self::Open,
                 "autostart" => Self::Autostart,
+                "agent-alerts" => Self::AgentAlerts,
                 "logs" => Self::Logs,
                 "quit" => Self::Quit,
                 _ => return None,
@@ -83,9 +141,12 @@ impl fmt::Display for MenuId {
             Self::Attach(id) => write!(f, "attach:{id}"),
             Self::Revive(id) => write!(f, "revive:{id}"),
             Self::Approve(profile) => write!(f, "approve:{profile}"),
+            Self::Act { id, action } => write!(f, "act:{action}:{id}"),
+            Self::ConfirmAct { id, action } => write!(f, "confirm-act:{action}:{id}"),
             Self::NoRuntimes => f.write_str("none"),
             Self::Open => f.write_str("open"),
             Self::Autostart => f.write_str("autostart"),
+            Self::AgentAlerts => f.write_str("agent-alerts"),
             Self::Logs => f.write_str("logs"),
             Self::Quit => f.write_str("quit"),
         }
@@ -104,7 +165,7 @@ pub enum Entry {
         /// Whether it can be clicked.
         enabled: bool,
     },
-    /// A check item (only "Start at login").
+    /// A check item ("Start at login", "Notify me when an agent needs me").
     Check {
         /// What choosing it does.
         id: MenuId,
@@ -112,6 +173,13 @@ pub enum Entry {
         label: String,
         /// Whether it shows its check mark.
         checked: bool,
+    },
+    /// A submenu: one runtime whose agent the tray hears from, with Attach and its actions.
+    Submenu {
+        /// Its title: the runtime's name, its agent's state and title (capped, plain text).
+        label: String,
+        /// Its items, top to bottom.
+        entries: Vec<Entry>,
     },
     /// A separator line.
     Separator,
@@ -129,24 +197,33 @@ pub struct TrayView {
 }
 
 impl TrayView {
-    /// The tray for `snapshot`: live runtimes (attach), revivable ones, pending registrations,
-    /// then the app's own items.
-    pub fn of(snapshot: &Snapshot, autostart: bool) -> Self {
+    /// The tray for `snapshot`: live runtimes (those whose agent needs you first, then the
+    /// rest, each in the snapshot's order), revivable ones, pending registrations, then the
+    /// app's own items.
+    pub fn of(snapshot: &Snapshot, toggles: Toggles) -> Self {
         let counts = snapshot.counts;
-        let state = if counts.awaiting_approval > 0 {
+        let state = if counts.needs_you > 0 {
+            TrayState::NeedsYou
+        } else if counts.awaiting_approval > 0 {
             TrayState::Pending
         } else if counts.running > 0 {
             TrayState::Live
         } else {
             TrayState::Idle
         };
-        let tooltip = match (counts.running, counts.awaiting_approval) {
-            (0, 0) => "Supercode Tray: no live runtimes".to_owned(),
-            (live, 0) => format!("Supercode Tray: {live} live"),
-            (live, pending) => {
-                format!("Supercode Tray: {live} live, {pending} waiting for approval")
-            }
+        let mut tooltip = match counts.running {
+            0 => "Supercode Tray: no live runtimes".to_owned(),
+            live => format!("Supercode Tray: {live} live"),
         };
+        if counts.needs_you > 0 {
+            tooltip.push_str(&format!(", {} need you", counts.needs_you));
+        }
+        if counts.awaiting_approval > 0 {
+            tooltip.push_str(&format!(
+                ", {} waiting for approval",
+                counts.awaiting_approval
+            ));
+        }
 
         let item = |id: MenuId, label: String| Entry::Item {
             id,
@@ -154,11 +231,13 @@ impl TrayView {
             enabled: true,
         };
         let mut entries = Vec::new();
-        let attachable: Vec<_> = snapshot
+        // Those that need you first; otherwise the core's order. `sort_by_key` is stable.
+        let mut attachable: Vec<_> = snapshot
             .runtimes
             .iter()
             .filter(|r| r.attach.available)
             .collect();
+        attachable.sort_by_key(|r| !agent_state(r).needs_you());
         if attachable.is_empty() {
             entries.push(Entry::Item {
                 id: MenuId::NoRuntimes,
@@ -167,10 +246,7 @@ impl TrayView {
             });
         }
         for runtime in attachable {
-            entries.push(item(
-                MenuId::Attach(runtime.id.clone()),
-                format!("Attach {} ({})", runtime.name, runtime.kind),
-            ));
+            entries.push(runtime_entry(runtime));
         }
         let revivable: Vec<_> = snapshot
             .runtimes
@@ -194,9 +270,14 @@ impl TrayView {
             Entry::Separator,
             item(MenuId::Open, "Open Supercode Tray".into()),
             Entry::Check {
+                id: MenuId::AgentAlerts,
+                label: "Notify me when an agent needs me".into(),
+                checked: toggles.agent_alerts,
+            },
+            Entry::Check {
                 id: MenuId::Autostart,
                 label: "Start at login".into(),
-                checked: autostart,
+                checked: toggles.autostart,
             },
             item(MenuId::Logs, "Open logs folder".into()),
             Entry::Separator,
@@ -214,33 +295,143 @@ impl TrayView {
             TrayState::Idle => TRAY_IDLE,
             TrayState::Live => TRAY_LIVE,
             TrayState::Pending => TRAY_PENDING,
+            TrayState::NeedsYou => TRAY_ATTENTION,
         })
     }
 
     fn menu<R: Runtime>(&self, app: &AppHandle<R>) -> tauri::Result<Menu<R>> {
         let mut menu = MenuBuilder::new(app);
         for entry in &self.entries {
-            menu = match entry {
-                Entry::Item { id, label, enabled } => menu.item(&MenuItem::with_id(
-                    app,
-                    id.to_string(),
-                    label,
-                    *enabled,
-                    None::<&str>,
-                )?),
-                Entry::Check { id, label, checked } => menu.item(&CheckMenuItem::with_id(
-                    app,
-                    id.to_string(),
-                    label,
-                    true,
-                    *checked,
-                    None::<&str>,
-                )?),
-                Entry::Separator => menu.item(&PredefinedMenuItem::separator(app)?),
-            };
+            menu = menu.item(&*native_item(app, entry)?);
         }
         menu.build()
     }
+}
+
+/// The platform menu item of `entry` (submenus built recursively).
+fn native_item<R: Runtime>(
+    app: &AppHandle<R>,
+    entry: &Entry,
+) -> tauri::Result<Box<dyn IsMenuItem<R>>> {
+    Ok(match entry {
+        Entry::Item { id, label, enabled } => Box::new(MenuItem::with_id(
+            app,
+            id.to_string(),
+            label,
+            *enabled,
+            None::<&str>,
+        )?),
+        Entry::Check { id, label, checked } => Box::new(CheckMenuItem::with_id(
+            app,
+            id.to_string(),
+            label,
+            true,
+            *checked,
+            None::<&str>,
+        )?),
+        Entry::Submenu { label, entries } => {
+            let items = entries
+                .iter()
+                .map(|e| native_item(app, e))
+                .collect::<tauri::Result<Vec<_>>>()?;
+            let refs: Vec<&dyn IsMenuItem<R>> = items.iter().map(|i| &**i).collect();
+            Box::new(Submenu::with_items(app, label, true, &refs)?)
+        }
+        Entry::Separator => Box::new(PredefinedMenuItem::separator(app)?),
+    })
+}
+
+/// The agent state of `runtime`, `unknown` when the core has none for it.
+fn agent_state(runtime: &RuntimeView) -> AgentState {
+    runtime
+        .state
+        .as_ref()
+        .map_or(AgentState::Unknown, |s| s.value)
+}
+
+/// How a state reads in the menu; `None` for `unknown`, which shows the runtime as before.
+pub fn state_label(state: AgentState) -> Option<&'static str> {
+    Some(match state {
+        AgentState::Working => "Working",
+        AgentState::NeedsApproval => "Needs approval",
+        AgentState::NeedsInput => "Needs input",
+        AgentState::Idle => "Idle",
+        AgentState::Error => "Error",
+        AgentState::NotAnswering => "Not answering",
+        AgentState::Unknown => return None,
+    })
+}
+
+/// A live runtime's line. Without a known agent state it is "Attach NAME (KIND)", as always;
+/// with one it is a submenu titled with the name, the state and the agent's title, holding
+/// Attach and each action the agent offers, in its order.
+fn runtime_entry(runtime: &RuntimeView) -> Entry {
+    let attach = MenuId::Attach(runtime.id.clone());
+    let (Some(view), Some(state)) = (runtime.state.as_ref(), state_label(agent_state(runtime)))
+    else {
+        return Entry::Item {
+            id: attach,
+            label: menu_text(
+                &format!("Attach {} ({})", runtime.name, runtime.kind),
+                SUBMENU_TITLE_CHARS,
+            ),
+            enabled: true,
+        };
+    };
+    let title = match &view.title {
+        Some(title) => format!("{} \u{2014} {state}: {title}", runtime.name),
+        None => format!("{} \u{2014} {state}", runtime.name),
+    };
+    let mut entries = vec![Entry::Item {
+        id: attach,
+        label: "Attach".into(),
+        enabled: true,
+    }];
+    entries.extend(
+        view.actions
+            .iter()
+            .map(|action| action_entry(&runtime.id, action)),
+    );
+    Entry::Submenu {
+        label: menu_text(&title, SUBMENU_TITLE_CHARS),
+        entries,
+    }
+}
+
+/// One offered action: run at once, or (destructive, or with a question) asked in the window
+/// first, since a menu cannot ask.
+fn action_entry(id: &str, action: &AgentActionView) -> Entry {
+    let asks = action.destructive || action.confirm.is_some();
+    let (id, name) = (id.to_owned(), action.id.clone());
+    let (menu_id, label) = if asks {
+        (
+            MenuId::ConfirmAct { id, action: name },
+            format!("{}\u{2026}", action.label),
+        )
+    } else {
+        (MenuId::Act { id, action: name }, action.label.clone())
+    };
+    Entry::Item {
+        id: menu_id,
+        label: menu_text(&label, ACTION_LABEL_CHARS + 1),
+        enabled: true,
+    }
+}
+
+/// `text` as a menu shows it verbatim: control characters dropped (the core already removes
+/// them; a name from a receipt is checked here too), at most `max` characters with `…` when
+/// cut, and `&` doubled, since the platform menus read a single `&` as a mnemonic marker.
+pub fn menu_text(text: &str, max: usize) -> String {
+    let clean: Vec<char> = text.chars().filter(|c| !c.is_control()).collect();
+    let kept: String = if clean.len() > max {
+        clean[..max.saturating_sub(1)]
+            .iter()
+            .chain(std::iter::once(&'\u{2026}'))
+            .collect()
+    } else {
+        clean.into_iter().collect()
+    };
+    kept.replace('&', "&&")
 }
 
 /// A registration's line: Approve where the core says it can be approved (resumed, retried),
@@ -277,7 +468,7 @@ pub fn create<R: Runtime>(
     snapshot: &Snapshot,
     on_menu: fn(&AppHandle<R>, MenuId),
 ) -> tauri::Result<()> {
-    let view = TrayView::of(snapshot, autostart_enabled(app));
+    let view = TrayView::of(snapshot, toggles(app));
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(view.icon()?)
         .tooltip(&view.tooltip)
@@ -308,7 +499,7 @@ fn show<R: Runtime>(app: &AppHandle<R>, snapshot: &Snapshot) -> tauri::Result<()
     let (Some(tray), Some(shown)) = (app.tray_by_id(TRAY_ID), app.try_state::<Shown>()) else {
         return Ok(());
     };
-    let view = TrayView::of(snapshot, autostart_enabled(app));
+    let view = TrayView::of(snapshot, toggles(app));
     let mut shown = shown.0.lock().unwrap_or_else(|e| e.into_inner());
     let old = shown.as_ref();
     if old.map(|o| o.state) != Some(view.state) {
@@ -324,16 +515,27 @@ fn show<R: Runtime>(app: &AppHandle<R>, snapshot: &Snapshot) -> tauri::Result<()
     Ok(())
 }
 
-fn autostart_enabled<R: Runtime>(app: &AppHandle<R>) -> bool {
-    app.autolaunch().is_enabled().unwrap_or(false)
+fn toggles<R: Runtime>(app: &AppHandle<R>) -> Toggles {
+    Toggles {
+        autostart: app.autolaunch().is_enabled().unwrap_or(false),
+        agent_alerts: app
+            .try_state::<super::alerts::AgentAlerts>()
+            .is_none_or(|a| a.enabled()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use supercode_core::view::{
-        ActionAvailability, RuntimeOrigin, RuntimeStatus, RuntimeView, SecretStoreKindView,
-        SecretStoreView, SnapshotCounts,
+        ActionAvailability, AgentStateView, ControllerKind, ControllerView, RuntimeOrigin,
+        RuntimeStatus, SecretStoreKindView, SecretStoreView, SnapshotCounts,
+    };
+
+    /// Agent notifications on (the default), autostart off.
+    const ON: Toggles = Toggles {
+        autostart: false,
+        agent_alerts: true,
     };
 
     fn snapshot(runtimes: Vec<RuntimeView>) -> Snapshot {
@@ -389,15 +591,18 @@ mod tests {
         view.entries
             .iter()
             .map(|e| match e {
-                Entry::Item { label, .. } | Entry::Check { label, .. } => label.clone(),
+                Entry::Item { label, .. }
+                | Entry::Check { label, .. }
+                | Entry::Submenu { label, .. } => label.clone(),
                 Entry::Separator => "---".into(),
             })
             .collect()
     }
 
-    const APP_ITEMS: [&str; 6] = [
+    const APP_ITEMS: [&str; 7] = [
         "---",
         "Open Supercode Tray",
+        "Notify me when an agent needs me",
         "Start at login",
         "Open logs folder",
         "---",
@@ -406,7 +611,7 @@ mod tests {
 
     #[test]
     fn an_empty_inventory_shows_the_idle_state_and_the_app_items() {
-        let view = TrayView::of(&snapshot(Vec::new()), false);
+        let view = TrayView::of(&snapshot(Vec::new()), ON);
         assert_eq!(view.state, TrayState::Idle);
         assert_eq!(view.tooltip, "Supercode Tray: no live runtimes");
         assert_eq!(labels(&view)[0], "No live runtimes");
@@ -419,7 +624,7 @@ mod tests {
 
     #[test]
     fn a_live_runtime_gets_an_attach_entry_and_the_live_state() {
-        let view = TrayView::of(&snapshot(vec![live("alpha")]), false);
+        let view = TrayView::of(&snapshot(vec![live("alpha")]), ON);
         assert_eq!(view.state, TrayState::Live);
         assert_eq!(
             view.entries[0],
@@ -435,17 +640,24 @@ mod tests {
     #[test]
     fn a_change_the_tray_does_not_show_leaves_the_view_equal() {
         let mut inventory = snapshot(vec![live("alpha")]);
-        let before = TrayView::of(&inventory, false);
+        let before = TrayView::of(&inventory, ON);
         // A newer timestamp and another pid say nothing the tray shows: no rebuild for them.
         inventory.runtimes[0].since = Some("2026-12-02T20:00:00.000Z".into());
         inventory.runtimes[0].pid = Some(4343);
-        assert_eq!(TrayView::of(&inventory, false), before);
+        assert_eq!(TrayView::of(&inventory, ON), before);
         // Attach no longer available does change the menu, and so does the autostart setting.
         inventory.runtimes[0].attach = ActionAvailability::no("its process exited");
-        assert_ne!(TrayView::of(&inventory, false).entries, before.entries);
+        assert_ne!(TrayView::of(&inventory, ON).entries, before.entries);
         assert_ne!(
-            TrayView::of(&snapshot(Vec::new()), true).entries,
-            TrayView::of(&snapshot(Vec::new()), false).entries
+            TrayView::of(
+                &snapshot(Vec::new()),
+                Toggles {
+                    autostart: true,
+                    agent_alerts: true
+                }
+            )
+            .entries,
+            TrayView::of(&snapshot(Vec::new()), ON).entries
         );
     }
 
@@ -464,7 +676,7 @@ mod tests {
     fn each_registration_state_is_offered_in_the_menu_exactly_when_the_core_allows_approving() {
         for state in PendingState::ALL {
             let pending = registration(state);
-            let view = TrayView::of(&with_pending(Vec::new(), vec![pending.clone()]), false);
+            let view = TrayView::of(&with_pending(Vec::new(), vec![pending.clone()]), ON);
             let entry = view
                 .entries
                 .iter()
@@ -504,9 +716,18 @@ mod tests {
             MenuId::Attach("lre_alpha".into()),
             MenuId::Revive("canon:agent:with:colons".into()),
             MenuId::Approve("agent-a".into()),
+            MenuId::Act {
+                id: "canon:agent:with:colons".into(),
+                action: "approve".into(),
+            },
+            MenuId::ConfirmAct {
+                id: "lre_alpha".into(),
+                action: "deny.v2_x-1".into(),
+            },
             MenuId::NoRuntimes,
             MenuId::Open,
             MenuId::Autostart,
+            MenuId::AgentAlerts,
             MenuId::Logs,
             MenuId::Quit,
         ];
@@ -515,6 +736,10 @@ mod tests {
         }
         assert_eq!(MenuId::parse("forget:lre_alpha"), None);
         assert_eq!(MenuId::parse("exit"), None);
+        // An act id without its action or its runtime was never built.
+        assert_eq!(MenuId::parse("act:approve"), None);
+        assert_eq!(MenuId::parse("act::lre_alpha"), None);
+        assert_eq!(MenuId::parse("confirm-act:deny:"), None);
     }
 
     #[test]
@@ -537,11 +762,242 @@ mod tests {
                 needs_you: 0,
             }
         );
-        let view = TrayView::of(&inventory, false);
+        let view = TrayView::of(&inventory, ON);
         assert_eq!(view.state, TrayState::Pending);
         assert_eq!(
             view.tooltip,
             "Supercode Tray: 1 live, 1 waiting for approval"
         );
+    }
+
+    fn agent(name: &str, value: AgentState) -> RuntimeView {
+        let mut runtime = live(name);
+        runtime.state = Some(if value == AgentState::Unknown {
+            AgentStateView::unknown()
+        } else {
+            AgentStateView {
+                value,
+                title: Some(format!("{name} is {value:?}")),
+                detail: Some("cargo test --workspace".into()),
+                since: Some("2026-12-03T08:30:01.000Z".into()),
+                actions: vec![
+                    AgentActionView {
+                        id: "approve".into(),
+                        label: "Approve".into(),
+                        destructive: false,
+                        confirm: None,
+                    },
+                    AgentActionView {
+                        id: "deny".into(),
+                        label: "Deny".into(),
+                        destructive: true,
+                        confirm: None,
+                    },
+                    AgentActionView {
+                        id: "retry".into(),
+                        label: "Retry".into(),
+                        destructive: false,
+                        confirm: Some("Start over?".into()),
+                    },
+                ],
+                controller: Some(ControllerView {
+                    kind: ControllerKind::Terminal,
+                    label: None,
+                }),
+                observers: Some(1),
+            }
+        });
+        runtime
+    }
+
+    /// The entries of the line for runtime `name`: a submenu's items, or the plain item.
+    fn line<'a>(view: &'a TrayView, name: &str) -> &'a Entry {
+        view.entries
+            .iter()
+            .find(|e| match e {
+                Entry::Submenu { label, .. } => label.starts_with(&format!("{name} \u{2014}")),
+                Entry::Item {
+                    id: MenuId::Attach(id),
+                    ..
+                } => id == &format!("lre_{name}"),
+                _ => false,
+            })
+            .unwrap_or_else(|| panic!("no line for {name}: {:?}", labels(view)))
+    }
+
+    #[test]
+    fn every_agent_state_gets_its_icon_its_place_and_its_entries() {
+        for state in AgentState::ALL {
+            // The runtime under test is last in the core's order, after a plain live one.
+            let inventory = snapshot(vec![live("plain"), agent("x", state)]);
+            let view = TrayView::of(&inventory, ON);
+            let icon = if state.needs_you() {
+                TrayState::NeedsYou
+            } else {
+                TrayState::Live
+            };
+            assert_eq!(view.state, icon, "{state:?}");
+            // Those that need you come first; the others keep the core's order.
+            let first = labels(&view)[0].clone();
+            assert_eq!(
+                first.starts_with("x \u{2014}"),
+                state.needs_you(),
+                "{state:?}: {first}"
+            );
+            match (line(&view, "x"), state_label(state)) {
+                (Entry::Item { id, label, .. }, None) => {
+                    // Unknown: shown as it always was, with nothing about an agent.
+                    assert_eq!(id, &MenuId::Attach("lre_x".into()));
+                    assert_eq!(label, "Attach x (demo)");
+                }
+                (Entry::Submenu { label, entries }, Some(word)) => {
+                    assert_eq!(
+                        label,
+                        &format!("x \u{2014} {word}: x is {state:?}"),
+                        "{state:?}"
+                    );
+                    assert_eq!(
+                        entries,
+                        &vec![
+                            Entry::Item {
+                                id: MenuId::Attach("lre_x".into()),
+                                label: "Attach".into(),
+                                enabled: true,
+                            },
+                            Entry::Item {
+                                id: MenuId::Act {
+                                    id: "lre_x".into(),
+                                    action: "approve".into()
+                                },
+                                label: "Approve".into(),
+                                enabled: true,
+                            },
+                            // Destructive, or carrying a question: asked in the window first.
+                            Entry::Item {
+                                id: MenuId::ConfirmAct {
+                                    id: "lre_x".into(),
+                                    action: "deny".into()
+                                },
+                                label: "Deny\u{2026}".into(),
+                                enabled: true,
+                            },
+                            Entry::Item {
+                                id: MenuId::ConfirmAct {
+                                    id: "lre_x".into(),
+                                    action: "retry".into()
+                                },
+                                label: "Retry\u{2026}".into(),
+                                enabled: true,
+                            },
+                        ],
+                        "{state:?}"
+                    );
+                }
+                (other, word) => panic!("{state:?} ({word:?}): {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_agent_that_needs_you_beats_a_waiting_registration_and_is_counted_in_the_tooltip() {
+        let inventory = with_pending(
+            vec![
+                agent("a", AgentState::Working),
+                agent("b", AgentState::NeedsInput),
+                agent("c", AgentState::NeedsApproval),
+            ],
+            vec![registration(PendingState::Waiting)],
+        );
+        let view = TrayView::of(&inventory, ON);
+        assert_eq!(view.state, TrayState::NeedsYou);
+        assert_eq!(
+            view.tooltip,
+            "Supercode Tray: 3 live, 2 need you, 1 waiting for approval"
+        );
+        // Needs-you first, each group in the core's order.
+        let order: Vec<String> = labels(&view)[..3]
+            .iter()
+            .map(|l| l.chars().next().unwrap().to_string())
+            .collect();
+        assert_eq!(order, ["b", "c", "a"]);
+    }
+
+    #[test]
+    fn the_agent_alerts_item_shows_the_setting_and_changing_it_changes_the_menu() {
+        let inventory = snapshot(Vec::new());
+        let check = |view: &TrayView| {
+            view.entries
+                .iter()
+                .find_map(|e| match e {
+                    Entry::Check {
+                        id: MenuId::AgentAlerts,
+                        label,
+                        checked,
+                    } => Some((label.clone(), *checked)),
+                    _ => None,
+                })
+                .expect("the agent alerts item")
+        };
+        let on = TrayView::of(&inventory, ON);
+        let off = TrayView::of(
+            &inventory,
+            Toggles {
+                agent_alerts: false,
+                ..ON
+            },
+        );
+        assert_eq!(
+            check(&on),
+            ("Notify me when an agent needs me".into(), true)
+        );
+        assert!(!check(&off).1);
+        assert_ne!(on.entries, off.entries, "a toggle rebuilds the menu");
+    }
+
+    #[test]
+    fn a_hostile_title_is_capped_and_shown_as_plain_text() {
+        let mut runtime = agent("evil", AgentState::NeedsApproval);
+        let state = runtime.state.as_mut().unwrap();
+        state.title = Some(format!(
+            "&Approve <b>me</b>\u{7}\u{1b}[31m{}",
+            "x".repeat(500)
+        ));
+        state.actions[0].label = "&Yes".into();
+        let view = TrayView::of(&snapshot(vec![runtime]), ON);
+        let Entry::Submenu { label, entries } = &view.entries[0] else {
+            panic!("{:?}", view.entries[0]);
+        };
+        assert!(label.chars().count() <= SUBMENU_TITLE_CHARS + 1, "{label}");
+        assert!(label.ends_with('\u{2026}'), "{label}");
+        assert!(!label.chars().any(char::is_control), "{label:?}");
+        // A single `&` would become a mnemonic; doubled, the menu shows it as typed.
+        assert!(
+            label.starts_with("evil \u{2014} Needs approval: &&Approve <b>me</b>[31m"),
+            "{label}"
+        );
+        assert!(matches!(&entries[1], Entry::Item { label, .. } if label == "&&Yes"));
+    }
+
+    #[test]
+    fn menu_text_caps_by_characters_and_escapes_mnemonics() {
+        assert_eq!(menu_text("plain", 10), "plain");
+        assert_eq!(menu_text("abcdef", 4), "abc\u{2026}");
+        assert_eq!(
+            menu_text("\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}", 5),
+            "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}"
+        );
+        assert_eq!(menu_text("a&b\nc", 10), "a&&bc");
+    }
+
+    #[test]
+    fn every_tray_state_has_its_own_icon() {
+        let icons = [TRAY_IDLE, TRAY_LIVE, TRAY_PENDING, TRAY_ATTENTION];
+        for (i, a) in icons.iter().enumerate() {
+            let image = Image::from_bytes(a).expect("a PNG tauri can read");
+            assert_eq!((image.width(), image.height()), (64, 64), "icon {i}");
+            for b in &icons[i + 1..] {
+                assert_ne!(a, b, "icon {i} is not distinct");
+            }
+        }
     }
 }

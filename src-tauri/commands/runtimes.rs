@@ -1,7 +1,8 @@
-//! Commands on runtimes: the inventory snapshot, attach, forget, the revive plan and revive.
+//! Commands on runtimes: the inventory snapshot, attach, forget, the revive plan, revive, and the
+//! actions a runtime's agent offers (act).
 
 use supercode_core::revive::ReviveRequest;
-use supercode_core::view::{CommandError, ReviveOutcome, RevivePlanView, Snapshot};
+use supercode_core::view::{ActOutcome, CommandError, ReviveOutcome, RevivePlanView, Snapshot};
 use supercode_core::Supercode;
 use tauri::State;
 
@@ -64,4 +65,15 @@ pub async fn revive(
         allow_env,
     };
     core.revive(request).await.map_err(Into::into)
+}
+
+/// Invokes an action the runtime's agent offers now ("Approve"); the core checks that its latest
+/// status document offers it and is the only one that talks to the runtime.
+#[tauri::command]
+pub async fn act(
+    core: State<'_, Supercode>,
+    id: String,
+    action: String,
+) -> Result<ActOutcome, CommandError> {
+    core.act(&id, &action).await.map_err(Into::into)
 }

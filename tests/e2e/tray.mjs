@@ -147,12 +147,13 @@ export class TrayItem {
 
   /**
    * The menu as a host shows it: the root's visible children in order, as
-   * `{ id, label, type, enabled, toggleType, checked }` (type "separator" or "standard"; labels
-   * with GTK mnemonic underscores resolved).
+   * `{ id, label, type, enabled, toggleType, checked, children }` (type "separator" or
+   * "standard"; labels with GTK mnemonic underscores resolved; `children` the visible entries of
+   * a submenu, such as a runtime's Attach and agent actions, empty otherwise).
    */
   async menu() {
     const { root } = await this.host.request('layout', { bus: this.bus, path: await this.menuPath() });
-    return root.children.filter((node) => node.properties.visible !== false).map(menuEntry);
+    return visibleEntries(root);
   }
 
   /** Polls the menu until `predicate(menu)` holds; returns the menu. */
@@ -174,18 +175,21 @@ export class TrayItem {
   /**
    * Clicks the enabled menu entry whose label is `label` (a string, or a RegExp to match), as a
    * host does when the user picks it: dbusmenu `Event(id, "clicked", 0, timestamp)`. Waits for
-   * the entry to be listed first; returns the entry clicked.
+   * the entry to be listed first; returns the entry clicked. With `within` (a label or RegExp),
+   * the entry is looked for only in the submenu so labelled.
    *
    * The app rebuilds its whole menu on every inventory change, and the new menu's entries get new
    * ids; an id read just before a rebuild is then refused ("does not refer to a menu item"). A
    * panel re-reads the menu when it changes; so does this: it reads it again and clicks again.
    */
-  async click(label, timeoutMs = TRAY_UPDATE_TIMEOUT_MS) {
-    const matches = (entry) => entry.enabled && (label instanceof RegExp ? label.test(entry.label) : entry.label === label);
+  async click(label, timeoutMs = TRAY_UPDATE_TIMEOUT_MS, { within } = {}) {
+    const is = (pattern, text) => (pattern instanceof RegExp ? pattern.test(text) : text === pattern);
+    const matches = (entry) => entry.enabled && is(label, entry.label);
+    const scope = (menu) => (within === undefined ? menu : menu.find((e) => is(within, e.label))?.children ?? []);
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const menu = await this.waitForMenu(`a menu entry ${label} to click`, (m) => m.some(matches), Math.max(deadline - Date.now(), 0));
-      const entry = menu.find(matches);
+      const menu = await this.waitForMenu(`a menu entry ${label} to click`, (m) => scope(m).some(matches), Math.max(deadline - Date.now(), 0));
+      const entry = scope(menu).find(matches);
       try {
         await this.host.request('click', { bus: this.bus, path: await this.menuPath(), item: entry.id });
         return entry;
@@ -196,9 +200,14 @@ export class TrayItem {
   }
 }
 
+function visibleEntries(node) {
+  return (node.children ?? []).filter((child) => child.properties.visible !== false).map(menuEntry);
+}
+
 function menuEntry(node) {
   const p = node.properties;
   return {
+    children: visibleEntries(node),
     id: node.id,
     // dbusmenu labels carry GTK mnemonics: "_" marks the access key, "__" is a literal underscore.
     label: typeof p.label === 'string' ? p.label.replace(/__|_/g, (m) => (m === '__' ? '_' : '')) : '',

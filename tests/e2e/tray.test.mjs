@@ -19,7 +19,10 @@ import { menuLabels, startTrayHost, TRAY_UPDATE_TIMEOUT_MS } from './tray.mjs';
 const QUIT_TIMEOUT_MS = 30_000;
 
 /** The entries every menu ends with, in order ("---" is a separator). */
-const APP_ENTRIES = ['---', 'Open Supercode Tray', 'Start at login', 'Open logs folder', '---', 'Quit'];
+const APP_ENTRIES = ['---', 'Open Supercode Tray', 'Notify me when an agent needs me', 'Start at login', 'Open logs folder', '---', 'Quit'];
+
+/** The check item that turns agent notifications on and off (issue 15). */
+const AGENT_ALERTS = 'Notify me when an agent needs me';
 
 let host;
 let browser;
@@ -162,6 +165,33 @@ test('Start at login toggles the autostart entry and the check mark', async (t) 
   await tray.click('Start at login');
   await t.waitUntil('the autostart entry to be removed', async () => (await entries()).length === 0, TRAY_UPDATE_TIMEOUT_MS);
   await tray.waitForMenu('"Start at login" unchecked', (m) => m.find((e) => e.label === 'Start at login')?.checked === false);
+});
+
+// Proves (issue 15): "Notify me when an agent needs me" is a check item, on for a fresh account;
+// clicking it turns it off and writes the setting to the app's state directory; a restarted app
+// still shows it off; clicking again turns it back on.
+test('Notify me when an agent needs me is on by default, toggles and is remembered across a restart', async (t) => {
+  const settings = join(t.stateDir, 'tray-state', 'agent-alerts.json');
+  const checked = (m) => m.find((e) => e.label === AGENT_ALERTS)?.checked;
+  const first = await openTray(t);
+  const menu = await first.tray.waitForMenu('the agent notifications item', (m) => m.some((e) => e.label === AGENT_ALERTS));
+  const item = menu.find((e) => e.label === AGENT_ALERTS);
+  assert.equal(item.toggleType, 'checkmark', `"${AGENT_ALERTS}" is a check item`);
+  assert.equal(item.checked, true, 'on for a fresh account');
+  assert.equal(await readIfExists(settings), undefined, 'nothing written before the user changes it');
+
+  await first.tray.click(AGENT_ALERTS);
+  await first.tray.waitForMenu('the item unchecked', (m) => checked(m) === false);
+  const saved = await t.waitUntil('the setting to be saved', () => readIfExists(settings), TRAY_UPDATE_TIMEOUT_MS);
+  assert.deepEqual(JSON.parse(saved), { notifyWhenAgentNeedsYou: false }, saved);
+
+  await t.closeApp(first.app);
+  const second = await openTray(t);
+  assert.notEqual(second.pid, first.pid, 'a new app process');
+  await second.tray.waitForMenu('the item still unchecked after a restart', (m) => checked(m) === false);
+  await second.tray.click(AGENT_ALERTS);
+  await second.tray.waitForMenu('the item checked again', (m) => checked(m) === true);
+  assert.deepEqual(JSON.parse(await readFile(settings, 'utf8')), { notifyWhenAgentNeedsYou: true });
 });
 
 // Proves: "Open logs folder" asks the desktop (xdg-open) to open the app's log folder, the

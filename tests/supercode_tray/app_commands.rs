@@ -258,6 +258,42 @@ fn refused_and_unknown_actions_answer_a_code_and_a_clean_message() {
     );
 }
 
+/// `act` reaches the core and its refusal arrives as a `CommandError` (issue 15): the demo runtime
+/// here runs no scenario, so it offers no action, and "approve" is refused however the core learns
+/// that; an action id no runtime could offer is refused the same way, without echoing a secret.
+#[test]
+fn act_answers_a_refusal_as_a_command_error_with_a_clean_message() {
+    let fx = Fixture::new();
+    let (_app, webview) = fx.app();
+    let refused = invoke(
+        &webview,
+        "act",
+        json!({ "id": fx.endpoint(), "action": "approve" }),
+    )
+    .expect_err("a runtime that offers nothing refuses every action");
+    fx.assert_clean("act error", &refused.to_string());
+    assert_eq!(refused["code"], "refused", "{refused}");
+    assert!(
+        !refused["message"].as_str().unwrap_or_default().is_empty(),
+        "{refused}"
+    );
+    // An id that breaks the action charset is refused or rejected as malformed, never run.
+    let hostile = invoke(
+        &webview,
+        "act",
+        json!({ "id": fx.endpoint(), "action": "<b>deny</b>\u{7}" }),
+    )
+    .expect_err("an action id no runtime may offer");
+    fx.assert_clean("act error", &hostile.to_string());
+    assert!(
+        ["refused", "invalidInput"].contains(&hostile["code"].as_str().unwrap_or_default()),
+        "{hostile}"
+    );
+    let missing = invoke(&webview, "act", json!({ "id": fx.endpoint() }))
+        .expect_err("an act without an action id is malformed");
+    fx.assert_clean("act without action", &missing.to_string());
+}
+
 #[test]
 fn attach_opens_the_browser_from_the_backend_and_answers_nothing_secret() {
     let fx = Fixture::new();

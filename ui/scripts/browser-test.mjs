@@ -104,9 +104,14 @@ try {
     const { page, context, problems } = await open("mock&latency=0");
     await page.getByTestId("runtime-row").first().waitFor();
     const ids = await page.getByTestId("runtime-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-runtime-id")));
-    assert(JSON.stringify(ids) === JSON.stringify(["rt-demo-a", "rt-review", "rt-nightly", "rt-ide", "rt-manual"]), `rows: ${ids}`);
+    const order = ["rt-demo-a", "rt-triage", "rt-flaky", "rt-stuck", "rt-docs", "rt-fresh", "rt-legacy", "rt-review", "rt-nightly", "rt-ide", "rt-manual"];
+    assert(JSON.stringify(ids) === JSON.stringify(order), `rows: ${ids}`);
     const statuses = await page.getByTestId("runtime-status").allTextContents();
-    assert(statuses.join(",") === "Running,Stale,Offline,Embedded,Manual", `statuses: ${statuses}`);
+    assert(statuses.join(",") === "Running,Running,Running,Running,Running,Running,Running,Stale,Offline,Embedded,Manual", `statuses: ${statuses}`);
+    // Each agent state shows its word and its icon; unknown shows nothing extra.
+    const states = await page.locator('[data-testid="agent-state"]:visible').evaluateAll((chips) => chips.map((c) => `${c.textContent}:${c.querySelector("svg path") ? "icon" : "none"}`));
+    assert(states.join(",") === "Needs approval:icon,Needs input:icon,Error:icon,Not answering:icon,Working:icon,Idle:icon", `states: ${states}`);
+    assert((await page.locator(".summary").textContent()).includes("2 need you"), "header counts who needs you");
     assert((await page.getByTestId("secret-store").textContent()).includes("OS keychain"), "secret store line");
     await expectClean(page, problems);
     await context.close();
@@ -124,6 +129,30 @@ try {
     const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "attach"));
     assert(calls.length === 1 && calls[0].arg === "rt-demo-a", `attach calls: ${JSON.stringify(calls)}`);
     assert((await focusedTestId(page)) === "action-attach", "focus stays on Attach");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("keyboard only: Approve runs with a busy state; Deny asks first, starting on Cancel", async () => {
+    const { page, context, problems } = await open("mock&latency=400");
+    await page.getByTestId("runtime-row").first().waitFor();
+    const row = page.locator('[data-runtime-id="rt-demo-a"]');
+    await tabUntil(page, () => document.activeElement?.getAttribute("aria-label") === "Deny demo-a");
+    await page.keyboard.press("Enter");
+    const panel = row.getByTestId("confirm-act");
+    assert((await panel.getByTestId("confirm-act-text").textContent()) === "Deny running the test suite?", "the runtime's question");
+    assert((await focusedTestId(page)) === "confirm-cancel", "a destructive confirmation starts on Cancel");
+    await page.keyboard.press("Escape");
+    await panel.waitFor({ state: "detached" });
+    assert((await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))) === "Deny demo-a", "focus back on Deny");
+    await page.keyboard.press("Shift+Tab");
+    assert((await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))) === "Approve demo-a", "Approve before Deny");
+    await page.keyboard.press("Enter");
+    await row.locator('[data-action-id="approve"][aria-busy="true"]').waitFor();
+    await row.getByTestId("agent-state").filter({ hasText: "Working" }).waitFor();
+    const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "act"));
+    assert(calls.length === 1 && calls[0].arg === "rt-demo-a" && calls[0].agentAction === "approve", `act calls: ${JSON.stringify(calls)}`);
+    assert(await page.evaluate(() => document.querySelector('[data-runtime-id="rt-demo-a"]').contains(document.activeElement)), "focus stays in the row");
     await expectClean(page, problems);
     await context.close();
   });
@@ -201,7 +230,7 @@ try {
     assert((await panel.textContent()).includes("removes only this stale receipt"), "forget explanation");
     await panel.getByTestId("confirm-accept").click();
     await row.waitFor({ state: "detached" });
-    assert((await page.getByTestId("runtime-row").count()) === 4, "one row fewer");
+    assert((await page.getByTestId("runtime-row").count()) === 10, "one row fewer");
     await expectClean(page, problems);
     await context.close();
   });
@@ -288,6 +317,11 @@ try {
       const dark = scheme === "dark";
       const lum = bg.match(/\d+/g).slice(0, 3).map(Number).reduce((a, b) => a + b, 0) / 3;
       assert(dark ? lum < 80 : lum > 200, `${scheme} background is ${bg}`);
+      // The first screenshot shows a runtime that needs approval, with its prompt and actions.
+      const approval = page.locator('[data-runtime-id="rt-demo-a"]');
+      assert((await approval.getByTestId("agent-state").textContent()) === "Needs approval", "demo-a needs approval");
+      const box = await approval.boundingBox();
+      assert(box !== null && box.y + box.height <= WINDOW.height, `the approval row is in view: ${JSON.stringify(box)}`);
       await page.screenshot({ path: resolve(artifacts, `ui-${scheme}.png`) });
       // Transient states: an inline error, and the reason of an unavailable action shown on keyboard focus.
       await page.evaluate(() => window.__supercodeMock.failNext("attach", { code: "internal", message: "demo-a stopped answering on its port. Try again, or Revive it." }));

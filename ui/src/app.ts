@@ -3,7 +3,7 @@
 // footer. It renders every snapshot by patching keyed views, so a live update
 // never steals focus, scroll position or an open confirmation.
 import type { Backend } from "./backend";
-import { CONFIRM_REVIVE_PARAM, toCommandError } from "./backend";
+import { CONFIRM_ACT_ACTION_PARAM, CONFIRM_ACT_PARAM, CONFIRM_REVIVE_PARAM, toCommandError, type ActRequest } from "./backend";
 import type { FileWarning, IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
 import { h, icon, KeyedList, setAttr, setText, show, Slot } from "./dom";
 import { PendingRow } from "./views/pending-row";
@@ -143,6 +143,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
             },
             failed,
           ),
+        act: (id, action) => backend.act(id, action).catch((e: unknown) => Promise.reject(toCommandError(e))),
         now,
       }),
   );
@@ -211,8 +212,9 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
 
   function renderSummary(s: Snapshot): void {
     // The core counts; the window only words it.
-    const { running, stale, awaitingApproval } = s.counts;
+    const { running, stale, awaitingApproval, needsYou } = s.counts;
     const parts = [s.runtimes.length === 0 ? "No runtimes" : `${running} running`];
+    if (needsYou > 0) parts.push(`${needsYou} ${needsYou === 1 ? "needs" : "need"} you`);
     if (stale > 0) parts.push(`${stale} stale`);
     if (awaitingApproval > 0) parts.push(`${awaitingApproval} awaiting approval`);
     setText(summary, parts.join(" · "));
@@ -316,10 +318,24 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     if (destroyed) stop();
     else stopReviveRequests = stop;
   });
-  const requested = new URLSearchParams(window.location.search).get(CONFIRM_REVIVE_PARAM);
+  // The tray menu's destructive agent actions (and those with a question) are asked here the same way.
+  function confirmAct(request: ActRequest): void {
+    const row = runtimeRows.get(request.id);
+    if (!row?.requestAct(request.action)) setBanner("That action is no longer offered; see the runtime's row for what its agent is doing now.");
+  }
+  let stopActRequests: (() => void) | null = null;
+  void backend.onConfirmAct(confirmAct).then((stop) => {
+    if (destroyed) stop();
+    else stopActRequests = stop;
+  });
+  const params = new URLSearchParams(window.location.search);
+  const requested = params.get(CONFIRM_REVIVE_PARAM);
+  const requestedAct = params.get(CONFIRM_ACT_PARAM);
+  const requestedAction = params.get(CONFIRM_ACT_ACTION_PARAM);
 
   const ready = subscribed.then(load).then(() => {
     if (requested) confirmRevive(requested);
+    if (requestedAct && requestedAction) confirmAct({ id: requestedAct, action: requestedAction });
   });
 
   return {
@@ -333,6 +349,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
       document.removeEventListener("keydown", onKeydown);
       unlisten?.();
       stopReviveRequests?.();
+      stopActRequests?.();
     },
   };
 }

@@ -4,8 +4,16 @@
 // same UI in a plain browser for tests.
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
-import type { CommandError, ErrorCode, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
-import { CONFIRM_REVIVE_EVENT, ERROR_CODES, SNAPSHOT_EVENT } from "./bindings/wire";
+import type { ActOutcome, CommandError, ErrorCode, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
+import { CONFIRM_ACT_EVENT, CONFIRM_REVIVE_EVENT, ERROR_CODES, SNAPSHOT_EVENT } from "./bindings/wire";
+
+/** One action of one runtime's agent, as the tray menu asks the window to confirm it. */
+export interface ActRequest {
+  /** The runtime's inventory id. */
+  id: string;
+  /** The action id its agent offers. */
+  action: string;
+}
 
 /** What the window can ask of the app. Every method rejects with a `CommandError`. */
 export interface Backend {
@@ -20,6 +28,11 @@ export interface Backend {
    * no longer makes that plan.
    */
   revive(id: string, planDigest: string, allowEnv: string[]): Promise<ReviveOutcome>;
+  /**
+   * Invokes `action` of runtime `id`'s agent ("approve"). The core refuses (`refused`) unless the
+   * runtime's latest status document offers it; its effect arrives as the next snapshots.
+   */
+  act(id: string, action: string): Promise<ActOutcome>;
   approve(profile: string): Promise<PendingView>;
   reject(profile: string): Promise<void>;
   openLogs(): Promise<void>;
@@ -30,12 +43,28 @@ export interface Backend {
    * runtime's revive confirmation (revive always shows its command before it runs).
    */
   onConfirmRevive(cb: (id: string) => void): Promise<() => void>;
+  /**
+   * Calls `cb` when the tray menu asks the window to confirm one action of a runtime's agent
+   * (a destructive one, or one with a question: a menu cannot ask).
+   */
+  onConfirmAct(cb: (request: ActRequest) => void): Promise<() => void>;
 }
 
-export { CONFIRM_REVIVE_EVENT, SNAPSHOT_EVENT } from "./bindings/wire";
+export { CONFIRM_ACT_EVENT, CONFIRM_REVIVE_EVENT, SNAPSHOT_EVENT } from "./bindings/wire";
 
 /** The query parameter that does the same when the tray menu opens a new window. */
 export const CONFIRM_REVIVE_PARAM = "confirmRevive";
+
+/** The query parameters that ask a new window to confirm an agent action (the tray menu opens one): the runtime id and the action id. */
+export const CONFIRM_ACT_PARAM = "confirmAct";
+export const CONFIRM_ACT_ACTION_PARAM = "action";
+
+/** True when `value` is an `{ id, action }` pair of strings (the event payload is checked, not trusted). */
+export function isActRequest(value: unknown): value is ActRequest {
+  if (typeof value !== "object" || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.id === "string" && typeof v.action === "string";
+}
 
 const ERROR_CODES_SET: ReadonlySet<string> = new Set<ErrorCode>(ERROR_CODES);
 
@@ -75,11 +104,16 @@ export const tauriBackend: Backend = {
   forget: (id) => call<void>("forget", { id }),
   revivePlan: (id) => call<RevivePlanView>("revive_plan", { id }),
   revive: (id, planDigest, allowEnv) => call<ReviveOutcome>("revive", { id, planDigest, allowEnv }),
+  act: (id, action) => call<ActOutcome>("act", { id, action }),
   approve: (profile) => call<PendingView>("approve", { profile }),
   reject: (profile) => call<void>("reject", { profile }),
   openLogs: () => call<void>("open_logs"),
   onSnapshot: (cb) => listen<Snapshot>(SNAPSHOT_EVENT, (event) => cb(event.payload)),
   onConfirmRevive: (cb) => listen<string>(CONFIRM_REVIVE_EVENT, (event) => cb(event.payload)),
+  onConfirmAct: (cb) =>
+    listen<unknown>(CONFIRM_ACT_EVENT, (event) => {
+      if (isActRequest(event.payload)) cb({ id: event.payload.id, action: event.payload.action });
+    }),
 };
 
 /** True when the page runs inside the Tauri webview (its IPC bridge is injected before any script). */

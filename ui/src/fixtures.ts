@@ -1,7 +1,7 @@
 // Snapshots the mock backend starts from: a realistic mix for demos and
 // screenshots, and the edge cases (first run, plaintext file store). Paths and
 // names are made up; nothing here is or resembles a secret.
-import type { PendingView, RuntimeView, Snapshot, SnapshotCounts } from "./bindings";
+import type { AgentActionView, AgentState, AgentStateView, PendingView, RuntimeView, Snapshot, SnapshotCounts } from "./bindings";
 import { AGENT_RULES } from "./bindings/agentRules";
 import { PENDING_RULES } from "./bindings/pendingRules";
 
@@ -39,6 +39,31 @@ export function settle(s: Snapshot): Snapshot {
   return s;
 }
 
+/** The actions an agent blocked on an approval offers, as the demo runtime's `approval` scenario does. */
+export const APPROVAL_ACTIONS: AgentActionView[] = [
+  { id: "approve", label: "Approve", destructive: false, confirm: null },
+  { id: "deny", label: "Deny", destructive: true, confirm: "Deny running the test suite?" },
+];
+
+/**
+ * An agent state as the core sends it: `unknown` carries nothing, `not-answering` no controller
+ * or observers; the others a title, a since, a controller and observers unless overridden.
+ */
+export function agentState(value: AgentState, over: Partial<AgentStateView> = {}): AgentStateView {
+  if (value === "unknown") return { value, title: null, detail: null, since: null, actions: [], controller: null, observers: null, ...over };
+  const answering = value !== "not-answering";
+  return {
+    value,
+    title: value === "not-answering" ? "The runtime does not answer" : `Agent is ${value}`,
+    detail: null,
+    since: null,
+    actions: [],
+    controller: answering ? { kind: "none", label: null } : null,
+    observers: answering ? 1 : null,
+    ...over,
+  };
+}
+
 /** A runtime with sensible defaults; override what a test cares about. */
 export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeView {
   return {
@@ -68,7 +93,10 @@ export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeVie
   };
 }
 
-/** The snapshot of a machine with a few runtimes in every interesting state. */
+/**
+ * The snapshot of a machine with a few runtimes in every interesting state: live agents in each
+ * agent state, in the order the core sorts them (needs you first), then the other statuses.
+ */
 export function demoSnapshot(now: Date = new Date()): Snapshot {
   return settle({
     runtimes: [
@@ -82,6 +110,84 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
         since: ago(now, 12 * MINUTE),
         pid: 4242,
         origin: "both",
+        state: agentState("needs-approval", {
+          title: "Run the test suite?",
+          detail: "cargo test --workspace",
+          since: ago(now, 2 * MINUTE),
+          actions: APPROVAL_ACTIONS.map((a) => ({ ...a })),
+          controller: { kind: "terminal", label: "zsh in tmux" },
+          observers: 2,
+        }),
+      }),
+      runtime({
+        id: "rt-triage",
+        name: "issue-triage",
+        kind: "codex",
+        workspace: "/home/dev/src/website",
+        since: ago(now, 40 * MINUTE),
+        pid: 4310,
+        state: agentState("needs-input", {
+          title: "Tests pass. Anything else?",
+          since: ago(now, 5 * MINUTE),
+          controller: { kind: "ide", label: "VS Code" },
+          observers: 1,
+        }),
+      }),
+      runtime({
+        id: "rt-flaky",
+        name: "flaky-ci",
+        kind: "sdk",
+        workspace: "/home/dev/src/monorepo",
+        since: ago(now, 90 * MINUTE),
+        pid: 4377,
+        state: agentState("error", {
+          title: "The test runner crashed",
+          detail: "thread 'main' panicked at src/runner.rs:42:9\nexit status: 101",
+          since: ago(now, 9 * MINUTE),
+          actions: [{ id: "retry", label: "Retry", destructive: false, confirm: null }],
+          controller: { kind: "none", label: null },
+          observers: 1,
+        }),
+      }),
+      runtime({
+        id: "rt-stuck",
+        name: "stuck-agent",
+        kind: "claude-code",
+        workspace: "/home/dev/src/infra",
+        since: ago(now, 3 * 60 * MINUTE),
+        pid: 4402,
+        state: agentState("not-answering", { since: ago(now, 14 * MINUTE) }),
+      }),
+      runtime({
+        id: "rt-docs",
+        name: "docs-writer",
+        kind: "claude-code",
+        workspace: "/home/dev/src/supercode-tray/docs",
+        since: ago(now, 20 * MINUTE),
+        pid: 4455,
+        state: agentState("working", {
+          title: "Writing docs/cli.md",
+          since: ago(now, 1 * MINUTE),
+          controller: { kind: "browser", label: null },
+          observers: 1,
+        }),
+      }),
+      runtime({
+        id: "rt-fresh",
+        name: "fresh-session",
+        kind: "demo",
+        since: ago(now, 3 * MINUTE),
+        pid: 4500,
+        state: agentState("idle", { title: "Waiting for work", since: ago(now, 3 * MINUTE), observers: 1 }),
+      }),
+      runtime({
+        id: "rt-legacy",
+        name: "legacy-agent",
+        kind: "claude-code",
+        workspace: "/home/dev/src/old-app",
+        since: ago(now, 6 * 60 * MINUTE),
+        pid: 3999,
+        state: agentState("unknown"),
       }),
       runtime({
         id: "rt-review",

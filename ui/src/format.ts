@@ -1,7 +1,7 @@
 // Pure text formatting for the window: relative times, shortened paths and
 // the labels of statuses and states. Unknown enum values get a neutral label
 // instead of being echoed, so nothing unexpected from the wire is rendered.
-import type { PendingState, RuntimeStatus } from "./bindings";
+import type { AgentState, AgentStateView, ControllerView, PendingState, RuntimeStatus } from "./bindings";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -95,4 +95,42 @@ export function pendingLabel(state: PendingState): string {
 /** The CSS modifier of a registration badge; unknown states look neutral. */
 export function pendingTone(state: PendingState): PendingState | "unknown" {
   return Object.hasOwn(PENDING_LABELS, state) ? state : "unknown";
+}
+
+const AGENT_LABELS: Record<AgentState, string | null> = {
+  working: "Working",
+  "needs-approval": "Needs approval",
+  "needs-input": "Needs input",
+  idle: "Idle",
+  error: "Error",
+  "not-answering": "Not answering",
+  // The runtime does not serve the status API: it is shown as it always was.
+  unknown: null,
+};
+
+/** The word of an agent state; `null` for `unknown` (and anything unexpected), which shows nothing. */
+export function agentLabel(state: AgentState): string | null {
+  return Object.hasOwn(AGENT_LABELS, state) ? AGENT_LABELS[state] : null;
+}
+
+const CONTROLLER_KINDS: Record<string, string> = {
+  terminal: "a terminal",
+  ide: "an IDE",
+  browser: "a browser",
+};
+
+/** "driven from a terminal (zsh in tmux)"; `null` when nobody drives it or the runtime cannot tell. */
+export function controllerText(controller: ControllerView | null): string | null {
+  if (controller === null || !Object.hasOwn(CONTROLLER_KINDS, controller.kind)) return null;
+  const kind = CONTROLLER_KINDS[controller.kind]!;
+  return controller.label ? `driven from ${kind} (${controller.label})` : `driven from ${kind}`;
+}
+
+/** Who is on an agent: "driven from a terminal · 2 watching"; empty when the runtime said nothing. */
+export function peopleText(state: AgentStateView): string {
+  const parts: string[] = [];
+  const driver = controllerText(state.controller);
+  if (driver !== null) parts.push(driver);
+  if (state.observers !== null) parts.push(`${state.observers} watching`);
+  return parts.join(" · ");
 }

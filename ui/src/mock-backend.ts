@@ -2,15 +2,15 @@
 // (forget removes the receipt, revive starts the runtime, approve passes through
 // "approving") and is scriptable: make the next call of an action fail, or hold
 // it until the test releases it, and read back every call made.
-import type { Backend } from "./backend";
-import type { CommandError, PendingView, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView, Snapshot } from "./bindings";
+import type { ActRequest, Backend } from "./backend";
+import type { ActOutcome, CommandError, PendingView, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView, Snapshot } from "./bindings";
 import { settle } from "./fixtures";
 
 /** The backend calls a test can fail, hold or inspect. */
-export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revive" | "approve" | "reject" | "openLogs";
+export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revive" | "act" | "approve" | "reject" | "openLogs";
 
 /** One recorded call: the action and its argument (runtime id or profile), if any. */
-export type MockCall = { action: MockAction, arg: string | null, planDigest?: string, allowEnv?: string[] };
+export type MockCall = { action: MockAction, arg: string | null, planDigest?: string, allowEnv?: string[], agentAction?: string };
 
 /** Like the app's list (`revive::allowed_env`): variables that change how programs load. */
 const LOADER_VARIABLES = new Set(["PATH", "PATHEXT", "NODE_OPTIONS", "NODE_PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PERL5LIB", "PERLLIB", "PERL5OPT", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "GCONV_PATH"]);
@@ -253,6 +253,27 @@ export class MockBackend implements Backend {
     return { id, message: `Started ${rt.name} (pid ${pid}).` };
   }
 
+  /**
+   * Like the core: refused unless the runtime's agent offers `action` now. An accepted action
+   * moves the agent on the way the demo runtime does: to `working`, with nothing offered.
+   */
+  async act(id: string, action: string): Promise<ActOutcome> {
+    this.calls.push({ action: "act", arg: id, agentAction: action });
+    await this.begin("act", id, false);
+    const rt = this.runtime(id);
+    const offered = rt.state?.actions.find((a) => a.id === action);
+    if (!rt.state || !offered) throw { code: "refused", message: `${rt.name} does not offer "${action}" now.` };
+    const state = rt.state;
+    this.update(() => {
+      state.value = "working";
+      state.title = `${offered.label}: on it`;
+      state.detail = null;
+      state.since = new Date().toISOString();
+      state.actions = [];
+    });
+    return { id, action, message: `${rt.name} accepted ${offered.label}` };
+  }
+
   async approve(profile: string): Promise<PendingView> {
     await this.begin("approve", profile);
     const entry = this.state.pending.find((p) => p.profile === profile);
@@ -295,6 +316,20 @@ export class MockBackend implements Backend {
     return () => {
       this.reviveRequests.delete(cb);
     };
+  }
+
+  private readonly actRequests = new Set<(request: ActRequest) => void>();
+
+  async onConfirmAct(cb: (request: ActRequest) => void): Promise<() => void> {
+    this.actRequests.add(cb);
+    return () => {
+      this.actRequests.delete(cb);
+    };
+  }
+
+  /** What the tray menu's destructive agent actions do: ask the window to confirm `action` of `id`. */
+  requestAct(id: string, action: string): void {
+    for (const cb of this.actRequests) cb({ id, action });
   }
 
   /** What the tray menu's "Revive …" does: ask the window to confirm reviving `id`. */

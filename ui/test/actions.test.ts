@@ -161,7 +161,7 @@ describe("revive", () => {
     m = await mount(demoSnapshot(NOW));
     const panel = await openRevive(m, "rt-review");
     m.mock.update((s) => {
-      s.runtimes[1]!.launchCommand = ["canon-agent", "serve", "--profile", "review", "--evil"];
+      s.runtimes.find((r) => r.id === "rt-review")!.launchCommand = ["canon-agent", "serve", "--profile", "review", "--evil"];
     });
     click(byTestId(panel, "confirm-accept"));
     const again = await vi.waitFor(() => {
@@ -280,7 +280,7 @@ describe("live updates", () => {
     expect(document.activeElement).toBe(confirm);
     expect(row(m.root, "rt-demo-a").textContent).toContain("Busy with a long task.");
     const ids = [...m.root.querySelectorAll('[data-testid="runtime-row"]')].map((e) => e.getAttribute("data-runtime-id"));
-    expect(ids).toEqual(["rt-manual", "rt-ide", "rt-nightly", "rt-review", "rt-demo-a", "rt-new"]);
+    expect(ids).toEqual([...demoSnapshot(NOW).runtimes.map((r) => r.id).reverse(), "rt-new"]);
   });
 
   it("keep an inline error until the user dismisses it", async () => {
@@ -298,7 +298,7 @@ describe("live updates", () => {
     const r = row(m.root, "rt-review");
     click(byTestId(r, "action-revive"));
     m.mock.update((s) => {
-      s.runtimes[1]!.revive = { available: false, reason: "Already running." };
+      s.runtimes.find((r) => r.id === "rt-review")!.revive = { available: false, reason: "Already running." };
     });
     const panel = byTestId(r, "confirm-revive");
     expect(visible(panel)).toBe(true);
@@ -346,7 +346,7 @@ describe("live updates", () => {
     const s = demoSnapshot(NOW);
     const app = mountApp(root, mockBackend(s), { now: () => now });
     await app.ready;
-    const since = row(root, "rt-manual").querySelector("time")!;
+    const since = row(root, "rt-manual").querySelector("time.since")!;
     expect(since.textContent).toBe("since 2 min ago");
     now = new Date(NOW.getTime() + 3 * 60_000);
     vi.advanceTimersByTime(RELATIVE_TIME_REFRESH_MS);
@@ -417,7 +417,7 @@ describe("footer", () => {
     expect(visible(banner)).toBe(true);
     expect(banner.textContent).toContain("Could not load runtimes: The inventory is not ready.");
     click([...banner.querySelectorAll("button")].find((b) => b.textContent === "Retry")!);
-    await vi.waitFor(() => expect(root.querySelectorAll('[data-testid="runtime-row"]')).toHaveLength(5));
+    await vi.waitFor(() => expect(root.querySelectorAll('[data-testid="runtime-row"]')).toHaveLength(demoSnapshot(NOW).runtimes.length));
     expect(visible(banner)).toBe(false);
     app.destroy();
   });

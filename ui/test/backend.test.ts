@@ -7,7 +7,7 @@ const listen = vi.fn();
 vi.mock("@tauri-apps/api/core", () => ({ invoke: (...a: unknown[]) => invoke(...a) }));
 vi.mock("@tauri-apps/api/event", () => ({ listen: (...a: unknown[]) => listen(...a) }));
 
-const { tauriBackend, toCommandError, isCommandError, wantsMock, SNAPSHOT_EVENT } = await import("../src/backend");
+const { tauriBackend, toCommandError, isCommandError, wantsMock, SNAPSHOT_EVENT, CONFIRM_ACT_EVENT } = await import("../src/backend");
 
 beforeEach(() => {
   invoke.mockReset();
@@ -22,6 +22,7 @@ describe("tauriBackend", () => {
     await tauriBackend.forget("rt-2");
     await tauriBackend.revivePlan("rt-3");
     await tauriBackend.revive("rt-3", "d1g35t", ["LD_PRELOAD"]);
+    await tauriBackend.act("rt-4", "approve");
     await tauriBackend.approve("dev");
     await tauriBackend.reject("ci");
     await tauriBackend.openLogs();
@@ -31,6 +32,7 @@ describe("tauriBackend", () => {
       ["forget", { id: "rt-2" }],
       ["revive_plan", { id: "rt-3" }],
       ["revive", { id: "rt-3", planDigest: "d1g35t", allowEnv: ["LD_PRELOAD"] }],
+      ["act", { id: "rt-4", action: "approve" }],
       ["approve", { profile: "dev" }],
       ["reject", { profile: "ci" }],
       ["open_logs", undefined],
@@ -59,6 +61,26 @@ describe("tauriBackend", () => {
     expect(seen).toEqual([{ runtimes: [] }]);
     unlisten();
     expect(stop).toHaveBeenCalledOnce();
+  });
+});
+
+describe("tauriBackend agent actions", () => {
+  it("a refused act rejects with the core's CommandError", async () => {
+    invoke.mockRejectedValue({ code: "refused", message: "demo-a does not offer \"approve\" now" });
+    await expect(tauriBackend.act("rt-1", "approve")).rejects.toEqual({ code: "refused", message: 'demo-a does not offer "approve" now' });
+  });
+
+  it("hands over only well-formed confirm-act requests from supercode://confirm-act", async () => {
+    listen.mockResolvedValue(vi.fn());
+    const seen: unknown[] = [];
+    await tauriBackend.onConfirmAct((r) => seen.push(r));
+    expect(listen.mock.calls[0]?.[0]).toBe("supercode://confirm-act");
+    expect(CONFIRM_ACT_EVENT).toBe("supercode://confirm-act");
+    const handler = listen.mock.calls[0]?.[1] as (e: { payload: unknown }) => void;
+    handler({ payload: { id: "rt-1", action: "deny", extra: "<b>dropped</b>" } });
+    handler({ payload: "rt-1" });
+    handler({ payload: { id: "rt-1", action: 7 } });
+    expect(seen).toEqual([{ id: "rt-1", action: "deny" }]);
   });
 });
 

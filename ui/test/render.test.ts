@@ -28,7 +28,7 @@ describe("first run and empty state", () => {
     const root = await show({ ...demoSnapshot(NOW), firstRun: true });
     expect(shown(root, "empty-state")).toBe(true);
     expect(byTestId(root, "empty-state").textContent).toContain("Welcome");
-    expect(root.querySelectorAll('[data-testid="runtime-row"]')).toHaveLength(5);
+    expect(root.querySelectorAll('[data-testid="runtime-row"]')).toHaveLength(demoSnapshot(NOW).runtimes.length);
   });
 
   it("hides the explanation once runtimes exist and it is not the first run", async () => {
@@ -78,7 +78,7 @@ describe("runtime rows", () => {
     const ws = r.querySelector<HTMLElement>(".workspace");
     expect(ws?.textContent).toBe("…/canon-review-service");
     expect(ws?.title).toBe("/home/dev/src/clients/acme/services/canon-review-service");
-    const since = r.querySelector("time");
+    const since = r.querySelector("time.since");
     expect(since?.textContent).toBe("since 3 h ago");
     expect(since?.getAttribute("datetime")).toBe(new Date(NOW.getTime() - 3 * 3_600_000).toISOString());
   });
@@ -86,7 +86,8 @@ describe("runtime rows", () => {
   it("keeps rows in the backend's order and keys them by id", async () => {
     const root = await show(demoSnapshot(NOW));
     const ids = [...root.querySelectorAll('[data-testid="runtime-row"]')].map((r) => r.getAttribute("data-runtime-id"));
-    expect(ids).toEqual(["rt-demo-a", "rt-review", "rt-nightly", "rt-ide", "rt-manual"]);
+    // The core sorts (agents that need you first); the window keeps its order exactly.
+    expect(ids).toEqual(["rt-demo-a", "rt-triage", "rt-flaky", "rt-stuck", "rt-docs", "rt-fresh", "rt-legacy", "rt-review", "rt-nightly", "rt-ide", "rt-manual"]);
   });
 
   it("shows available actions as enabled buttons named after the runtime", async () => {

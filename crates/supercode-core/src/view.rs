@@ -587,4 +587,7 @@ pub mod events {
     pub const SNAPSHOT: &str = "supercode://snapshot";
     /// Asks the window to show one runtime's revive confirmation (payload: its id).
     pub const CONFIRM_REVIVE: &str = "supercode://confirm-revive";
+    /// Asks the window to confirm one action of a runtime's agent (payload: `{ id, action }`):
+    /// the tray menu cannot ask before a destructive action, the window can.
+    pub const CONFIRM_ACT: &str = "supercode://confirm-act";
 }

@@ -119,9 +119,10 @@ fn wire() -> (String, String) {
     (
         "wire.ts".into(),
         format!(
-            "{HEADER}import type {{ ErrorCode }} from \"./ErrorCode\";\n\n/** The Tauri event carrying a fresh `Snapshot` whenever the inventory changes (`view::events::SNAPSHOT`). */\nexport const SNAPSHOT_EVENT = {};\n\n/** The Tauri event asking the window to show one runtime's revive confirmation, payload its id (`view::events::CONFIRM_REVIVE`). */\nexport const CONFIRM_REVIVE_EVENT = {};\n\n/** Every error code the backend sends (`ErrorCode::ALL`). */\nexport const ERROR_CODES: readonly ErrorCode[] = [{}];\n",
+            "{HEADER}import type {{ ErrorCode }} from \"./ErrorCode\";\n\n/** The Tauri event carrying a fresh `Snapshot` whenever the inventory changes (`view::events::SNAPSHOT`). */\nexport const SNAPSHOT_EVENT = {};\n\n/** The Tauri event asking the window to show one runtime's revive confirmation, payload its id (`view::events::CONFIRM_REVIVE`). */\nexport const CONFIRM_REVIVE_EVENT = {};\n\n/** The Tauri event asking the window to confirm one agent action, payload `{{ id, action }}` (`view::events::CONFIRM_ACT`). */\nexport const CONFIRM_ACT_EVENT = {};\n\n/** Every error code the backend sends (`ErrorCode::ALL`). */\nexport const ERROR_CODES: readonly ErrorCode[] = [{}];\n",
             serde_json::to_string(events::SNAPSHOT).unwrap(),
             serde_json::to_string(events::CONFIRM_REVIVE).unwrap(),
+            serde_json::to_string(events::CONFIRM_ACT).unwrap(),
             codes.join(", "),
         ),
     )

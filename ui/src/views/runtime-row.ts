@@ -1,14 +1,25 @@
-// One runtime in the list: what it is, its status, and its actions with their
-// busy, error and confirmation states. The row owns that UI state, keyed by
-// runtime id, so a live snapshot patches the row without closing an open
-// confirmation or moving focus.
-import type { CommandError, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView } from "../bindings";
+// One runtime in the list: what it is, its status, what its agent is doing
+// (state, title, detail, since when, who drives and watches it) and its
+// actions, the agent's offered ones included, with their busy, error and
+// confirmation states. The row owns that UI state, keyed by runtime id, so a
+// live snapshot patches the row without closing an open confirmation or moving
+// focus. Everything the agent says is set as text, never markup.
+import type { ActOutcome, AgentActionView, AgentState, CommandError, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView } from "../bindings";
+import { AGENT_RULES } from "../bindings/agentRules";
 import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
-import { fullTime, parseTime, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
+import { agentLabel, fullTime, parseTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
 import { ActionButton } from "./action-button";
 
 /** The row actions that talk to the backend. */
-export type RuntimeAction = "attach" | "forget" | "revive";
+export type RuntimeAction = "attach" | "forget" | "revive" | "act";
+
+/** A destructive agent action without its own question gets this one. */
+export const GENERIC_DESTRUCTIVE_QUESTION = "This discards the agent's work or refuses what it asked, and cannot be undone.";
+
+/** True when an agent action is asked before it runs: destructive ones, and ones that carry a question. */
+export function asksFirst(action: AgentActionView): boolean {
+  return action.destructive || action.confirm !== null;
+}
 
 /** What a row needs from the app to run its actions. */
 export interface RuntimeActions {
@@ -18,6 +29,8 @@ export interface RuntimeActions {
   revivePlan(id: string): Promise<RevivePlanView>;
   /** Revives from the plan that was shown (its digest), with the variables the user allowed. */
   revive(id: string, planDigest: string, allowEnv: string[]): Promise<ReviveOutcome>;
+  /** Invokes an action the runtime's agent offers. */
+  act(id: string, action: string): Promise<ActOutcome>;
   /** Current time, injectable for tests. */
   now(): Date;
 }
@@ -26,6 +39,7 @@ const BUSY_LABELS: Record<RuntimeAction, string> = {
   attach: "Opening…",
   forget: "Forgetting…",
   revive: "Reviving…",
+  act: "Sending…",
 };
 
 /** The view of one runtime. */
@@ -33,7 +47,11 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   readonly root: HTMLLIElement;
   private rt: RuntimeView;
   private busy: RuntimeAction | null = null;
-  private confirming: "revive" | "forget" | null = null;
+  /** The agent action in flight, while `busy` is "act". */
+  private busyAgentAction: string | null = null;
+  private confirming: "revive" | "forget" | "act" | null = null;
+  /** The agent action the open "act" confirmation asks about, and its label as last offered. */
+  private confirmingAction: { id: string, label: string } | null = null;
   private error: string | null = null;
   private notice: string | null = null;
 
@@ -69,6 +87,20 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   private readonly errorBox: Slot<HTMLDivElement>;
   private readonly errorText: HTMLSpanElement;
   private readonly errorDismiss: HTMLButtonElement;
+  private readonly stateChip: HTMLSpanElement;
+  private readonly stateIcon: HTMLSpanElement;
+  private readonly stateText: HTMLSpanElement;
+  private readonly agentBox: HTMLDivElement;
+  private readonly agentTitle: HTMLParagraphElement;
+  private readonly agentDetail: HTMLPreElement;
+  private readonly agentSince: HTMLTimeElement;
+  private readonly agentPeopleSep: HTMLSpanElement;
+  private readonly agentPeople: HTMLSpanElement;
+  private readonly agentActions: HTMLDivElement;
+  /** One button per offered agent action, by action id. */
+  private readonly agentButtons = new Map<string, ActionButton>();
+  private readonly confirmAct: ConfirmPanel;
+  private readonly confirmActText: HTMLParagraphElement;
 
   constructor(rt: RuntimeView, private readonly actions: RuntimeActions) {
     this.rt = rt;
@@ -82,6 +114,38 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.profileEl = h("span", { class: "profile" });
     this.reasonEl = h("p", { class: "row-reason" });
     this.sinceEl = h("time", { class: "since" });
+
+    this.stateIcon = h("span", { class: "agent-state-icon" });
+    this.stateText = h("span", { class: "agent-state-text" });
+    this.stateChip = h("span", { class: "agent-state", attrs: { "data-testid": "agent-state" } }, this.stateIcon, this.stateText);
+    this.agentTitle = h("p", { class: "agent-title", attrs: { "data-testid": "agent-title" } });
+    this.agentDetail = h("pre", { class: "agent-detail", attrs: { "data-testid": "agent-detail" } });
+    this.agentSince = h("time", { class: "agent-since", attrs: { "data-testid": "agent-since" } });
+    this.agentPeopleSep = h("span", { class: "sep", text: "·", attrs: { "aria-hidden": "true" } });
+    this.agentPeople = h("span", { class: "agent-people", attrs: { "data-testid": "agent-people" } });
+    this.agentActions = h("div", { class: "agent-actions", attrs: { "data-testid": "agent-actions" } });
+    this.agentBox = h(
+      "div",
+      { class: "agent", attrs: { "data-testid": "agent" } },
+      this.agentTitle,
+      this.agentDetail,
+      h("p", { class: "agent-meta" }, this.agentSince, this.agentPeopleSep, this.agentPeople),
+      this.agentActions,
+    );
+    this.confirmActText = h("p", { class: "confirm-detail", attrs: { "data-testid": "confirm-act-text" } });
+    this.confirmAct = new ConfirmPanel({
+      testId: "confirm-act",
+      confirmLabel: "Confirm",
+      variant: "danger",
+      body: [this.confirmActText],
+      onConfirm: () => {
+        const asked = this.confirmingAction;
+        if (asked === null || this.offered(asked.id) === null) return;
+        this.closeConfirm(false);
+        void this.runAct(asked.id);
+      },
+      onCancel: () => this.closeConfirm(true),
+    });
 
     this.attachBtn = new ActionButton("action-attach", () => void this.run("attach"));
     this.reviveBtn = new ActionButton("action-revive", () => this.openConfirm("revive"));
@@ -141,11 +205,14 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
         { class: "row-head" },
         h("span", { class: "dot", attrs: { "aria-hidden": "true" } }),
         this.nameEl,
+        this.stateChip,
         this.badge,
       ),
       h("p", { class: "row-meta" }, this.kindEl, this.workspaceSep, this.workspaceEl, this.profileSep, this.profileEl),
       this.reasonEl,
+      this.agentBox,
       h("div", { class: "row-foot" }, this.sinceEl, h("div", { class: "actions" }, this.attachBtn.root, this.reviveBtn.root, this.forgetBtn.root)),
+      this.confirmAct.slot.anchor,
       this.confirmRevive.slot.anchor,
       this.confirmForget.slot.anchor,
       this.noticeBox.anchor,
@@ -182,6 +249,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
 
     setText(this.reasonEl, rt.statusReason ?? "");
     show(this.reasonEl, rt.statusReason !== null && rt.statusReason !== "");
+    this.renderAgent(rt);
     this.refreshTime(this.actions.now());
 
     const blockedBy = (a: RuntimeAction) => this.busy !== null && this.busy !== a;
@@ -238,6 +306,21 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       waiting: false,
     });
 
+    const asked = this.confirmingAction;
+    const askedNow = asked === null ? null : this.offered(asked.id);
+    if (asked !== null && askedNow !== null) asked.label = askedNow.label;
+    setText(this.confirmActText, askedNow === null ? "" : (askedNow.confirm ?? (askedNow.destructive ? GENERIC_DESTRUCTIVE_QUESTION : `${name} will run "${askedNow.label}".`)));
+    this.confirmAct.update({
+      title: asked === null ? "" : `${asked.label} on ${name}?`,
+      confirmAria: asked === null ? "" : `Confirm ${asked.label} on ${name}`,
+      cancelAria: asked === null ? "" : `Cancel ${asked.label} on ${name}`,
+      open: this.confirming === "act",
+      unavailable: asked !== null && askedNow === null ? `${asked.label} is no longer offered: the agent has moved on.` : null,
+      waiting: false,
+      confirmLabel: asked?.label ?? "Confirm",
+      variant: askedNow !== null && !askedNow.destructive ? "primary" : "danger",
+    });
+
     setText(this.noticeText, this.notice ?? "");
     this.noticeBox.set(this.notice !== null);
     setAttr(this.noticeDismiss, "aria-label", `Dismiss message for ${name}`);
@@ -246,8 +329,140 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     setAttr(this.errorDismiss, "aria-label", `Dismiss error for ${name}`);
   }
 
-  /** Re-renders the relative "since" time. */
+  /** The agent action `id` its latest state offers, or `null`. */
+  private offered(id: string): AgentActionView | null {
+    return this.rt.state?.actions.find((a) => a.id === id) ?? null;
+  }
+
+  /** What the agent is doing: its state (icon and word), title, detail, who is on it, and its actions. */
+  private renderAgent(rt: RuntimeView): void {
+    const state = rt.state;
+    const label = state === null ? null : agentLabel(state.value);
+    // `unknown` (or no state at all) shows the runtime as it always was: nothing extra.
+    const known = state !== null && label !== null;
+    show(this.stateChip, known);
+    show(this.agentBox, known);
+    setAttr(this.root, "data-agent-state", known ? state.value : null);
+    setAttr(this.root, "data-needs-you", known && AGENT_RULES[state.value].needsYou ? "true" : null);
+    const value: AgentState | "" = known ? state.value : "";
+    if (this.stateChip.dataset.state !== value) {
+      this.stateChip.dataset.state = value;
+      this.stateChip.className = `agent-state state-${value || "none"}`;
+      this.stateIcon.replaceChildren(...(known ? [icon(state.value as Exclude<AgentState, "unknown">, "icon agent-icon")] : []));
+    }
+    setText(this.stateText, label ?? "");
+    const title = known ? (state.title ?? "") : "";
+    setText(this.agentTitle, title);
+    show(this.agentTitle, title !== "");
+    const detail = known ? (state.detail ?? "") : "";
+    setText(this.agentDetail, detail);
+    show(this.agentDetail, detail !== "");
+    const people = known ? peopleText(state) : "";
+    setText(this.agentPeople, people);
+    show(this.agentPeople, people !== "");
+    this.renderAgentActions(known ? state.actions : []);
+  }
+
+  /** One button per offered action, in the agent's order; a button is kept while its action is offered. */
+  private renderAgentActions(offered: readonly AgentActionView[]): void {
+    const name = this.rt.name;
+    const seen = new Set<string>();
+    const order: HTMLElement[] = [];
+    offered.forEach((action, index) => {
+      if (seen.has(action.id)) return;
+      seen.add(action.id);
+      let button = this.agentButtons.get(action.id);
+      if (!button) {
+        const id = action.id;
+        button = new ActionButton("agent-action", () => this.pressAgentAction(id));
+        setAttr(button.button, "data-action-id", id);
+        this.agentButtons.set(id, button);
+      }
+      const busy = this.busy === "act" && this.busyAgentAction === action.id;
+      button.update({
+        label: asksFirst(action) ? `${action.label}…` : action.label,
+        ariaLabel: `${action.label} ${name}`,
+        available: true,
+        reason: null,
+        busy,
+        busyLabel: `${action.label}…`,
+        blocked: this.busy !== null && !busy,
+        variant: action.destructive ? "danger" : index === 0 ? "primary" : "secondary",
+      });
+      setAttr(button.button, "aria-expanded", asksFirst(action) ? (this.confirming === "act" && this.confirmingAction?.id === action.id ? "true" : "false") : null);
+      order.push(button.root);
+    });
+    for (const [id, button] of this.agentButtons) {
+      if (!seen.has(id)) {
+        button.root.remove();
+        this.agentButtons.delete(id);
+      }
+    }
+    const current = Array.from(this.agentActions.children);
+    if (current.length !== order.length || current.some((el, i) => el !== order[i])) this.agentActions.replaceChildren(...order);
+    show(this.agentActions, order.length > 0);
+  }
+
+  private pressAgentAction(id: string): void {
+    const action = this.offered(id);
+    if (action === null || this.busy !== null) return;
+    if (asksFirst(action)) this.openActConfirm(action);
+    else void this.runAct(id);
+  }
+
+  /**
+   * Shows the confirmation of agent action `id` (asked for by the tray menu). False when the
+   * agent does not offer it now; the row then stays as it is.
+   */
+  requestAct(id: string): boolean {
+    const action = this.offered(id);
+    if (action === null) return false;
+    this.openActConfirm(action);
+    return true;
+  }
+
+  private openActConfirm(action: AgentActionView): void {
+    if (this.busy !== null) return;
+    this.confirmingAction = { id: action.id, label: action.label };
+    this.confirming = "act";
+    this.update(this.rt);
+    this.confirmAct.focusDefault();
+  }
+
+  private async runAct(id: string): Promise<void> {
+    if (this.busy !== null) return;
+    this.busy = "act";
+    this.busyAgentAction = id;
+    this.error = null;
+    this.notice = null;
+    this.update(this.rt);
+    this.agentButtons.get(id)?.button.focus();
+    try {
+      await this.actions.act(this.rt.id, id);
+    } catch (err) {
+      this.error = (err as CommandError).message;
+    } finally {
+      this.busy = null;
+      this.busyAgentAction = null;
+      this.update(this.rt);
+    }
+    // An accepted action is usually no longer offered: its button went with it, so keep focus in the row.
+    if (!this.root.contains(document.activeElement) || document.activeElement === document.body) {
+      if (this.error !== null) this.errorDismiss.focus();
+      else this.focusAfterMessage();
+    }
+  }
+
+  /** Re-renders the relative "since" times. */
   refreshTime(now: Date): void {
+    const agentSince = parseTime(this.rt.state?.since ?? null);
+    show(this.agentSince, agentSince !== null);
+    show(this.agentPeopleSep, agentSince !== null && this.agentPeople.textContent !== "");
+    if (agentSince !== null) {
+      setAttr(this.agentSince, "datetime", agentSince.toISOString());
+      setAttr(this.agentSince, "title", fullTime(agentSince));
+      setText(this.agentSince, `since ${relativeTime(agentSince, now)}`);
+    }
     const since = parseTime(this.rt.since);
     show(this.sinceEl, since !== null);
     if (since === null) return;
@@ -256,7 +471,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     setText(this.sinceEl, `since ${relativeTime(since, now)}`);
   }
 
-  private buttonFor(action: RuntimeAction): HTMLButtonElement {
+  private buttonFor(action: Exclude<RuntimeAction, "act">): HTMLButtonElement {
     return { attach: this.attachBtn, revive: this.reviveBtn, forget: this.forgetBtn }[action].button;
   }
 
@@ -281,10 +496,19 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   private closeConfirm(restoreFocus: boolean): void {
     const which = this.confirming;
     if (which === null) return;
+    const asked = this.confirmingAction;
     this.confirming = null;
+    this.confirmingAction = null;
     this.planRequest++;
     this.update(this.rt);
-    if (restoreFocus) this.buttonFor(which).focus();
+    if (!restoreFocus) return;
+    if (which !== "act") {
+      this.buttonFor(which).focus();
+      return;
+    }
+    const button = asked === null ? undefined : this.agentButtons.get(asked.id);
+    if (button) button.button.focus();
+    else this.focusAfterMessage();
   }
 
   /** Asks the backend what a revive would run; the confirmation shows it once it answers. */
@@ -410,7 +634,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     (target ?? this.attachBtn).button.focus();
   }
 
-  private async run(action: RuntimeAction, confirmed?: { digest: string, allow: string[] }): Promise<void> {
+  private async run(action: Exclude<RuntimeAction, "act">, confirmed?: { digest: string, allow: string[] }): Promise<void> {
     if (this.busy !== null) return;
     this.busy = action;
     this.error = null;
@@ -460,6 +684,9 @@ interface ConfirmState {
   unavailable: string | null;
   /** Confirm waits for something to load (no message). */
   waiting: boolean;
+  /** The Confirm button's text and look, when they follow what is asked. */
+  confirmLabel?: string;
+  variant?: "primary" | "danger";
 }
 
 /** An inline confirmation under a row: title, details, Cancel and Confirm. */
@@ -469,7 +696,8 @@ class ConfirmPanel {
   private readonly confirm: HTMLButtonElement;
   private readonly cancel: HTMLButtonElement;
   private readonly unavailable: HTMLParagraphElement;
-  private readonly defaultFocus: "confirm" | "cancel";
+  private readonly root: HTMLDivElement;
+  private variant: "primary" | "danger";
 
   constructor(opts: ConfirmOptions) {
     const titleId = uid("confirm-title");
@@ -486,8 +714,7 @@ class ConfirmPanel {
         },
       },
     });
-    // A destructive confirmation starts on Cancel, a constructive one on its action.
-    this.defaultFocus = opts.variant === "danger" ? "cancel" : "confirm";
+    this.variant = opts.variant;
     const root = h(
       "div",
       { class: `confirm confirm-${opts.variant}`, attrs: { role: "group", "aria-labelledby": titleId, "data-testid": opts.testId } },
@@ -496,11 +723,18 @@ class ConfirmPanel {
       this.unavailable,
       h("div", { class: "confirm-actions" }, this.cancel, this.confirm),
     );
+    this.root = root;
     this.slot = new Slot(root);
   }
 
   update(s: ConfirmState): void {
     this.slot.set(s.open);
+    if (s.variant !== undefined && s.variant !== this.variant) {
+      this.variant = s.variant;
+      this.root.className = `confirm confirm-${s.variant}`;
+      this.confirm.className = `btn btn-${s.variant}`;
+    }
+    if (s.confirmLabel !== undefined) setText(this.confirm, s.confirmLabel);
     setText(this.title, s.title);
     setAttr(this.confirm, "aria-label", s.confirmAria);
     setAttr(this.cancel, "aria-label", s.cancelAria);
@@ -510,6 +744,7 @@ class ConfirmPanel {
   }
 
   focusDefault(): void {
-    (this.defaultFocus === "cancel" ? this.cancel : this.confirm).focus();
+    // A destructive confirmation starts on Cancel, a constructive one on its action.
+    (this.variant === "danger" ? this.cancel : this.confirm).focus();
   }
 }
