@@ -107,10 +107,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# start_demo NAME [DEMO-RUNTIME ARGS...]
 start_demo() {
   local name="$1" workspace="$run_dir/workspaces/$1" out="$run_dir/$1.out" pid deadline
+  shift
   mkdir -p "$workspace"
-  "$app" demo-runtime --name "$name" --workspace "$workspace" --canon-profile "$name" >"$out" 2>"$run_dir/$name.err" </dev/null &
+  "$app" demo-runtime --name "$name" --workspace "$workspace" --canon-profile "$name" "$@" >"$out" 2>"$run_dir/$name.err" </dev/null &
   pid=$!
   demo_pids+=("$pid")
   deadline=$((SECONDS + DEMO_READY_TIMEOUT_SECS))
@@ -124,7 +126,9 @@ $(tail -n 20 "$run_dir/$name.err")"
   log "demo runtime $name is up (pid $pid)"
 }
 
-start_demo demo-alpha
+# demo-alpha walks the approval scenario (docs/runtime-api.md): working, then after about a
+# second it needs your approval; approve it from the tray menu or the window and it goes on.
+start_demo demo-alpha --scenario approval
 start_demo demo-beta
 
 log "starting Supercode Tray (quit it from the tray menu, or press Ctrl-C here)"

@@ -17,6 +17,11 @@ import { isRunning } from './processes.mjs';
 import { paintedScreenshot, stopDetachedRuntimes, waitForText, writeAgents } from './support.mjs';
 import { startTrayHost } from './tray.mjs';
 
+// These tests are about the menu entries of plain runtimes ("Attach NAME (KIND)"): their demo
+// runtimes do not serve the status API, so an agent state arriving mid-test cannot turn an entry
+// into its state submenu (src-tauri/app/tray.rs's model tests walk every agent state).
+const PLAIN = ['--scenario', 'no-api'];
+
 /** The window's title (tauri.conf.json / app.rs), as X reports it. */
 const WINDOW_TITLE = 'Supercode Tray';
 /** How long the app process may take to appear after the session request launches it. */
@@ -85,8 +90,8 @@ test('a killed runtime leaves the menu, and Revive opens the window on the confi
   const profile = 'nova';
   try {
     await writeAgents(t.env.CANON_HOME, [profile]);
-    const doomed = await t.startDemoRuntime(name, { args: ['--canon-profile', profile] });
-    const other = await t.startDemoRuntime('tray-stays');
+    const doomed = await t.startDemoRuntime(name, { args: ['--canon-profile', profile, ...PLAIN] });
+    const other = await t.startDemoRuntime('tray-stays', { args: PLAIN });
     const { session, tray } = await launchWithoutWindow(t);
     // A canon-backed runtime shows its catalog kind (sdk), a plain demo runtime its receipt's (demo).
     const attach = (n) => `Attach ${n} (${n === name ? 'sdk' : 'demo'})`;
@@ -119,7 +124,7 @@ test('a killed runtime leaves the menu, and Revive opens the window on the confi
     const args = await app.execute('return [...document.querySelectorAll(arguments[0])].map((li) => li.textContent);', [`${confirm} [data-testid="plan-args"] li`]);
     const env = await app.execute('return [...document.querySelectorAll(arguments[0])].map((e) => e.textContent);', [`${confirm} [data-testid="plan-env"] .env-pair`]);
     assert.equal(program, t.app, 'the confirmation shows the absolute program');
-    assert.deepEqual(args, ['demo-runtime', '--name', name, '--workspace', join(t.stateDir, 'workspaces', name), '--canon-profile', profile], 'then the recorded arguments, one per item');
+    assert.deepEqual(args, ['demo-runtime', '--name', name, '--workspace', join(t.stateDir, 'workspaces', name), '--canon-profile', profile, ...PLAIN], 'then the recorded arguments, one per item');
     assert.deepEqual(env, [`CANON_AGENT=${profile}`], 'and every variable revive sets');
     await paintedScreenshot(t, app, 'revive-confirmation-from-tray');
   } finally {

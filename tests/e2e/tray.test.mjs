@@ -14,6 +14,11 @@ import { isRunning } from './processes.mjs';
 import { browse, receiptOf, writeCanonJson, writePendingRegistrations, writeRecordingBrowser } from './support.mjs';
 import { menuLabels, startTrayHost, TRAY_UPDATE_TIMEOUT_MS } from './tray.mjs';
 
+// These tests are about the menu entries of plain runtimes ("Attach NAME (KIND)"): their demo
+// runtimes do not serve the status API, so an agent state arriving mid-test cannot turn an entry
+// into its state submenu (src-tauri/app/tray.rs's model tests walk every agent state).
+const PLAIN = ['--scenario', 'no-api'];
+
 /** How long the app may take to exit after Quit: a clean Tauri shutdown of a debug build on a
  *  loaded CI machine. */
 const QUIT_TIMEOUT_MS = 30_000;
@@ -68,8 +73,8 @@ async function readIfExists(file) {
 // an Attach entry for each live demo runtime, then the app's own entries, with "Start at login"
 // a check item that is unchecked on a fresh account.
 test('the tray item registers and its menu lists each live runtime and the app entries', async (t) => {
-  await t.startDemoRuntime('menu-alpha');
-  await t.startDemoRuntime('menu-beta');
+  await t.startDemoRuntime('menu-alpha', { args: PLAIN });
+  await t.startDemoRuntime('menu-beta', { args: PLAIN });
   const { tray } = await openTray(t);
 
   const props = await tray.properties();
@@ -98,7 +103,7 @@ test('the icon and menu follow the state: idle, live, pending', async (t) => {
   const idle = await tray.waitForIcon('the idle icon', () => true);
   if ('ToolTip' in idle.properties) assert.match(JSON.stringify(idle.properties.ToolTip), /no live runtimes/);
 
-  const runtime = await t.startDemoRuntime('state-live');
+  const runtime = await t.startDemoRuntime('state-live', { args: PLAIN });
   await tray.waitForMenu('the Attach entry of the started runtime', (m) => m.some((e) => e.label === attachLabel('state-live')));
   const live = await tray.waitForIcon('the icon to change from idle', (icon) => icon.sha256 !== idle.sha256);
 
@@ -122,7 +127,7 @@ test('the icon and menu follow the state: idle, live, pending', async (t) => {
 // a cookie-keeping client following it reaches the runtime's own page.
 test('clicking Attach in the tray opens the runtime page through the proxy', async (t) => {
   const name = 'tray-attach';
-  await t.startDemoRuntime(name);
+  await t.startDemoRuntime(name, { args: PLAIN });
   const { tray } = await openTray(t);
   await tray.click(attachLabel(name));
 
