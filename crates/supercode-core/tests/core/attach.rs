@@ -91,20 +91,13 @@ fn accepts(address: SocketAddr) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_stops_when_the_watcher_sees_its_runtime_go() {
     let fixture = Fixture::new();
-    let (sink, mut events) = recorder();
+    let (sink, events) = recorder();
     let core = fixture.core_with(sink);
     let _watch = core.watch();
     let runtime = start_runtime(&fixture, "proxied").await;
     let endpoint = runtime.registration.endpoint().to_string();
     // As in the tray, the runtime is attached once the watcher lists it.
-    let mut events = tokio::task::spawn_blocking(move || {
-        events.wait_for_snapshot("the runtime to be listed", TIMEOUT, |s| {
-            s.runtimes.iter().any(|r| r.name == "proxied")
-        });
-        events
-    })
-    .await
-    .unwrap();
+    let mut events = events.listed("proxied").await;
 
     let url = core.attach(&endpoint).await.unwrap();
     let page = follow(&client(), url.as_str()).await.unwrap();

@@ -46,7 +46,7 @@ async fn shutdown_ends_the_watcher_the_attach_proxies_and_the_approvals_and_wait
     .await
     .unwrap();
     canon_local::get_or_create_pending_registration(fx.canon(), "patient", None).unwrap();
-    let (sink, mut events) = recorder();
+    let (sink, events) = recorder();
     let core = Arc::new(
         fx.core_with(sink)
             .with_approval_options(fast_options(server.base_url(), TIMEOUT * 4)),
@@ -64,14 +64,7 @@ async fn shutdown_ends_the_watcher_the_attach_proxies_and_the_approvals_and_wait
         None,
         *runtime.local_addr().expose(),
     );
-    let mut events = tokio::task::spawn_blocking(move || {
-        events.wait_for_snapshot("the runtime to be listed", TIMEOUT, |s| {
-            s.runtimes.iter().any(|r| r.name == "closing")
-        });
-        events
-    })
-    .await
-    .unwrap();
+    let mut events = events.listed("closing").await;
     let url = core.attach(registration.endpoint().as_str()).await.unwrap();
     let proxy = proxy_address(url.as_str());
     assert!(accepts(proxy), "the proxy listens before the shutdown");

@@ -377,6 +377,20 @@ impl Events {
         }
     }
 
+    /// From an async test: waits, off the async workers, until a snapshot lists a runtime named
+    /// `name` (within [`TIMEOUT`]), and gives the recorder back.
+    pub async fn listed(mut self, name: &str) -> Self {
+        let name = name.to_owned();
+        tokio::task::spawn_blocking(move || {
+            self.wait_for_snapshot("the runtime to be listed", TIMEOUT, |s| {
+                s.runtimes.iter().any(|r| r.name == name)
+            });
+            self
+        })
+        .await
+        .unwrap()
+    }
+
     /// Takes whatever has arrived so far without waiting.
     pub fn drain(&mut self) {
         while let Ok(item) = self.rx.try_recv() {
