@@ -144,7 +144,7 @@ pub(crate) fn check_canon_dir(dir: &Path, what: &str) -> Result<bool, CanonFileE
     if !meta.is_dir() {
         return Err(refused(format!(
             "it is not a directory ({}); remove it",
-            live_runtime::owned_file::file_kind(&meta)
+            live_runtime::owned_file::file_kind(meta.file_type())
         )));
     }
     let me = live_runtime::effective_uid();

@@ -210,12 +210,13 @@ pub fn acquire_lock(home: &CanonHome, profile: &str) -> Result<ProfileLockHandle
     }));
     for _attempt in 0..2 {
         let mut options = fs::OpenOptions::new();
-        // Exclusive create never follows a link at the name; O_NOFOLLOW says so explicitly.
+        // Exclusive create (O_CREAT | O_EXCL) never follows a link at the name: POSIX makes an
+        // existing link, dangling or not, an EEXIST like any other existing file.
         options.write(true).create_new(true);
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+            options.mode(0o600);
         }
         match options.open(&path) {
             Ok(mut file) => {
