@@ -52,16 +52,24 @@ fn start_time_of(pid: u32) -> Option<u64> {
     if pid == 0 {
         return None;
     }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    use std::io::Read;
+    // One open, one or two reads, one close: the file's size is not asked for (procfs says 0),
+    // so `fs::read_to_string`'s extra `statx` is saved. The line is well under 1 KiB (the command
+    // name is at most 64 bytes); a longer one is read on into the vector.
+    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut stat = Vec::with_capacity(1024);
+    file.read_to_end(&mut stat).ok()?;
     parse_linux_stat(&stat)
 }
 
 /// Extracts starttime (field 22) from a `/proc/<pid>/stat` line, or `None` for a zombie / dead
 /// process. The command name (field 2) is in parentheses and may itself contain spaces and
-/// parentheses, so fields are counted after the LAST `)`.
+/// parentheses, so fields are counted after the LAST `)`. It is also any bytes at all (a program
+/// named in Latin-1 has a non-UTF-8 name), so only what follows it is read as text.
 #[cfg(target_os = "linux")]
-fn parse_linux_stat(stat: &str) -> Option<u64> {
-    let after_comm = &stat[stat.rfind(')')? + 1..];
+fn parse_linux_stat(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let after_comm = std::str::from_utf8(&stat[close + 1..]).ok()?;
     let mut fields = after_comm.split_ascii_whitespace();
     // Field 3 is the state.
     let state = fields.next()?;
@@ -95,13 +103,11 @@ fn start_time_of(pid: u32) -> Option<u64> {
     Some(process.start_time())
 }
 
-/// The effective uid of this process: receipts and secret files must belong to it.
+/// The effective uid of this process: receipts and secret files must belong to it. Asked of the
+/// kernel once: nothing in this crate's users changes its uid, and a scan asks once per file.
 pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions, cannot fail and touches no memory we own.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::geteuid()
-    }
+    static EUID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *EUID.get_or_init(|| rustix::process::geteuid().as_raw())
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -111,13 +117,44 @@ mod tests {
     #[test]
     fn stat_parsing_counts_fields_after_the_last_parenthesis() {
         let stat = "4242 (evil) name) (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615";
+        assert_eq!(parse_linux_stat(stat.as_bytes()), Some(987654));
+    }
+
+    #[test]
+    fn a_command_name_that_is_not_utf8_does_not_hide_the_process() {
+        let stat =
+            b"4242 (caf\xe9) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_linux_stat(stat), Some(987654));
+    }
+
+    // Proves: a live process whose name is not UTF-8 (its program file is named in Latin-1) is
+    // alive, so a receipt of it is not removed as dead.
+    #[test]
+    fn a_live_process_with_a_latin1_name_is_alive() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join(std::ffi::OsStr::from_bytes(b"sl\xe9eper"));
+        std::fs::copy("/bin/sleep", &program).unwrap();
+        let mut child = std::process::Command::new(&program)
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let named = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            std::fs::read(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with(b"sl\xe9"))
+        });
+        let alive = ProcessIdentity::of(pid);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(named, "the child runs under its Latin-1 name");
+        assert!(alive.is_some(), "a process with a non-UTF-8 name is alive");
     }
 
     #[test]
     fn zombie_processes_have_no_identity() {
         let stat = "77 (sleep) Z 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5555 0 0 0";
-        assert_eq!(parse_linux_stat(stat), None);
+        assert_eq!(parse_linux_stat(stat.as_bytes()), None);
     }
 
     #[test]

@@ -59,8 +59,10 @@ impl ReceiptFiles {
         let mut names = Vec::new();
         for entry in fs::read_dir(&dir.path).map_err(io_error(&dir.path))? {
             let entry = entry.map_err(io_error(&dir.path))?;
+            // The entry's type comes with the listing (d_type), so the look before each open is free.
+            let looked = entry.file_type().ok();
             match entry.file_name().into_string() {
-                Ok(name) => names.push(name),
+                Ok(name) => names.push((name, looked)),
                 Err(raw) => {
                     let lossy = raw.to_string_lossy().into_owned();
                     if lossy.ends_with(".json") && !lossy.starts_with('.') {
@@ -74,15 +76,15 @@ impl ReceiptFiles {
             }
         }
         // Sorted so that removals of dead receipts, and so `exited`, come in a stable order.
-        names.sort();
-        for name in names {
+        names.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
+        for (name, looked) in names {
             if name.starts_with('.') {
                 if name.ends_with(".tmp") {
                     clean_stale_temp(dir, &name);
                 }
                 continue;
             }
-            let scan = scan_file(dir, &name);
+            let scan = scan_file(dir, &name, looked);
             if let Scan::Gone {
                 exited_pid: Some(_),
             } = scan
@@ -107,7 +109,7 @@ impl ReceiptFiles {
             *self = Self::default();
             return Ok(ReceiptScan::Gone);
         }
-        let scan = scan_file(dir, file_name);
+        let scan = scan_file(dir, file_name, None);
         let outcome = match &scan {
             Scan::Valid(valid) => ReceiptScan::Listed(valid.record.clone()),
             Scan::Ignored(ignored) => ReceiptScan::Ignored(ignored.clone()),

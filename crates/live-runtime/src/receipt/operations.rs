@@ -74,7 +74,7 @@ fn scan_endpoint(dir: &ReceiptDir, endpoint: &LiveRuntimeEndpoint) -> Result<Sca
     if !check_dir(dir)? {
         return Ok(Scan::Gone { exited_pid: None });
     }
-    Ok(scan_file(dir, &receipt_file_name(endpoint)))
+    Ok(scan_file(dir, &receipt_file_name(endpoint), None))
 }
 
 fn unusable(endpoint: &LiveRuntimeEndpoint, scan: Scan) -> LiveRuntimeReceiptError {

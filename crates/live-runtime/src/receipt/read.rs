@@ -20,7 +20,9 @@ use super::{
     LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeSource, LiveRuntimeStatus, ReceiptDir,
     ReceiptScan, RECEIPT_VERSION,
 };
-use crate::owned_file::{parse_json, read_owned_file, write_atomically, FileRules, ModeRule};
+use crate::owned_file::{
+    parse_json, read_owned_entry, read_owned_file, write_atomically, FileRules, ModeRule,
+};
 use crate::process::ProcessIdentity;
 use crate::secret::Sensitive;
 
@@ -95,18 +97,19 @@ fn parse_receipt(
         }
         None => return Err("it has no numeric \"version\" field".into()),
     }
-    let fields: ReceiptFields =
-        serde_json::from_value(Value::Object(object.clone())).map_err(|e| {
-            // serde messages about wrong types quote the offending value, which could be a token
-            // or an address: only "missing field" messages are safe to pass on.
-            let message = e.to_string();
-            if message.starts_with("missing field") {
-                format!("it does not follow receipt format version 1 ({message})")
-            } else {
-                "it does not follow receipt format version 1 (a field has the wrong type or value)"
-                    .to_string()
-            }
-        })?;
+    // Deserialized from the parsed document in place, not from a copy of it: the object itself is
+    // kept for a rewrite (adoption), and copying every receipt's tree cost more than parsing it.
+    let fields = ReceiptFields::deserialize(&object).map_err(|e| {
+        // serde messages about wrong types quote the offending value, which could be a token
+        // or an address: only "missing field" messages are safe to pass on.
+        let message = e.to_string();
+        if message.starts_with("missing field") {
+            format!("it does not follow receipt format version 1 ({message})")
+        } else {
+            "it does not follow receipt format version 1 (a field has the wrong type or value)"
+                .to_string()
+        }
+    })?;
     let endpoint: LiveRuntimeEndpoint = fields.endpoint.parse().map_err(|_| {
         format!("its endpoint is not {ENDPOINT_PREFIX} followed by {ENDPOINT_HEX_DIGITS} lowercase hex digits")
     })?;
@@ -118,8 +121,9 @@ fn parse_receipt(
     Ok((object, fields))
 }
 
-/// Reads, validates and reconciles one receipt file.
-pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str) -> Scan {
+/// Reads, validates and reconciles one receipt file. `looked` is its type when a directory listing
+/// already gave it (the look before the open then costs nothing); `None` looks at the name.
+pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::FileType>) -> Scan {
     if file_name.starts_with('.') || !file_name.ends_with(".json") || file_name.contains('/') {
         return Scan::NotAReceipt;
     }
@@ -130,7 +134,11 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str) -> Scan {
         })
     };
     let path = dir.path.join(file_name);
-    let bytes = match read_owned_file(&path, &RECEIPT_RULES) {
+    let read = match looked {
+        Some(looked) => read_owned_entry(&path, looked, &RECEIPT_RULES),
+        None => read_owned_file(&path, &RECEIPT_RULES),
+    };
+    let bytes = match read {
         Ok(Some(file)) => file.bytes,
         Ok(None) => return Scan::Gone { exited_pid: None },
         Err(refused) => return ignored(refused.reason),
@@ -263,7 +271,7 @@ pub fn read_receipt(dir: &ReceiptDir, file_name: &str) -> Result<ReceiptScan> {
     if !check_dir(dir)? {
         return Ok(ReceiptScan::Gone);
     }
-    Ok(match scan_file(dir, file_name) {
+    Ok(match scan_file(dir, file_name, None) {
         Scan::Valid(valid) => ReceiptScan::Listed(valid.record),
         Scan::Ignored(ignored) => ReceiptScan::Ignored(ignored),
         Scan::Gone {
