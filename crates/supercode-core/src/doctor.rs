@@ -91,6 +91,7 @@ pub async fn run(locations: &Locations) -> DoctorReport {
                 sysinfo::System::long_os_version().unwrap_or_else(|| std::env::consts::OS.into())
             ),
         ),
+        platform(),
         receipt_dir(&locations.receipts),
         canon_home(locations),
         log_dir(&locations.log_dir),
@@ -99,6 +100,26 @@ pub async fn run(locations: &Locations) -> DoctorReport {
     checks.push(secret_store(locations).await);
     checks.push(tray_host());
     DoctorReport { checks }
+}
+
+/// Whether this platform is one Supercode Tray supports (README, "Platforms"): Linux is built
+/// and tested in CI; macOS and Windows are neither, so doctor says so instead of letting a user
+/// find out from a missing feature.
+fn platform() -> Check {
+    const NAME: &str = "platform";
+    let (os, arch) = (std::env::consts::OS, std::env::consts::ARCH);
+    if os == "linux" {
+        Check::ok(
+            NAME,
+            format!("{os} on {arch}: supported (tested in CI on Debian 12)"),
+        )
+    } else {
+        Check::fail(
+            NAME,
+            format!("{os} on {arch}: not supported; only Linux is built and tested"),
+            "run Supercode Tray on a Linux desktop (see README, Platforms)",
+        )
+    }
 }
 
 /// The receipt directory as the next list or registration will find it: the library's own check

@@ -10,14 +10,19 @@ use supercode_core::doctor::{Check, CheckStatus};
 
 use crate::support::Fixture;
 
-/// Doctor's receipt-directory check, from a full `doctor` run.
-async fn doctor_on_receipts(fixture: &Fixture) -> Check {
+/// Doctor's check called `name`, from a full `doctor` run.
+async fn doctor_check(fixture: &Fixture, name: &str) -> Check {
     let report = fixture.core().doctor().await;
     report
         .checks
         .into_iter()
-        .find(|check| check.name == "receipt directory")
-        .expect("doctor has a receipt-directory check")
+        .find(|check| check.name == name)
+        .unwrap_or_else(|| panic!("doctor has a {name} check"))
+}
+
+/// Doctor's receipt-directory check, from a full `doctor` run.
+async fn doctor_on_receipts(fixture: &Fixture) -> Check {
+    doctor_check(fixture, "receipt directory").await
 }
 
 /// Doctor's receipt-directory check, which must have come out as `status`.
@@ -124,4 +129,15 @@ async fn a_missing_receipt_directory_is_ok_for_doctor_and_an_empty_list() {
         !fixture.receipts().path().exists(),
         "a list created the directory"
     );
+}
+
+// Proves (issue 14): doctor names the platform and whether it is supported, so a user on one we
+// do not test is told so; this suite runs on Linux, the supported one.
+#[tokio::test]
+async fn doctor_says_linux_is_the_supported_platform() {
+    let fixture = Fixture::new();
+    let check = doctor_check(&fixture, "platform").await;
+    assert_eq!(check.status, CheckStatus::Ok, "{check:?}");
+    assert!(check.detail.starts_with("linux on "), "{}", check.detail);
+    assert!(check.detail.contains("supported"), "{}", check.detail);
 }
