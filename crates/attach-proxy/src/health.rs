@@ -21,10 +21,20 @@ pub fn verify_listener(
     upstream: &Sensitive<SocketAddr>,
     pid: Option<u32>,
 ) -> Result<(), AttachError> {
+    verify_listener_in(&mut SocketTable::new(), upstream, pid)
+}
+
+/// [`verify_listener`] asking `table`, for a caller that checks many runtimes in a row and keeps
+/// one netlink socket for all of them instead of opening one per check.
+pub fn verify_listener_in(
+    table: &mut SocketTable,
+    upstream: &Sensitive<SocketAddr>,
+    pid: Option<u32>,
+) -> Result<(), AttachError> {
     if Platform::check() == Platform::Unchecked {
         return Ok(());
     }
-    let found = SocketTable::new()
+    let found = table
         .listener(*upstream.expose())
         .map_err(|source| AttachError::OwnerUnknown { source })?;
     let Some(listener) = found else {

@@ -46,7 +46,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-pub use health::{check_health, verify_listener};
+pub use health::{check_health, verify_listener, verify_listener_in};
 
 /// How long a minted attach code stays redeemable.
 ///

@@ -42,8 +42,8 @@ pub use receipt::{
     read_receipt, register_live_runtime, register_live_runtime_with_metadata, resolve_live_runtime,
     secret_account, DirRefused, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList,
     LiveRuntimeMetadata, LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeRegistration,
-    LiveRuntimeSource, LiveRuntimeStatus, LiveRuntimeSupervisor, PrivateDir, ReceiptDir,
-    ReceiptFiles, ReceiptScan, ResolvedLiveRuntime, MAX_RECEIPT_BYTES, RECEIPT_VERSION,
+    LiveRuntimeSource, LiveRuntimeStatus, LiveRuntimeSupervisor, LocatedLiveRuntime, PrivateDir,
+    ReceiptDir, ReceiptFiles, ReceiptScan, ResolvedLiveRuntime, MAX_RECEIPT_BYTES, RECEIPT_VERSION,
     STALE_TEMP_FILE_AGE,
 };
 pub use secret::{

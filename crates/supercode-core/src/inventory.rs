@@ -56,6 +56,18 @@ pub fn snapshot(locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
     Sources::read(locations).0.snapshot(locations, approvals)
 }
 
+/// [`snapshot`], with the receipt directory as it was read for it (`None` when the directory
+/// itself could not be read): what a one-shot read of the agents' states starts from, so that
+/// no receipt is read twice.
+pub fn snapshot_with_receipts(
+    locations: &Locations,
+    approvals: &ApprovalBoard,
+) -> (Snapshot, Option<ReceiptFiles>) {
+    let (sources, _) = Sources::read(locations);
+    let snapshot = sources.snapshot(locations, approvals);
+    (snapshot, sources.receipts.ok())
+}
+
 /// Everything a snapshot is built from, as last read from disk. [`snapshot`] reads it all afresh
 /// each time; the watcher keeps one, re-reads only the files that changed and builds each snapshot
 /// from memory ([`Sources::snapshot`]).

@@ -154,12 +154,13 @@ impl Supercode {
     pub async fn snapshot_with_states(&self) -> Snapshot {
         let (locations, approvals) = (self.locations.clone(), self.approvals.clone());
         // Reads receipts, the catalog and (for the tokens) the keychain: off the async workers.
-        let mut snapshot =
-            tokio::task::spawn_blocking(move || inventory::snapshot(&locations, &approvals))
-                .await
-                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        let (mut snapshot, files) = tokio::task::spawn_blocking(move || {
+            inventory::snapshot_with_receipts(&locations, &approvals)
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         self.proxies.retain_live(&snapshot);
-        self.agents.read_once(&mut snapshot).await;
+        self.agents.read_once(&mut snapshot, files).await;
         snapshot
     }
 

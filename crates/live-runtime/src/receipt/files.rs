@@ -4,16 +4,19 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
+use std::net::SocketAddr;
 
 use time::OffsetDateTime;
 
-use super::dir::{check_dir, clean_stale_temp};
+use super::dir::{check_dir, clean_stale_temp, receipt_file_name};
 use super::read::{check_file_name, scan_file, Scan, ValidReceipt};
 use super::types::{io_error, Result};
 use super::{
-    IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeRecord, ReceiptDir,
-    ReceiptScan,
+    IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeRecord, LiveRuntimeStatus,
+    LocatedLiveRuntime, ReceiptDir, ReceiptScan,
 };
+use crate::process::ProcessIdentity;
+use crate::secret::Sensitive;
 
 /// The receipt directory as last read, file by file: what a watcher keeps so that a change to
 /// one file costs one read ([`ReceiptFiles::refresh`]), while [`ReceiptFiles::list`] still gives
@@ -40,6 +43,9 @@ enum FileState {
         record: LiveRuntimeRecord,
         /// Kept parsed because the listing sorts by it on every call.
         registered: OffsetDateTime,
+        /// Where it serves and which process it is: what [`ReceiptFiles::located`] gives.
+        address: SocketAddr,
+        process: ProcessIdentity,
     },
     Ignored(IgnoredReceipt),
 }
@@ -127,10 +133,20 @@ impl ReceiptFiles {
         match scan {
             Scan::Valid(valid) => {
                 let ValidReceipt {
-                    record, registered, ..
+                    record,
+                    registered,
+                    address,
+                    process,
                 } = *valid;
-                self.files
-                    .insert(name, FileState::Listed { record, registered });
+                self.files.insert(
+                    name,
+                    FileState::Listed {
+                        record,
+                        registered,
+                        address,
+                        process,
+                    },
+                );
             }
             Scan::Ignored(ignored) => {
                 self.files.insert(name, FileState::Ignored(ignored));
@@ -150,6 +166,25 @@ impl ReceiptFiles {
             )
             .map(|(name, _)| name.clone())
             .collect()
+    }
+
+    /// The running runtime `endpoint` as last read (its address and process, not its token), to
+    /// check who listens at the address before [`LocatedLiveRuntime::resolve`] asks the secret
+    /// store. `None` unless its receipt was listed as running. Touches no file.
+    pub fn located(&self, endpoint: &LiveRuntimeEndpoint) -> Option<LocatedLiveRuntime> {
+        match self.files.get(&receipt_file_name(endpoint))? {
+            FileState::Listed {
+                record,
+                address,
+                process,
+                ..
+            } if record.status == LiveRuntimeStatus::Running => Some(LocatedLiveRuntime {
+                record: record.clone(),
+                address: Sensitive::new(*address),
+                process: *process,
+            }),
+            _ => None,
+        }
     }
 
     /// The listing these files make, exactly as [`list_live_runtimes`] gives it: valid receipts
@@ -175,7 +210,9 @@ impl ReceiptFiles {
         let mut ignored = self.unnamed.clone();
         for (name, state) in &self.files {
             match state {
-                FileState::Listed { record, registered } => {
+                FileState::Listed {
+                    record, registered, ..
+                } => {
                     if seen.insert(&record.endpoint) {
                         valid.push((record, registered));
                     } else {

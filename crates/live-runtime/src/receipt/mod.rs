@@ -45,5 +45,5 @@ pub use register::{
 pub use types::{
     secret_account, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeMetadata,
     LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeSource, LiveRuntimeStatus,
-    LiveRuntimeSupervisor, ReceiptScan, ResolvedLiveRuntime, RECEIPT_VERSION,
+    LiveRuntimeSupervisor, LocatedLiveRuntime, ReceiptScan, ResolvedLiveRuntime, RECEIPT_VERSION,
 };

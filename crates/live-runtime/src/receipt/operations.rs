@@ -7,7 +7,8 @@ use super::read::{scan_file, Scan};
 use super::types::{io_error, Result};
 use super::{
     secret_account, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeReceiptError,
-    LiveRuntimeRecord, LiveRuntimeSource, LiveRuntimeStatus, ReceiptDir, ResolvedLiveRuntime,
+    LiveRuntimeRecord, LiveRuntimeSource, LiveRuntimeStatus, LocatedLiveRuntime, ReceiptDir,
+    ResolvedLiveRuntime,
 };
 use crate::owned_file::remove_durably;
 use crate::process::pid_exists;
@@ -45,29 +46,42 @@ pub fn resolve_live_runtime(
             pid: valid.record.pid,
         });
     }
-    let token = dir.secrets.get(&secret_account(endpoint))?.ok_or_else(|| {
-        LiveRuntimeReceiptError::MissingToken {
-            endpoint: endpoint.clone(),
-        }
-    })?;
-    // The keychain call may have taken a while: check the process once more before handing out
-    // its address and token.
-    if !valid.process.is_alive() {
-        return Err(if pid_exists(valid.process.pid) {
-            LiveRuntimeReceiptError::ProcessMismatch {
-                pid: valid.process.pid,
-            }
-        } else {
-            LiveRuntimeReceiptError::ProcessGone {
-                pid: valid.process.pid,
-            }
-        });
-    }
-    Ok(ResolvedLiveRuntime {
+    LocatedLiveRuntime {
         record: valid.record,
         address: Sensitive::new(valid.address),
-        token,
-    })
+        process: valid.process,
+    }
+    .resolve(dir)
+}
+
+impl LocatedLiveRuntime {
+    /// The rest of [`resolve_live_runtime`]: the token from `dir`'s secret store, then the process
+    /// checked once more (the keychain call may have taken a while) before its address and token
+    /// are handed out.
+    pub fn resolve(self, dir: &ReceiptDir) -> Result<ResolvedLiveRuntime> {
+        let endpoint = &self.record.endpoint;
+        let token = dir.secrets.get(&secret_account(endpoint))?.ok_or_else(|| {
+            LiveRuntimeReceiptError::MissingToken {
+                endpoint: endpoint.clone(),
+            }
+        })?;
+        if !self.process.is_alive() {
+            return Err(if pid_exists(self.process.pid) {
+                LiveRuntimeReceiptError::ProcessMismatch {
+                    pid: self.process.pid,
+                }
+            } else {
+                LiveRuntimeReceiptError::ProcessGone {
+                    pid: self.process.pid,
+                }
+            });
+        }
+        Ok(ResolvedLiveRuntime {
+            record: self.record,
+            address: self.address,
+            token,
+        })
+    }
 }
 
 fn scan_endpoint(dir: &ReceiptDir, endpoint: &LiveRuntimeEndpoint) -> Result<Scan> {

@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::process::ProcessIdentity;
 use crate::secret::{BearerToken, SecretStoreError, Sensitive};
 
 /// The receipt format version this crate writes and understands.
@@ -209,6 +210,24 @@ pub struct ResolvedLiveRuntime {
     pub address: Sensitive<SocketAddr>,
     /// The bearer token it requires.
     pub token: BearerToken,
+}
+
+/// A running runtime as a read of its receipt found it, before its token is asked for: its
+/// address and process, so that a caller can first check who listens at the address (one
+/// socket-table query) and ask the secret store only for runtimes that serve. From
+/// [`ReceiptFiles::located`]; [`LocatedLiveRuntime::resolve`] finishes what
+/// [`resolve_live_runtime`] does. Not `Serialize`; `Debug` redacts the address.
+///
+/// [`ReceiptFiles::located`]: super::ReceiptFiles::located
+/// [`resolve_live_runtime`]: super::resolve_live_runtime
+#[derive(Clone, Debug)]
+pub struct LocatedLiveRuntime {
+    /// The browser-safe record.
+    pub record: LiveRuntimeRecord,
+    /// The loopback address the runtime serves on.
+    pub address: Sensitive<SocketAddr>,
+    /// The process the receipt names, with the start time it recorded.
+    pub process: ProcessIdentity,
 }
 
 /// What [`read_receipt`] found under one file name.

@@ -25,7 +25,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeSource, ReceiptDir};
+use attach_proxy::owner::SocketTable;
+use live_runtime::{
+    LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeSource, LocatedLiveRuntime, ReceiptDir,
+    ReceiptFiles,
+};
 use rand::Rng;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::Notify;
@@ -595,6 +599,23 @@ fn jittered(delay: Duration) -> Duration {
 }
 
 /// The receipt's address and token (a keychain read: call it off the async workers).
+/// A located runtime's target, its listener checked first (in `table`) so that the secret store
+/// is asked only for a runtime whose own process listens at its address.
+fn located_target(
+    receipts: &ReceiptDir,
+    located: Option<LocatedLiveRuntime>,
+    table: &mut SocketTable,
+) -> Result<Target, AttemptError> {
+    let located = located.ok_or(AttemptError::Unresolved)?;
+    attach_proxy::verify_listener_in(table, &located.address, Some(located.process.pid))?;
+    let resolved = located.resolve(receipts)?;
+    Ok(Target {
+        address: resolved.address,
+        token: resolved.token,
+        pid: resolved.record.pid,
+    })
+}
+
 fn resolve(
     receipts: &ReceiptDir,
     endpoint: &str,
@@ -712,30 +733,47 @@ impl Agents {
         }
     }
 
-    /// Every running runtime's state read once (a concurrent `GET` each, bounded by
-    /// [`AgentOptions::one_shot_timeout`]), for a process without subscriptions (the CLI).
-    pub(crate) async fn read_once(&self, snapshot: &mut Snapshot) {
+    /// Every running runtime's state read once, for a process without subscriptions (the CLI).
+    /// `files` is the receipt directory as the snapshot was built from it, so no receipt is read
+    /// again: one blocking pass checks who listens at each runtime's address (one netlink socket
+    /// for all of them) and asks the secret store only for runtimes whose own process listens
+    /// there; a runtime with nothing listening is `not-answering` at once. Those that serve get
+    /// a concurrent `GET` each, bounded by [`AgentOptions::one_shot_timeout`].
+    pub(crate) async fn read_once(&self, snapshot: &mut Snapshot, files: Option<ReceiptFiles>) {
         let options = self.inner.options.clone();
-        let reads = snapshot.runtimes.iter().map(|runtime| {
-            let generation = self.generation(runtime);
-            let endpoint = runtime.endpoint.clone();
-            let receipts = self.inner.receipts.clone();
+        let receipts = self.inner.receipts.clone();
+        let wanted: Vec<Option<LiveRuntimeEndpoint>> = snapshot
+            .runtimes
+            .iter()
+            .map(|runtime| {
+                let receipt_backed = runtime.status == RuntimeStatus::Running
+                    && runtime.origin != RuntimeOrigin::Catalog;
+                receipt_backed
+                    .then(|| runtime.endpoint.as_deref()?.parse().ok())
+                    .flatten()
+            })
+            .collect();
+        let targets = tokio::task::spawn_blocking(move || {
+            let mut table = SocketTable::new();
+            wanted
+                .into_iter()
+                .map(|endpoint| {
+                    let endpoint = endpoint?;
+                    let located = files.as_ref()?.located(&endpoint);
+                    Some(located_target(&receipts, located, &mut table))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        let reads = targets.into_iter().map(|target| {
             let options = options.clone();
             async move {
-                let (Some(generation), Some(endpoint)) = (generation, endpoint) else {
-                    return None;
+                let target = match target? {
+                    Ok(target) => target,
+                    Err(error) => return Some(not_answering(&error)),
                 };
-                let source = LiveRuntimeSource {
-                    session_id: generation.source.0,
-                    workspace: PathBuf::from(generation.source.1),
-                };
-                let read = async {
-                    let target =
-                        tokio::task::spawn_blocking(move || resolve(&receipts, &endpoint, &source))
-                            .await
-                            .map_err(|_| AttemptError::Unresolved)??;
-                    client::get_status(&target, options.timeouts()).await
-                };
+                let read = client::get_status(&target, options.timeouts());
                 Some(
                     match tokio::time::timeout(options.one_shot_timeout, read).await {
                         Ok(Ok(Fetched::Served(document))) => document.view,
