@@ -2,15 +2,20 @@
 //! 10,000 receipts, beside the floor of merely reading and parsing the same files, and what one
 //! `read_receipt` of a single changed file costs in a directory of 10,000 receipts.
 //!
-//! The directory holds a realistic mix: live receipts (this process's pid and start time), dead
-//! ones (the pid of a child that has been reaped) and corrupt ones (bad JSON). A list removes dead
-//! receipts, so they are written again before every timed list, outside the timed part. Secrets
-//! live in the file store, so the figures are the receipt work itself, not keychain round trips.
+//! The directory holds a realistic mix: live receipts (each naming a process of its own: a
+//! `sleep` started for it, with its start time), dead ones (the pid of a child that has been
+//! reaped) and corrupt ones (bad JSON). A list removes dead receipts, so they are written again
+//! before every timed list, outside the timed part. Secrets live in the file store, so the figures
+//! are the receipt work itself, not keychain round trips.
+//!
+//! The floor is what any inventory must do at least, timed in the same round: list the directory,
+//! read and parse every file, and read `/proc/<pid>/stat` of the pid each names.
 //!
 //! Run: `cargo bench -p live-runtime --bench inventory` (add `-- --quick` for a smoke run).
-//! `-- --populate DIR SIZE PID` instead writes the same mix for the CLI measurement with
-//! hyperfine (docs/BENCHMARKS.md): live receipts pointing at process PID into `DIR/receipts`, and
-//! the dead ones into `DIR/dead`, to be copied back before every timed run.
+//! `-- --populate DIR SIZE` instead writes the same mix for the CLI measurement with hyperfine
+//! (docs/BENCHMARKS.md): live receipts into `DIR/receipts`, each naming a `sleep 7200` started for
+//! it (their pids in `DIR/sleepers`, for `xargs kill`), and the dead ones into `DIR/dead`, to be
+//! copied back before every timed run.
 //! Plain `Instant` timings with repetitions; median and p90 per size. The machine is shared, so
 //! compare ratios within one run rather than absolute figures across runs.
 
@@ -99,13 +104,57 @@ fn dead_pid() -> u32 {
     pid
 }
 
-fn make(size: usize) -> Receipts {
-    make_for(size, ProcessIdentity::current())
+/// Live processes for the live receipts to name, one each: `sleep` children, killed on drop.
+struct Sleepers {
+    children: Vec<std::process::Child>,
+    identities: Vec<ProcessIdentity>,
 }
 
-fn make_for(size: usize, me: ProcessIdentity) -> Receipts {
+impl Sleepers {
+    fn start(count: usize) -> Self {
+        let mut sleepers = Self {
+            children: Vec::with_capacity(count),
+            identities: Vec::with_capacity(count),
+        };
+        for _ in 0..count {
+            let child = Command::new("sleep")
+                .arg("7200")
+                .spawn()
+                .expect("spawn sleep");
+            let identity = ProcessIdentity::of(child.id()).expect("a sleeper just started");
+            sleepers.children.push(child);
+            sleepers.identities.push(identity);
+        }
+        sleepers
+    }
+
+    /// Leaves the processes running (for `--populate`), returning their pids.
+    fn detach(mut self) -> Vec<u32> {
+        self.children.drain(..).map(|child| child.id()).collect()
+    }
+}
+
+impl Drop for Sleepers {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// How many live receipts a directory of `size` holds.
+fn live_count(size: usize) -> usize {
+    size * LIVE_PERCENT / 100
+}
+
+fn make_for(size: usize, live: &[ProcessIdentity]) -> Receipts {
+    assert!(
+        live.len() >= live_count(size),
+        "one live process per live receipt"
+    );
     let dead = dead_pid();
-    let live_count = size * LIVE_PERCENT / 100;
+    let live_count = live_count(size);
     let dead_count = size * DEAD_PERCENT / 100;
     let mut receipts = Receipts {
         live: Vec::new(),
@@ -116,13 +165,14 @@ fn make_for(size: usize, me: ProcessIdentity) -> Receipts {
         let endpoint = LiveRuntimeEndpoint::generate();
         let name = format!("{endpoint}.json");
         if index < live_count {
+            let me = live[index];
             let bytes = receipt(&endpoint, index, me.pid, me.start_time);
             receipts.live.push((name, bytes));
         } else if index < live_count + dead_count {
             let bytes = receipt(&endpoint, index, dead, 4242);
             receipts.dead.push((name, bytes));
         } else {
-            let mut bytes = receipt(&endpoint, index, me.pid, me.start_time);
+            let mut bytes = receipt(&endpoint, index, live[0].pid, live[0].start_time);
             bytes.truncate(bytes.len() / 2);
             receipts.corrupt.push((name, bytes));
         }
@@ -147,13 +197,17 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) {
     }
 }
 
-/// The floor: what any inventory must do at least — list the directory, read every file, parse it.
+/// The floor: what any inventory must do at least — list the directory, read and parse every
+/// file, and read the `/proc/<pid>/stat` of the process each names. Returns how many parsed.
 fn read_and_parse_floor(dir: &Path) -> usize {
     let mut parsed = 0;
     for entry in fs::read_dir(dir).unwrap() {
         let bytes = fs::read(entry.unwrap().path()).unwrap();
-        if serde_json::from_slice::<Value>(&bytes).is_ok() {
+        if let Ok(value) = serde_json::from_slice::<Value>(&bytes) {
             parsed += 1;
+            if let Some(pid) = value["process"]["pid"].as_u64() {
+                std::hint::black_box(fs::read(format!("/proc/{pid}/stat")).ok());
+            }
         }
     }
     parsed
@@ -193,12 +247,12 @@ struct SizeResult {
     steady_floor: Stats,
 }
 
-fn bench_size(size: usize, quick: bool) -> SizeResult {
+fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("receipts");
     fs::DirBuilder::new().mode(0o700).create(&path).unwrap();
     let dir = ReceiptDir::new(&path, SecretStore::file(tmp.path().join("secrets")));
-    let receipts = make(size);
+    let receipts = make_for(size, live);
     write_all(&path, &receipts.live);
     write_all(&path, &receipts.corrupt);
 
@@ -250,12 +304,12 @@ fn bench_size(size: usize, quick: bool) -> SizeResult {
 }
 
 /// One changed receipt in a directory of `size`: rewrite it (untimed), then `read_receipt` it.
-fn bench_single_file(size: usize, quick: bool) -> Stats {
+fn bench_single_file(size: usize, quick: bool, live: &[ProcessIdentity]) -> Stats {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("receipts");
     fs::DirBuilder::new().mode(0o700).create(&path).unwrap();
     let dir = ReceiptDir::new(&path, SecretStore::file(tmp.path().join("secrets")));
-    let receipts = make(size);
+    let receipts = make_for(size, live);
     write_all(&path, &receipts.live);
     write_all(&path, &receipts.dead);
     write_all(&path, &receipts.corrupt);
@@ -275,14 +329,15 @@ fn bench_single_file(size: usize, quick: bool) -> Stats {
     stats(samples)
 }
 
-/// `--populate DIR SIZE PID`: the benchmark's receipt mix, on disk, for an external command.
+/// `--populate DIR SIZE`: the benchmark's receipt mix, on disk, for an external command, with
+/// its live processes left running.
 fn populate(args: &[String]) {
-    let [dir, size, pid] = args else {
-        panic!("usage: --populate DIR SIZE PID");
+    let [dir, size] = args else {
+        panic!("usage: --populate DIR SIZE");
     };
-    let pid: u32 = pid.parse().expect("PID");
-    let me = ProcessIdentity::of(pid).expect("PID must be a live process");
-    let receipts = make_for(size.parse().expect("SIZE"), me);
+    let size: usize = size.parse().expect("SIZE");
+    let sleepers = Sleepers::start(live_count(size).max(1));
+    let receipts = make_for(size, &sleepers.identities);
     let dir = Path::new(dir);
     for sub in ["receipts", "dead"] {
         fs::DirBuilder::new()
@@ -294,12 +349,37 @@ fn populate(args: &[String]) {
     write_all(&dir.join("receipts"), &receipts.live);
     write_all(&dir.join("receipts"), &receipts.corrupt);
     write_all(&dir.join("dead"), &receipts.dead);
+    let pids: Vec<String> = sleepers.detach().iter().map(u32::to_string).collect();
+    fs::write(dir.join("sleepers"), pids.join("\n") + "\n").unwrap();
+}
+
+/// `--once list|floor|none DIR`: one list (or one floor pass, or nothing) of `DIR/receipts` with
+/// the secrets in `DIR/secrets`, for counting instructions (callgrind) and system calls (strace)
+/// per receipt, which the machine's load does not move: the counts of `none` are the baseline
+/// to subtract.
+fn once(args: &[String]) {
+    let [what, dir] = args else {
+        panic!("usage: --once list|floor|none DIR");
+    };
+    let dir = Path::new(dir);
+    let receipts = ReceiptDir::new(dir.join("receipts"), SecretStore::file(dir.join("secrets")));
+    let found = match what.as_str() {
+        "list" => list_live_runtimes(&receipts).unwrap().runtimes.len(),
+        "floor" => read_and_parse_floor(&dir.join("receipts")),
+        "none" => 0,
+        other => panic!("--once {other}: expected list, floor or none"),
+    };
+    println!("{what}: {found}");
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--populate") {
-        populate(&args[at + 1..(at + 4).min(args.len())]);
+        populate(&args[at + 1..(at + 3).min(args.len())]);
+        return;
+    }
+    if let Some(at) = args.iter().position(|a| a == "--once") {
+        once(&args[at + 1..(at + 3).min(args.len())]);
         return;
     }
     // `cargo bench` passes `--bench`; anything else we ignore except `--quick`.
@@ -312,7 +392,18 @@ fn main() {
         100 - LIVE_PERCENT - DEAD_PERCENT
     );
     println!();
-    let results: Vec<SizeResult> = SIZES.iter().map(|&size| bench_size(size, quick)).collect();
+    let largest = SIZES.iter().copied().max().unwrap_or(0);
+    let sleepers = Sleepers::start(live_count(largest).max(1));
+    let live = &sleepers.identities;
+    println!(
+        "({} sleeper processes started for the live receipts)",
+        live.len()
+    );
+    println!();
+    let results: Vec<SizeResult> = SIZES
+        .iter()
+        .map(|&size| bench_size(size, quick, live))
+        .collect();
     let table = |title: &str, pick: &dyn Fn(&SizeResult) -> (&Stats, &Stats, usize)| {
         println!("{title}");
         println!();
@@ -352,7 +443,7 @@ fn main() {
     println!("| read_receipt of one changed file | reps | median us | p90 us |");
     println!("|---|---:|---:|---:|");
     for size in [10, 10_000] {
-        let s = bench_single_file(size, quick);
+        let s = bench_single_file(size, quick, live);
         println!(
             "| in a directory of {size} receipts | {} | {} | {} |",
             single_file_repetitions(quick),

@@ -53,13 +53,25 @@ fn start_time_of(pid: u32) -> Option<u64> {
         return None;
     }
     use std::io::Read;
-    // One open, one or two reads, one close: the file's size is not asked for (procfs says 0),
-    // so `fs::read_to_string`'s extra `statx` is saved. The line is well under 1 KiB (the command
-    // name is at most 64 bytes); a longer one is read on into the vector.
+    // One open, one read, one close. `read_to_end` would first ask the file's size and position
+    // (a `statx` and an `lseek`, for procfs's size of 0); the line is well under the buffer (the
+    // command name is at most 64 bytes) and ends with a newline, which ends the loop.
     let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
-    let mut stat = Vec::with_capacity(1024);
-    file.read_to_end(&mut stat).ok()?;
-    parse_linux_stat(&stat)
+    let mut buffer = [0u8; 1024];
+    let mut len = 0;
+    while len < buffer.len() {
+        match file.read(&mut buffer[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+        if buffer[len - 1] == b'\n' {
+            break;
+        }
+    }
+    let stat = &buffer[..len];
+    parse_linux_stat(stat)
 }
 
 /// Extracts starttime (field 22) from a `/proc/<pid>/stat` line, or `None` for a zombie / dead
