@@ -12,56 +12,40 @@ use std::time::Duration;
 use canon_local::client::{CanonClient, RegistrationRequest};
 use canon_local::test_server::{TestServer, TestServerConfig};
 use canon_local::{
-    approve, get_or_create_pending_registration, load_pending_registrations, reject,
+    get_or_create_pending_registration, load_pending_registrations, reject,
     update_pending_registration, AgentProfile, ApprovalError, ApprovalOptions, ApprovalOutcome,
     ClientError, PendingPatch, SecretStore, Sensitive,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::support::{temp_home, TempHome};
+use crate::support::{
+    approve_alice, fast_options, file_secrets, registration, temp_home, TempHome,
+};
 
 const POLL_TOKEN: &str = "poll-canary-5b2e71";
 
 /// Bound on any one call; they take milliseconds.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-fn options(base_url: String) -> ApprovalOptions {
-    ApprovalOptions {
-        base_url: Some(base_url),
-        deadline: Duration::from_secs(20),
-        poll_interval: Duration::from_millis(20),
-        min_poll_interval: Duration::from_millis(5),
-        max_backoff: Duration::from_millis(100),
-    }
-}
-
 /// Submits alice's registration to `base_url` and polls it until a short deadline stops the
 /// approval midway, as a quit app or a killed CLI would.
 async fn poll_until_stopped(t: &TempHome, secrets: &SecretStore, base_url: String) {
-    let first = approve(
-        &t.home,
-        &t.origins,
-        "alice",
+    let first = approve_alice(
+        t,
         secrets,
         &ApprovalOptions {
             deadline: Duration::from_millis(150),
-            ..options(base_url)
+            ..fast_options(base_url)
         },
-        |_| {},
     )
     .await
+    .outcome
     .unwrap();
     assert!(
         matches!(first, ApprovalOutcome::Expired { .. }),
         "{first:?}"
     );
-}
-
-fn secrets() -> (tempfile::TempDir, SecretStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SecretStore::file(dir.path());
-    (dir, store)
 }
 
 /// A loopback listener that accepts and counts connections, and answers nothing.
@@ -165,7 +149,7 @@ fn the_client_refuses_plain_http_to_another_machine() {
 #[tokio::test]
 async fn approve_refuses_a_plain_http_base_url_from_the_profile_before_any_request() {
     let t = temp_home();
-    let (_dir, secrets) = secrets();
+    let (_dir, secrets) = file_secrets();
     // A profile (as the package would have it) whose baseUrl is plain http to another machine.
     let mut profile = AgentProfile::new(
         Sensitive::new("old-key".to_owned()),
@@ -176,16 +160,10 @@ async fn approve_refuses_a_plain_http_base_url_from_the_profile_before_any_reque
     profile.base_url = Some("http://canon.example.com".into());
     canon_local::upsert_agent_profile(&t.home, "alice", profile).unwrap();
     get_or_create_pending_registration(&t.home, "alice", None).unwrap();
-    let err = approve(
-        &t.home,
-        &t.origins,
-        "alice",
-        &secrets,
-        &ApprovalOptions::default(),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = approve_alice(&t, &secrets, &ApprovalOptions::default())
+        .await
+        .outcome
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -231,18 +209,10 @@ async fn a_redirect_is_an_error_and_the_poll_token_goes_nowhere_else() {
     .unwrap()
     .unwrap_err();
     assert!(matches!(err, ClientError::Redirected { .. }), "{err:?}");
-    let err = tokio::time::timeout(
-        CALL_TIMEOUT,
-        client.register(&RegistrationRequest {
-            name: "alice".into(),
-            description: "d".into(),
-            client_type: None,
-            local_registration_id: "l-1".into(),
-        }),
-    )
-    .await
-    .unwrap()
-    .unwrap_err();
+    let err = tokio::time::timeout(CALL_TIMEOUT, client.register(&registration("alice", "l-1")))
+        .await
+        .unwrap()
+        .unwrap_err();
     assert!(matches!(err, ClientError::Redirected { .. }), "{err:?}");
 
     assert_eq!(
@@ -262,7 +232,7 @@ async fn an_approval_that_meets_a_redirect_stops_without_following_it() {
     let elsewhere = Witness::start().await;
     let redirector = Redirector::start(elsewhere.url()).await;
     let t = temp_home();
-    let (_dir, secrets) = secrets();
+    let (_dir, secrets) = file_secrets();
     get_or_create_pending_registration(&t.home, "alice", None).unwrap();
     update_pending_registration(
         &t.home,
@@ -274,20 +244,10 @@ async fn an_approval_that_meets_a_redirect_stops_without_following_it() {
         },
     )
     .unwrap();
-    let err = tokio::time::timeout(
-        CALL_TIMEOUT,
-        approve(
-            &t.home,
-            &t.origins,
-            "alice",
-            &secrets,
-            &options(redirector.url()),
-            |_| {},
-        ),
-    )
-    .await
-    .unwrap()
-    .unwrap_err();
+    let err = approve_alice(&t, &secrets, &fast_options(redirector.url()))
+        .await
+        .outcome
+        .unwrap_err();
     assert!(
         matches!(err, ApprovalError::Client(ClientError::Redirected { .. })),
         "{err:?}"
@@ -305,7 +265,7 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
     .await
     .unwrap();
     let t = temp_home();
-    let (_dir, secrets) = secrets();
+    let (_dir, secrets) = file_secrets();
     get_or_create_pending_registration(&t.home, "alice", None).unwrap();
     // Submitted to the issuer, polled a few times, stopped mid-poll (the deadline here; a
     // restart of the real CLI in tests/supercode_tray/cli.rs).
@@ -327,20 +287,10 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
 
     // Resumed with another base URL: refused, and the other server got no connection at all.
     let other = Witness::start().await;
-    let err = tokio::time::timeout(
-        CALL_TIMEOUT,
-        approve(
-            &t.home,
-            &t.origins,
-            "alice",
-            &secrets,
-            &options(other.url()),
-            |_| {},
-        ),
-    )
-    .await
-    .unwrap()
-    .unwrap_err();
+    let err = approve_alice(&t, &secrets, &fast_options(other.url()))
+        .await
+        .outcome
+        .unwrap_err();
     assert!(matches!(err, ApprovalError::OtherCanon { .. }), "{err:?}");
     let message = err.to_string();
     assert!(message.contains(&issuer.base_url()), "{message}");
@@ -367,7 +317,7 @@ async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_poll
     .await
     .unwrap();
     let t = temp_home();
-    let (_dir, secrets) = secrets();
+    let (_dir, secrets) = file_secrets();
     // What a runtime does through the package: submit, then save requestId/pollToken. The tray
     // has no record of where it went.
     let client = CanonClient::new(issuer.base_url()).unwrap();
@@ -403,16 +353,10 @@ async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_poll
     );
     // ...so a later one against another API is refused before it connects.
     let other = Witness::start().await;
-    let err = approve(
-        &t.home,
-        &t.origins,
-        "alice",
-        &secrets,
-        &options(other.url()),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = approve_alice(&t, &secrets, &fast_options(other.url()))
+        .await
+        .outcome
+        .unwrap_err();
     assert!(matches!(err, ApprovalError::OtherCanon { .. }), "{err:?}");
     assert_eq!(other.connections(), 0);
 }
