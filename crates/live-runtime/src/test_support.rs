@@ -142,6 +142,31 @@ pub fn write_receipt_file(dir: &Path, file_name: &str, receipt: &Value) -> PathB
     path
 }
 
+/// Writes `bytes` to `path` in place (created or truncated) with `mode`: a file as a careless
+/// writer or an attacker leaves it, for the hostile and odd files tests need. Receipts as a
+/// proper writer leaves them come from [`write_receipt_file`].
+pub fn write_file_mode(path: &Path, bytes: &[u8], mode: u32) {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)
+        .unwrap_or_else(|e| panic!("open {} for writing: {e}", path.display()));
+    file.write_all(bytes)
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// Removes whatever is at `path`: a file, a symlink (not its target) or a directory tree.
+/// Nothing there is fine.
+pub fn remove_any(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path).expect("remove the directory"),
+        Ok(_) => std::fs::remove_file(path).expect("remove the file"),
+        Err(_) => {}
+    }
+}
+
 /// The OS keychain if a Secret Service answers; `None` (with a `SKIPPED` message) otherwise,
 /// unless `SUPERCODE_REQUIRE_KEYCHAIN=1`, in which case an unusable keychain fails the test.
 pub fn keychain_or_skip(test: &str) -> Option<SecretStore> {

@@ -3,9 +3,8 @@
 //! re-exec), which this module re-exports for the area modules.
 
 use std::fs;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -71,14 +70,7 @@ pub fn make_receipt_dir(dir: &ReceiptDir) {
 /// Writes `bytes` as `dir/name` with `mode`, like a runtime in another language would.
 pub fn write_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> PathBuf {
     let path = dir.join(name);
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&path)
-        .unwrap();
-    file.write_all(bytes).unwrap();
+    test_support::write_file_mode(&path, bytes, mode);
     path
 }
 
