@@ -5,14 +5,15 @@ use std::time::Duration;
 use canon_local::client::{CanonClient, RegistrationRequest};
 use canon_local::test_server::{TestServer, TestServerConfig};
 use canon_local::{
-    api_key_account, approve, get_or_create_pending_registration, load_pending_registrations,
-    load_profiles, reject, AgentProfile, ApprovalError, ApprovalOptions, ApprovalOutcome,
-    ApprovalState, ClientError, RegistrationPhase, SecretStore, Sensitive,
+    api_key_account, approve, load_pending_registrations, load_profiles, reject, AgentProfile,
+    ApprovalError, ApprovalOptions, ApprovalOutcome, ApprovalState, ClientError, RegistrationPhase,
+    Sensitive,
 };
 use serde_json::json;
 
 use crate::support::{
-    approve_alice, fast_options, file_secrets, node_ok, registration, temp_home, Run, TempHome,
+    approve_alice, fast_options, file_secrets, node_ok, pending_alice, registration, temp_home,
+    Run, TempHome,
 };
 
 const CANARY_KEY: &str = "sk-canary-7d1f0c2b9e";
@@ -21,39 +22,6 @@ fn config() -> TestServerConfig {
     TestServerConfig {
         api_key: CANARY_KEY.into(),
         ..TestServerConfig::default()
-    }
-}
-
-/// A fake Canon and a fresh home holding alice's pending registration, ready to approve.
-struct Case {
-    server: TestServer,
-    t: TempHome,
-    secrets: SecretStore,
-    _secrets_dir: tempfile::TempDir,
-}
-
-async fn pending_alice(config: TestServerConfig, client_type: Option<&str>) -> Case {
-    let server = TestServer::start(config).await.unwrap();
-    let t = temp_home();
-    let (_secrets_dir, secrets) = file_secrets();
-    get_or_create_pending_registration(&t.home, "alice", client_type).unwrap();
-    Case {
-        server,
-        t,
-        secrets,
-        _secrets_dir,
-    }
-}
-
-impl Case {
-    /// One approval run against the fake Canon, polling fast.
-    async fn approve(&self) -> Run {
-        approve_alice(
-            &self.t,
-            &self.secrets,
-            &fast_options(self.server.base_url()),
-        )
-        .await
     }
 }
 

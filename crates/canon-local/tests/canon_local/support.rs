@@ -6,9 +6,10 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use canon_local::client::RegistrationRequest;
+use canon_local::test_server::{TestServer, TestServerConfig};
 use canon_local::{
-    approve, ApprovalError, ApprovalOptions, ApprovalOutcome, ApprovalState, CanonHome,
-    RegistrationOrigins, SecretStore,
+    approve, get_or_create_pending_registration, ApprovalError, ApprovalOptions, ApprovalOutcome,
+    ApprovalState, CanonHome, RegistrationOrigins, SecretStore,
 };
 use serde_json::{json, Value};
 
@@ -70,6 +71,39 @@ pub async fn approve_alice(t: &TempHome, secrets: &SecretStore, options: &Approv
     .await
     .expect("approve did not finish in time");
     Run { outcome, states }
+}
+
+/// A fake Canon and a fresh home holding alice's pending registration, ready to approve.
+pub struct Case {
+    pub server: TestServer,
+    pub t: TempHome,
+    pub secrets: SecretStore,
+    _secrets_dir: tempfile::TempDir,
+}
+
+pub async fn pending_alice(config: TestServerConfig, client_type: Option<&str>) -> Case {
+    let server = TestServer::start(config).await.unwrap();
+    let t = temp_home();
+    let (_secrets_dir, secrets) = file_secrets();
+    get_or_create_pending_registration(&t.home, "alice", client_type).unwrap();
+    Case {
+        server,
+        t,
+        secrets,
+        _secrets_dir,
+    }
+}
+
+impl Case {
+    /// One approval run against the fake Canon, polling fast.
+    pub async fn approve(&self) -> Run {
+        approve_alice(
+            &self.t,
+            &self.secrets,
+            &fast_options(self.server.base_url()),
+        )
+        .await
+    }
 }
 
 /// A registration request as a runtime submits it.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use canon_local::client::{CanonClient, RegistrationRequest};
-use canon_local::test_server::{TestServer, TestServerConfig};
+use canon_local::test_server::TestServerConfig;
 use canon_local::{
     get_or_create_pending_registration, load_pending_registrations, reject,
     update_pending_registration, AgentProfile, ApprovalError, ApprovalOptions, ApprovalOutcome,
@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use crate::support::{
-    approve_alice, fast_options, file_secrets, registration, temp_home, TempHome,
+    approve_alice, fast_options, file_secrets, pending_alice, registration, temp_home, TempHome,
 };
 
 const POLL_TOKEN: &str = "poll-canary-5b2e71";
@@ -258,18 +258,18 @@ async fn an_approval_that_meets_a_redirect_stops_without_following_it() {
 
 #[tokio::test]
 async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
-    let issuer = TestServer::start(TestServerConfig {
-        pending_polls: 1000,
-        ..TestServerConfig::default()
-    })
-    .await
-    .unwrap();
-    let t = temp_home();
-    let (_dir, secrets) = file_secrets();
-    get_or_create_pending_registration(&t.home, "alice", None).unwrap();
+    let c = pending_alice(
+        TestServerConfig {
+            pending_polls: 1000,
+            ..TestServerConfig::default()
+        },
+        None,
+    )
+    .await;
+    let (issuer, t, secrets) = (&c.server, &c.t, &c.secrets);
     // Submitted to the issuer, polled a few times, stopped mid-poll (the deadline here; a
     // restart of the real CLI in tests/supercode_tray/cli.rs).
-    poll_until_stopped(&t, &secrets, issuer.base_url()).await;
+    poll_until_stopped(t, secrets, issuer.base_url()).await;
     assert!(issuer.state().polls > 0, "it was polling when it stopped");
     let entry = load_pending_registrations(&t.home)
         .unwrap()
@@ -287,7 +287,7 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
 
     // Resumed with another base URL: refused, and the other server got no connection at all.
     let other = Witness::start().await;
-    let err = approve_alice(&t, &secrets, &fast_options(other.url()))
+    let err = approve_alice(t, secrets, &fast_options(other.url()))
         .await
         .outcome
         .unwrap_err();
@@ -310,14 +310,15 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
 
 #[tokio::test]
 async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_polled() {
-    let issuer = TestServer::start(TestServerConfig {
-        pending_polls: 1000,
-        ..TestServerConfig::default()
-    })
-    .await
-    .unwrap();
-    let t = temp_home();
-    let (_dir, secrets) = file_secrets();
+    let c = pending_alice(
+        TestServerConfig {
+            pending_polls: 1000,
+            ..TestServerConfig::default()
+        },
+        None,
+    )
+    .await;
+    let (issuer, t, secrets) = (&c.server, &c.t, &c.secrets);
     // What a runtime does through the package: submit, then save requestId/pollToken. The tray
     // has no record of where it went.
     let client = CanonClient::new(issuer.base_url()).unwrap();
@@ -343,7 +344,7 @@ async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_poll
     .unwrap();
 
     // The first approve polls this API and pins it (stopped here by its deadline)...
-    poll_until_stopped(&t, &secrets, issuer.base_url()).await;
+    poll_until_stopped(t, secrets, issuer.base_url()).await;
     assert_eq!(
         t.origins
             .base_url_of(&entry.local_registration_id)
@@ -353,7 +354,7 @@ async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_poll
     );
     // ...so a later one against another API is refused before it connects.
     let other = Witness::start().await;
-    let err = approve_alice(&t, &secrets, &fast_options(other.url()))
+    let err = approve_alice(t, secrets, &fast_options(other.url()))
         .await
         .outcome
         .unwrap_err();
