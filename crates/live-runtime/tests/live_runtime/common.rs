@@ -10,7 +10,8 @@ use std::process::Command;
 
 use live_runtime::test_support;
 use live_runtime::{
-    BearerToken, LiveRuntimeEndpoint, LiveRuntimeSource, ReceiptDir, SecretStore, Sensitive,
+    resolve_live_runtime, BearerToken, LiveRuntimeEndpoint, LiveRuntimeReceiptError,
+    LiveRuntimeRecord, LiveRuntimeSource, ReceiptDir, SecretStore, Sensitive,
 };
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -33,6 +34,40 @@ pub fn file_store_scratch() -> Scratch {
         _tmp: tmp,
         dir,
         secrets_path,
+    }
+}
+
+impl Scratch {
+    /// Fails unless no receipt, temp file or stored token is left.
+    pub fn assert_empty(&self) {
+        assert_eq!(
+            entries(self.dir.path()),
+            Vec::<String>::new(),
+            "receipt dir not empty"
+        );
+        assert_eq!(
+            entries(&self.secrets_path),
+            Vec::<String>::new(),
+            "tokens left behind"
+        );
+    }
+}
+
+/// Resolves `record`, just listed while other runtimes register and drop: it must carry the
+/// token it registered with (`token-<runtime id>`), and one dropped since the list (receipt
+/// first, then token) is no failure. Returns whether it resolved.
+pub fn resolve_listed(dir: &ReceiptDir, record: &LiveRuntimeRecord) -> bool {
+    match resolve_live_runtime(dir, &record.endpoint, &record.source) {
+        Ok(resolved) => {
+            assert_eq!(
+                resolved.token.expose(),
+                &format!("token-{}", record.runtime_id)
+            );
+            true
+        }
+        Err(LiveRuntimeReceiptError::NotFound { .. })
+        | Err(LiveRuntimeReceiptError::MissingToken { .. }) => false,
+        Err(other) => panic!("unexpected resolve failure: {other:?}"),
     }
 }
 
