@@ -231,6 +231,19 @@ impl Drop for HeldLock {
     }
 }
 
+/// Asserts that `path` holds exactly `text` and is private to its owner (0600), as the package
+/// saves every file.
+#[cfg(unix)]
+pub fn assert_saved_as(path: &Path, text: &str) {
+    assert_eq!(
+        std::fs::read_to_string(path).expect("read the saved file"),
+        text,
+        "{} differs",
+        path.display()
+    );
+    assert_eq!(mode(path), 0o600, "{} is not 0600", path.display());
+}
+
 /// Mode bits of a file.
 #[cfg(unix)]
 pub fn mode(path: &Path) -> u32 {
