@@ -1,6 +1,7 @@
 //! Fixtures the workspace's integration tests share (feature `test-support`, never in the app):
 //! receipts written by hand the way a foreign runtime writes them (a temp file, then a rename),
-//! child processes (`sleep` most often) that are always killed and reaped, the real OS keychain or a clear skip,
+//! hostile files (raw writes with a chosen mode, sparse huge files, FIFOs), child processes
+//! (`sleep` most often) that are always killed and reaped, the real OS keychain or a clear skip,
 //! re-running the test binary for one helper test in a child process, and deadline-bounded
 //! polling.
 //!
@@ -155,6 +156,27 @@ pub fn write_file_mode(path: &Path, bytes: &[u8], mode: u32) {
         .unwrap_or_else(|e| panic!("open {} for writing: {e}", path.display()));
     file.write_all(bytes)
         .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// A file that starts with `start` (mode 0600) and is extended, sparsely, to `len` bytes: a
+/// huge file for size caps that costs no disk.
+pub fn sparse_file(path: &Path, start: &[u8], len: u64) {
+    write_file_mode(path, start, 0o600);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_len(len))
+        .unwrap_or_else(|e| panic!("extend {} to {len} bytes: {e}", path.display()));
+}
+
+/// A FIFO at `path` (with `mkfifo`, as a user would make one): opening it for reading blocks
+/// unless the reader asks not to.
+pub fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 /// Removes whatever is at `path`: a file, a symlink (not its target) or a directory tree.
