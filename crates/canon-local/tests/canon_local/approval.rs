@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::support::{
     approve_alice, fast_options, file_secrets, node_ok, pending_alice, registration, temp_home,
-    Run, TempHome,
+    Case, Run, TempHome,
 };
 
 const CANARY_KEY: &str = "sk-canary-7d1f0c2b9e";
@@ -23,6 +23,13 @@ fn config() -> TestServerConfig {
         api_key: CANARY_KEY.into(),
         ..TestServerConfig::default()
     }
+}
+
+/// A fake Canon with `config`, alice's pending registration, and one approval run of it.
+async fn approve_once(config: TestServerConfig) -> (Case, Run) {
+    let c = pending_alice(config, None).await;
+    let r = c.approve().await;
+    (c, r)
 }
 
 fn alice_profile(t: &TempHome) -> AgentProfile {
@@ -133,16 +140,12 @@ async fn approval_after_several_pending_polls_stores_the_key_everywhere() {
 
 #[tokio::test]
 async fn approving_phase_is_reported_before_approval() {
-    let c = pending_alice(
-        TestServerConfig {
-            pending_polls: 1,
-            approving_polls: 2,
-            ..config()
-        },
-        None,
-    )
+    let (_c, r) = approve_once(TestServerConfig {
+        pending_polls: 1,
+        approving_polls: 2,
+        ..config()
+    })
     .await;
-    let r = c.approve().await;
     assert!(matches!(r.outcome, Ok(ApprovalOutcome::Approved { .. })));
     let phases: Vec<_> = r
         .states
@@ -164,16 +167,12 @@ async fn approving_phase_is_reported_before_approval() {
 
 #[tokio::test]
 async fn rejection_keeps_the_entry_until_dismissed() {
-    let c = pending_alice(
-        TestServerConfig {
-            pending_polls: 1,
-            reject: true,
-            ..config()
-        },
-        None,
-    )
+    let (c, r) = approve_once(TestServerConfig {
+        pending_polls: 1,
+        reject: true,
+        ..config()
+    })
     .await;
-    let r = c.approve().await;
     assert_eq!(
         r.outcome.unwrap(),
         ApprovalOutcome::Rejected {
@@ -190,16 +189,12 @@ async fn rejection_keeps_the_entry_until_dismissed() {
 
 #[tokio::test]
 async fn server_errors_back_off_then_succeed() {
-    let c = pending_alice(
-        TestServerConfig {
-            status_errors: 3,
-            register_errors: 1,
-            ..config()
-        },
-        None,
-    )
+    let (c, r) = approve_once(TestServerConfig {
+        status_errors: 3,
+        register_errors: 1,
+        ..config()
+    })
     .await;
-    let r = c.approve().await;
     assert!(
         matches!(r.outcome, Ok(ApprovalOutcome::Approved { .. })),
         "{:?}",
@@ -232,16 +227,12 @@ async fn server_errors_back_off_then_succeed() {
 
 #[tokio::test]
 async fn a_slow_server_is_waited_for() {
-    let c = pending_alice(
-        TestServerConfig {
-            pending_polls: 1,
-            delay: Duration::from_millis(300),
-            ..config()
-        },
-        None,
-    )
+    let (_c, r) = approve_once(TestServerConfig {
+        pending_polls: 1,
+        delay: Duration::from_millis(300),
+        ..config()
+    })
     .await;
-    let r = c.approve().await;
     assert!(
         matches!(r.outcome, Ok(ApprovalOutcome::Approved { .. })),
         "{:?}",
@@ -313,15 +304,11 @@ async fn an_interrupted_approval_resumes_the_same_request() {
 
 #[tokio::test]
 async fn approved_without_a_key_is_the_timeout_result() {
-    let c = pending_alice(
-        TestServerConfig {
-            withhold_key: true,
-            ..config()
-        },
-        None,
-    )
+    let (c, r) = approve_once(TestServerConfig {
+        withhold_key: true,
+        ..config()
+    })
     .await;
-    let r = c.approve().await;
     assert_eq!(
         r.outcome.unwrap(),
         ApprovalOutcome::Expired {

@@ -20,13 +20,26 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use crate::support::{
-    approve_alice, fast_options, file_secrets, pending_alice, registration, temp_home, TempHome,
+    approve_alice, fast_options, file_secrets, pending_alice, registration, temp_home, Case,
+    TempHome,
 };
 
 const POLL_TOKEN: &str = "poll-canary-5b2e71";
 
 /// Bound on any one call; they take milliseconds.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Alice's pending registration and the Canon that will issue it, which keeps it pending.
+async fn pending_at_issuer() -> Case {
+    pending_alice(
+        TestServerConfig {
+            pending_polls: 1000,
+            ..TestServerConfig::default()
+        },
+        None,
+    )
+    .await
+}
 
 /// Submits alice's registration to `base_url` and polls it until a short deadline stops the
 /// approval midway, as a quit app or a killed CLI would.
@@ -258,14 +271,7 @@ async fn an_approval_that_meets_a_redirect_stops_without_following_it() {
 
 #[tokio::test]
 async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
-    let c = pending_alice(
-        TestServerConfig {
-            pending_polls: 1000,
-            ..TestServerConfig::default()
-        },
-        None,
-    )
-    .await;
+    let c = pending_at_issuer().await;
     let (issuer, t, secrets) = (&c.server, &c.t, &c.secrets);
     // Submitted to the issuer, polled a few times, stopped mid-poll (the deadline here; a
     // restart of the real CLI in tests/supercode_tray/cli.rs).
@@ -310,14 +316,7 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
 
 #[tokio::test]
 async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_polled() {
-    let c = pending_alice(
-        TestServerConfig {
-            pending_polls: 1000,
-            ..TestServerConfig::default()
-        },
-        None,
-    )
-    .await;
+    let c = pending_at_issuer().await;
     let (issuer, t, secrets) = (&c.server, &c.t, &c.secrets);
     // What a runtime does through the package: submit, then save requestId/pollToken. The tray
     // has no record of where it went.
