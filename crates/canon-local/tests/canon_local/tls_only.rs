@@ -61,6 +61,19 @@ async fn poll_until_stopped(t: &TempHome, secrets: &SecretStore, base_url: Strin
     );
 }
 
+/// Approves alice against a Canon that did not issue her registration: refused as another
+/// Canon's, before a single connection to it.
+async fn refused_by_another_canon(t: &TempHome, secrets: &SecretStore) -> ApprovalError {
+    let other = Witness::start().await;
+    let err = approve_alice(t, secrets, &fast_options(other.url()))
+        .await
+        .outcome
+        .unwrap_err();
+    assert!(matches!(err, ApprovalError::OtherCanon { .. }), "{err:?}");
+    assert_eq!(other.connections(), 0, "the other Canon never heard of it");
+    err
+}
+
 /// A loopback listener that accepts and counts connections, and answers nothing.
 struct Witness {
     port: u16,
@@ -292,19 +305,12 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
     );
 
     // Resumed with another base URL: refused, and the other server got no connection at all.
-    let other = Witness::start().await;
-    let err = approve_alice(t, secrets, &fast_options(other.url()))
-        .await
-        .outcome
-        .unwrap_err();
-    assert!(matches!(err, ApprovalError::OtherCanon { .. }), "{err:?}");
-    let message = err.to_string();
+    let message = refused_by_another_canon(t, secrets).await.to_string();
     assert!(message.contains(&issuer.base_url()), "{message}");
     assert!(
         message.contains("only sent to the API that issued it"),
         "{message}"
     );
-    assert_eq!(other.connections(), 0, "the other Canon never heard of it");
 
     // Dismissing it forgets the record along with the pending entry.
     reject(&t.home, &t.origins, "alice").unwrap();
@@ -352,11 +358,5 @@ async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_poll
         Some(issuer.base_url().as_str())
     );
     // ...so a later one against another API is refused before it connects.
-    let other = Witness::start().await;
-    let err = approve_alice(t, secrets, &fast_options(other.url()))
-        .await
-        .outcome
-        .unwrap_err();
-    assert!(matches!(err, ApprovalError::OtherCanon { .. }), "{err:?}");
-    assert_eq!(other.connections(), 0);
+    refused_by_another_canon(t, secrets).await;
 }
