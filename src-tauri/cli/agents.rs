@@ -6,7 +6,7 @@
 //! already sanitized by the core, and is printed escaped (`{:?}`) in questions so that nothing a
 //! runtime sends can rewrite the terminal.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 
 use serde_json::json;
 use supercode_core::view::AgentActionView;
@@ -50,15 +50,7 @@ fn confirmed(action: &AgentActionView) -> Result<bool, CliError> {
     }
     print!("{question:?} [y/N] ");
     let _ = std::io::stdout().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|source| CliError::Io {
-            what: "could not read the answer",
-            source,
-        })?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+    super::output::read_yes()
 }
 
 /// `events --json`: one JSON object per line, flushed as it happens, until Ctrl-C.

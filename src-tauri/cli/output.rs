@@ -1,13 +1,18 @@
-//! How subcommands print: human tables, or the documented JSON (`docs/cli.md`).
+//! How subcommands print: human tables, or the documented JSON (`docs/cli.md`); and how they
+//! read the answer to a `[y/N]` question.
 //!
 //! Everything printed here comes from browser-safe view types, which hold no secret.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use std::io::BufRead as _;
+
 use serde::Serialize;
 use supercode_core::doctor::{CheckStatus, DoctorReport};
 use supercode_core::view::{PendingState, PendingView, RuntimeView, Snapshot};
+
+use super::CliError;
 
 /// The version of the `list --json` document; bumped only on incompatible changes.
 pub const LIST_JSON_VERSION: u32 = 1;
@@ -185,4 +190,19 @@ fn emit(text: &str) {
             eprintln!("error: could not write the output: {e}");
         }
     }
+}
+
+/// Reads the answer to a `[y/N]` question from stdin: yes for `y` or `yes` in any case, no for
+/// anything else (an empty line included). The caller has checked that stdin is a terminal.
+pub fn read_yes() -> Result<bool, CliError> {
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|source| CliError::Io {
+            what: "could not read the answer",
+            source,
+        })?;
+    let answer = answer.trim();
+    Ok(answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes"))
 }

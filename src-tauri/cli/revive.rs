@@ -7,7 +7,7 @@
 //! argument and a control character in a record cannot rewrite the terminal.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 
 use supercode_core::revive::ReviveRequest;
 use supercode_core::view::RevivePlanView;
@@ -58,23 +58,14 @@ pub async fn run(
 
 /// `y/N` on a terminal; without one, the plan cannot have been read, so `--yes` is required.
 fn confirmed_on_terminal(plan: &RevivePlanView) -> Result<bool, CliError> {
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() || !std::io::stderr().is_terminal() {
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
         return Err(CliError::NoTerminal {
             name: plan.name.clone(),
         });
     }
     eprint!("Revive {}? [y/N] ", plan.name);
     let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    stdin
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|source| CliError::Io {
-            what: "could not read the answer",
-            source,
-        })?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
+    super::output::read_yes()
 }
 
 /// The plan as text: one item per line, every value quoted.

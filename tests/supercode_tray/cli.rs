@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use live_runtime::test_support::{self, wait_until, ChildGuard};
+use live_runtime::test_support::{self, mkfifo, sparse_file, wait_until, ChildGuard};
 use serde_json::Value;
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
@@ -784,22 +784,12 @@ fn hostile_canon_home(canon: &Path) -> Vec<(&'static str, &'static str)> {
     // Used, but reported: others may read it.
     write(&runtimes.join("wide.json"), &entry("wide"), 0o644);
 
-    let mkfifo = |path: &Path| {
-        assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
-    };
     let mut bad = Vec::new();
     mkfifo(&runtimes.join("fifo.json"));
     bad.push(("runtimes/fifo.json", "not a regular file (a FIFO)"));
     std::os::unix::fs::symlink("/dev/zero", runtimes.join("zero.json")).unwrap();
     bad.push(("runtimes/zero.json", "symbolic link"));
-    let huge = runtimes.join("huge.json");
-    write(&huge, "{", 0o600);
-    std::fs::File::options()
-        .write(true)
-        .open(&huge)
-        .unwrap()
-        .set_len(100 * 1024 * 1024)
-        .unwrap();
+    sparse_file(&runtimes.join("huge.json"), b"{", 100 * 1024 * 1024);
     bad.push((
         "runtimes/huge.json",
         "over the 1048576-byte Canon file limit",

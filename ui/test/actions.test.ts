@@ -3,7 +3,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RELATIVE_TIME_REFRESH_MS } from "../src/app";
 import { demoSnapshot, emptySnapshot, runtime } from "../src/fixtures";
-import { byTestId, mount, NOW, pendingRow, press, row, shown, visible, type Mounted } from "./helpers";
+import { mockBackend } from "../src/mock-backend";
+import { byTestId, mount, mountOver, NOW, pendingRow, press, row, shown, visible, type Mounted } from "./helpers";
 
 let m: Mounted | undefined;
 afterEach(() => {
@@ -13,6 +14,13 @@ afterEach(() => {
 
 function click(el: HTMLElement): void {
   el.click();
+}
+
+/** Presses the button `testId` of the row of runtime `id`; returns that row. */
+function pressOnRow(mounted: Mounted, id: string, testId: string): HTMLElement {
+  const r = row(mounted.root, id);
+  click(byTestId(r, testId));
+  return r;
 }
 
 describe("attach", () => {
@@ -53,8 +61,7 @@ describe("attach", () => {
   it("shows the CommandError message inline on that row only, and it can be dismissed", async () => {
     m = await mount(demoSnapshot(NOW));
     m.mock.failNext("attach", { code: "internal", message: "demo-a stopped answering. Try Revive." });
-    const r = row(m.root, "rt-demo-a");
-    click(byTestId(r, "action-attach"));
+    const r = pressOnRow(m, "rt-demo-a", "action-attach");
     expect(r.querySelector('[data-testid="row-error"]')).toBeNull(); // not in the DOM until there is an error
     const error = await vi.waitFor(() => byTestId(r, "row-error"));
     expect(visible(error)).toBe(true);
@@ -71,8 +78,7 @@ describe("attach", () => {
   it("turns a non-CommandError rejection into a readable message", async () => {
     m = await mount(demoSnapshot(NOW));
     const gate = m.mock.hold("attach");
-    const r = row(m.root, "rt-demo-a");
-    click(byTestId(r, "action-attach"));
+    const r = pressOnRow(m, "rt-demo-a", "action-attach");
     gate.fail("IPC channel closed" as never);
     await vi.waitFor(() => expect(byTestId(r, "row-error").textContent).toContain("IPC channel closed"));
   });
@@ -115,8 +121,7 @@ describe("revive", () => {
   it("waits for the plan before Confirm can run anything", async () => {
     m = await mount(demoSnapshot(NOW));
     const gate = m.mock.hold("revivePlan");
-    const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-revive"));
+    const r = pressOnRow(m, "rt-review", "action-revive");
     const panel = byTestId(r, "confirm-revive");
     expect(byTestId(panel, "plan-status").textContent).toBe("Reading what it will run…");
     expect(byTestId(panel, "confirm-accept").getAttribute("aria-disabled")).toBe("true");
@@ -180,8 +185,7 @@ describe("revive", () => {
 
   it("Escape closes the confirmation and returns focus to Revive without reviving", async () => {
     m = await mount(demoSnapshot(NOW));
-    const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-revive"));
+    const r = pressOnRow(m, "rt-review", "action-revive");
     press("Escape");
     expect(shown(r, "confirm-revive")).toBe(false);
     expect(document.activeElement).toBe(byTestId(r, "action-revive"));
@@ -190,8 +194,7 @@ describe("revive", () => {
 
   it("Escape pressed outside the row also closes an open confirmation", async () => {
     m = await mount(demoSnapshot(NOW));
-    const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-revive"));
+    const r = pressOnRow(m, "rt-review", "action-revive");
     byTestId<HTMLButtonElement>(m.root, "open-logs").focus();
     press("Escape");
     expect(shown(r, "confirm-revive")).toBe(false);
@@ -200,8 +203,7 @@ describe("revive", () => {
 
   it("Cancel closes the confirmation without reviving", async () => {
     m = await mount(demoSnapshot(NOW));
-    const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-revive"));
+    const r = pressOnRow(m, "rt-review", "action-revive");
     click(byTestId(byTestId(r, "confirm-revive"), "confirm-cancel"));
     expect(shown(r, "confirm-revive")).toBe(false);
     expect(m.mock.calls.some((c) => c.action === "revive")).toBe(false);
@@ -241,8 +243,7 @@ describe("revive", () => {
 describe("forget", () => {
   it("asks first, saying it removes only this stale receipt, and starts on Cancel", async () => {
     m = await mount(demoSnapshot(NOW));
-    const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-forget"));
+    const r = pressOnRow(m, "rt-review", "action-forget");
     const panel = byTestId(r, "confirm-forget");
     expect(visible(panel)).toBe(true);
     expect(panel.textContent).toContain("removes only this stale receipt");
@@ -252,8 +253,7 @@ describe("forget", () => {
 
   it("Confirm forgets the runtime; the row goes and focus lands on the list heading", async () => {
     m = await mount(demoSnapshot(NOW));
-    const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-forget"));
+    const r = pressOnRow(m, "rt-review", "action-forget");
     click(byTestId(byTestId(r, "confirm-forget"), "confirm-accept"));
     await vi.waitFor(() => expect(m!.root.querySelector('[data-runtime-id="rt-review"]')).toBeNull());
     expect(m.mock.calls.filter((c) => c.action === "forget")).toEqual([{ action: "forget", arg: "rt-review" }]);
@@ -264,8 +264,7 @@ describe("forget", () => {
 describe("live updates", () => {
   it("keep an open confirmation, its focus and the row's DOM node while other data changes", async () => {
     m = await mount(demoSnapshot(NOW));
-    const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-revive"));
+    const r = pressOnRow(m, "rt-review", "action-revive");
     const confirm = byTestId(byTestId(r, "confirm-revive"), "confirm-accept");
     expect(document.activeElement).toBe(confirm);
 
@@ -286,8 +285,7 @@ describe("live updates", () => {
   it("keep an inline error until the user dismisses it", async () => {
     m = await mount(demoSnapshot(NOW));
     m.mock.failNext("attach", { code: "internal", message: "Could not reach demo-a." });
-    const r = row(m.root, "rt-demo-a");
-    click(byTestId(r, "action-attach"));
+    const r = pressOnRow(m, "rt-demo-a", "action-attach");
     await vi.waitFor(() => expect(shown(r, "row-error")).toBe(true));
     m.mock.emit();
     expect(shown(r, "row-error")).toBe(true);
@@ -295,8 +293,7 @@ describe("live updates", () => {
 
   it("disable Confirm with the reason when the action stops being available while asking", async () => {
     m = await mount(demoSnapshot(NOW));
-    const r = row(m.root, "rt-review");
-    click(byTestId(r, "action-revive"));
+    const r = pressOnRow(m, "rt-review", "action-revive");
     m.mock.update((s) => {
       s.runtimes.find((r) => r.id === "rt-review")!.revive = { available: false, reason: "Already running." };
     });
@@ -317,14 +314,9 @@ describe("live updates", () => {
   });
 
   it("prefer an event that arrives while the first snapshot is loading", async () => {
-    document.body.replaceChildren();
-    const root = document.createElement("div");
-    document.body.append(root);
-    const { mockBackend } = await import("../src/mock-backend");
-    const { mountApp } = await import("../src/app");
     const mock = mockBackend(demoSnapshot(NOW));
     const gate = mock.hold("snapshot");
-    const app = mountApp(root, mock, { now: () => NOW });
+    const { root, app } = mountOver(mock);
     await vi.waitFor(() => expect(mock.calls.some((c) => c.action === "snapshot")).toBe(true));
     mock.setSnapshot({ ...demoSnapshot(NOW), runtimes: [runtime({ id: "from-event" })] }); // newer
     gate.release();
@@ -338,13 +330,7 @@ describe("live updates", () => {
   it("re-render relative times every 30 s", async () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     let now = NOW;
-    document.body.replaceChildren();
-    const root = document.createElement("div");
-    document.body.append(root);
-    const { mockBackend } = await import("../src/mock-backend");
-    const { mountApp } = await import("../src/app");
-    const s = demoSnapshot(NOW);
-    const app = mountApp(root, mockBackend(s), { now: () => now });
+    const { root, app } = mountOver(mockBackend(demoSnapshot(NOW)), () => now);
     await app.ready;
     const since = row(root, "rt-manual").querySelector("time.since")!;
     expect(since.textContent).toBe("since 2 min ago");
@@ -404,14 +390,9 @@ describe("footer", () => {
   });
 
   it("a failed first load says so and Retry loads again", async () => {
-    document.body.replaceChildren();
-    const root = document.createElement("div");
-    document.body.append(root);
-    const { mockBackend } = await import("../src/mock-backend");
-    const { mountApp } = await import("../src/app");
     const mock = mockBackend(demoSnapshot(NOW));
     mock.failNext("snapshot", { code: "internal", message: "The inventory is not ready." });
-    const app = mountApp(root, mock, { now: () => NOW });
+    const { root, app } = mountOver(mock);
     await app.ready;
     const banner = byTestId(root, "app-error");
     expect(visible(banner)).toBe(true);

@@ -15,13 +15,21 @@ export interface Mounted {
 
 /** Mounts the window over a mock backend starting at `snapshot`, after its first render. */
 export async function mount(snapshot: Snapshot): Promise<Mounted> {
+  const mock = mockBackend(snapshot);
+  const { root, app } = mountOver(mock);
+  await app.ready;
+  return { root, mock, app };
+}
+
+/**
+ * Mounts the window over `mock` in an emptied document, without waiting for its first load:
+ * for tests that script that load (hold it, fail it) or the clock (`now`).
+ */
+export function mountOver(mock: MockBackend, now: () => Date = () => NOW): Omit<Mounted, "mock"> {
   document.body.replaceChildren();
   const root = document.createElement("div");
   document.body.append(root);
-  const mock = mockBackend(snapshot);
-  const app = mountApp(root, mock, { now: () => NOW });
-  await app.ready;
-  return { root, mock, app };
+  return { root, app: mountApp(root, mock, { now }) };
 }
 
 /** The row of runtime `id`; fails the test when it is missing. */

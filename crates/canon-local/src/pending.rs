@@ -51,6 +51,22 @@ impl fmt::Debug for PendingRegistration {
 }
 
 impl PendingRegistration {
+    /// A new entry for `profile`, created now, with a fresh local registration id.
+    fn new(profile: &str, client_type: Option<&str>) -> Self {
+        let now = iso_now();
+        Self {
+            profile: profile.to_owned(),
+            client_type: client_type.map(str::to_owned),
+            local_registration_id: uuid::Uuid::new_v4().to_string(),
+            request_id: None,
+            poll_token: None,
+            created_at: now.clone(),
+            updated_at: now,
+            extra: Map::new(),
+            key_order: Vec::new(),
+        }
+    }
+
     pub(crate) fn from_object(obj: Map<String, Value>) -> Result<Self, String> {
         let mut r = FieldReader::new(obj);
         let profile = r.string("profile")?;
@@ -144,26 +160,15 @@ pub fn get_or_create_pending_registration(
     client_type: Option<&str>,
 ) -> Result<PendingRegistration, CanonFileError> {
     exclusive(|| {
-        let now = iso_now();
         let mut pending = load_pending_registrations(home)?;
         let next = match pending.get(profile) {
             Some(existing) => {
                 let mut next = existing.clone();
                 next.client_type = client_type.map(str::to_owned);
-                next.updated_at = now;
+                next.updated_at = iso_now();
                 next
             }
-            None => PendingRegistration {
-                profile: profile.to_owned(),
-                client_type: client_type.map(str::to_owned),
-                local_registration_id: uuid::Uuid::new_v4().to_string(),
-                request_id: None,
-                poll_token: None,
-                created_at: now.clone(),
-                updated_at: now,
-                extra: Map::new(),
-                key_order: Vec::new(),
-            },
+            None => PendingRegistration::new(profile, client_type),
         };
         pending.insert(profile, next.clone());
         save_unlocked(home, &pending)?;
@@ -182,22 +187,12 @@ pub fn update_pending_registration(
         let mut pending = load_pending_registrations(home)?;
         let mut next = match pending.get(profile) {
             Some(existing) => existing.clone(),
-            None => {
-                let now = iso_now();
-                PendingRegistration {
-                    profile: profile.to_owned(),
-                    client_type: None,
-                    local_registration_id: uuid::Uuid::new_v4().to_string(),
-                    request_id: None,
-                    poll_token: None,
-                    created_at: now.clone(),
-                    updated_at: now,
-                    extra: Map::new(),
-                    key_order: ["profile", "localRegistrationId", "createdAt", "updatedAt"]
-                        .map(String::from)
-                        .to_vec(),
-                }
-            }
+            None => PendingRegistration {
+                key_order: ["profile", "localRegistrationId", "createdAt", "updatedAt"]
+                    .map(String::from)
+                    .to_vec(),
+                ..PendingRegistration::new(profile, None)
+            },
         };
         // `{ ...existing, ...patch }`: patch keys new to the entry follow in the patch's order.
         next.key_order = next.to_object().keys().cloned().collect();

@@ -1,6 +1,7 @@
 //! Fixtures the workspace's integration tests share (feature `test-support`, never in the app):
 //! receipts written by hand the way a foreign runtime writes them (a temp file, then a rename),
-//! child processes (`sleep` most often) that are always killed and reaped, the real OS keychain or a clear skip,
+//! hostile files (raw writes with a chosen mode, sparse huge files, FIFOs), child processes
+//! (`sleep` most often) that are always killed and reaped, the real OS keychain or a clear skip,
 //! re-running the test binary for one helper test in a child process, and deadline-bounded
 //! polling.
 //!
@@ -140,6 +141,52 @@ pub fn write_receipt_file(dir: &Path, file_name: &str, receipt: &Value) -> PathB
     let path = dir.join(file_name);
     std::fs::rename(&temp, &path).expect("rename the temp receipt into place");
     path
+}
+
+/// Writes `bytes` to `path` in place (created or truncated) with `mode`: a file as a careless
+/// writer or an attacker leaves it, for the hostile and odd files tests need. Receipts as a
+/// proper writer leaves them come from [`write_receipt_file`].
+pub fn write_file_mode(path: &Path, bytes: &[u8], mode: u32) {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)
+        .unwrap_or_else(|e| panic!("open {} for writing: {e}", path.display()));
+    file.write_all(bytes)
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// A file that starts with `start` (mode 0600) and is extended, sparsely, to `len` bytes: a
+/// huge file for size caps that costs no disk.
+pub fn sparse_file(path: &Path, start: &[u8], len: u64) {
+    write_file_mode(path, start, 0o600);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_len(len))
+        .unwrap_or_else(|e| panic!("extend {} to {len} bytes: {e}", path.display()));
+}
+
+/// A FIFO at `path` (with `mkfifo`, as a user would make one): opening it for reading blocks
+/// unless the reader asks not to.
+pub fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Removes whatever is at `path`: a file, a symlink (not its target) or a directory tree.
+/// Nothing there is fine.
+pub fn remove_any(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path).expect("remove the directory"),
+        Ok(_) => std::fs::remove_file(path).expect("remove the file"),
+        Err(_) => {}
+    }
 }
 
 /// The OS keychain if a Secret Service answers; `None` (with a `SKIPPED` message) otherwise,

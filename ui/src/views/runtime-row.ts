@@ -8,7 +8,7 @@ import type { ActOutcome, AgentActionView, AgentState, CommandError, PlanEnvVar,
 import { AGENT_RULES } from "../bindings/agentRules";
 import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
 import { agentLabel, fullTime, parseTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
-import { ActionButton } from "./action-button";
+import { ActionButton, type Variant } from "./action-button";
 
 /** The row actions that talk to the backend. */
 export type RuntimeAction = "attach" | "forget" | "revive" | "act";
@@ -41,6 +41,16 @@ const BUSY_LABELS: Record<RuntimeAction, string> = {
   revive: "Reviving…",
   act: "Sending…",
 };
+
+/** The runtime's own actions (the agent's are rendered from its status document). */
+type RowAction = Exclude<RuntimeAction, "act">;
+
+/** The row's own buttons, each rendered from the availability of the same name in the view. */
+const ROW_ACTIONS: readonly { action: RowAction; label: string; variant: Variant }[] = [
+  { action: "attach", label: "Attach", variant: "primary" },
+  { action: "revive", label: "Revive", variant: "secondary" },
+  { action: "forget", label: "Forget", variant: "secondary" },
+];
 
 /** The view of one runtime. */
 export class RuntimeRow implements KeyedView<RuntimeView> {
@@ -253,36 +263,19 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.refreshTime(this.actions.now());
 
     const blockedBy = (a: RuntimeAction) => this.busy !== null && this.busy !== a;
-    this.attachBtn.update({
-      label: "Attach",
-      ariaLabel: `Attach ${name}`,
-      available: rt.attach.available,
-      reason: rt.attach.reason,
-      busy: this.busy === "attach",
-      busyLabel: BUSY_LABELS.attach,
-      blocked: blockedBy("attach"),
-      variant: "primary",
-    });
-    this.reviveBtn.update({
-      label: "Revive",
-      ariaLabel: `Revive ${name}`,
-      available: rt.revive.available,
-      reason: rt.revive.reason,
-      busy: this.busy === "revive",
-      busyLabel: BUSY_LABELS.revive,
-      blocked: blockedBy("revive"),
-      variant: "secondary",
-    });
-    this.forgetBtn.update({
-      label: "Forget",
-      ariaLabel: `Forget ${name}`,
-      available: rt.forget.available,
-      reason: rt.forget.reason,
-      busy: this.busy === "forget",
-      busyLabel: BUSY_LABELS.forget,
-      blocked: blockedBy("forget"),
-      variant: "secondary",
-    });
+    for (const { action, label, variant } of ROW_ACTIONS) {
+      const availability = rt[action];
+      this.actionButton(action).update({
+        label,
+        ariaLabel: `${label} ${name}`,
+        available: availability.available,
+        reason: availability.reason,
+        busy: this.busy === action,
+        busyLabel: BUSY_LABELS[action],
+        blocked: blockedBy(action),
+        variant,
+      });
+    }
     setAttr(this.reviveBtn.button, "aria-expanded", this.confirming === "revive" ? "true" : "false");
     setAttr(this.forgetBtn.button, "aria-expanded", this.confirming === "forget" ? "true" : "false");
 
@@ -471,8 +464,12 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     setText(this.sinceEl, `since ${relativeTime(since, now)}`);
   }
 
-  private buttonFor(action: Exclude<RuntimeAction, "act">): HTMLButtonElement {
-    return { attach: this.attachBtn, revive: this.reviveBtn, forget: this.forgetBtn }[action].button;
+  private actionButton(action: RowAction): ActionButton {
+    return { attach: this.attachBtn, revive: this.reviveBtn, forget: this.forgetBtn }[action];
+  }
+
+  private buttonFor(action: RowAction): HTMLButtonElement {
+    return this.actionButton(action).button;
   }
 
   /**
@@ -634,7 +631,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     (target ?? this.attachBtn).button.focus();
   }
 
-  private async run(action: Exclude<RuntimeAction, "act">, confirmed?: { digest: string, allow: string[] }): Promise<void> {
+  private async run(action: RowAction, confirmed?: { digest: string, allow: string[] }): Promise<void> {
     if (this.busy !== null) return;
     this.busy = action;
     this.error = null;

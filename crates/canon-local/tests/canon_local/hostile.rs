@@ -3,10 +3,9 @@
 //! is read the way receipts are: nothing blocks, each bad file is reported with its reason, the
 //! good entries stay listed, and nothing untrusted is deleted or written through.
 
-use std::fs::{self, File};
+use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use canon_local::{
     CanonHome, LocalRuntimeCatalogEntry, LocalRuntimeStatus, LockError, LockStatus,
     ReviveCapability, RuntimeCatalogListing,
 };
+use live_runtime::test_support::{mkfifo, sparse_file};
 use serde_json::json;
 
 use crate::support::temp_home;
@@ -39,11 +39,6 @@ fn listing(home: &CanonHome) -> RuntimeCatalogListing {
     within_deadline("list_local_runtime_entries", move || {
         list_local_runtime_entries(&home, None).unwrap()
     })
-}
-
-fn mkfifo(path: &Path) {
-    let status = Command::new("mkfifo").arg(path).status().unwrap();
-    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 fn is_root() -> bool {
@@ -102,15 +97,7 @@ fn issue_13_hostile_catalog_files_are_each_reported_and_never_hide_the_good_entr
     symlink("/dev/zero", dir.join("zero.json")).unwrap();
     expected.push(("zero.json", "symbolic link"));
 
-    let huge = dir.join("huge.json");
-    fs::write(&huge, b"{").unwrap();
-    fs::set_permissions(&huge, fs::Permissions::from_mode(0o600)).unwrap();
-    File::options()
-        .write(true)
-        .open(&huge)
-        .unwrap()
-        .set_len(100 * 1024 * 1024)
-        .unwrap();
+    sparse_file(&dir.join("huge.json"), b"{", 100 * 1024 * 1024);
     expected.push(("huge.json", "over the 1048576-byte Canon file limit"));
 
     let deep = dir.join("deep.json");
@@ -213,14 +200,7 @@ fn issue_13_record_files_behind_links_or_too_big_are_refused_promptly() {
     );
 
     let agents = t.home.agents_path();
-    fs::write(&agents, b"{}").unwrap();
-    fs::set_permissions(&agents, fs::Permissions::from_mode(0o600)).unwrap();
-    File::options()
-        .write(true)
-        .open(&agents)
-        .unwrap()
-        .set_len(100 * 1024 * 1024)
-        .unwrap();
+    sparse_file(&agents, b"{}", 100 * 1024 * 1024);
     let home = t.home.clone();
     let err = within_deadline("load_profiles", move || load_profiles(&home).unwrap_err());
     assert!(

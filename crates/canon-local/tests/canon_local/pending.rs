@@ -7,7 +7,7 @@ use canon_local::{
 };
 use serde_json::{json, Value};
 
-use crate::support::{assert_js_pretty, mode, node_ok, temp_home};
+use crate::support::{assert_js_pretty, assert_saved_as, node_ok, temp_home};
 
 fn keys(v: &Value) -> Vec<String> {
     v.as_object().unwrap().keys().cloned().collect()
@@ -45,11 +45,7 @@ fn seed_format_fixture_parses_and_rewrites_byte_identically() {
     assert_eq!(alice.extra["unknown"], json!(1));
     assert!(!format!("{pending:?}").contains("poll-fixture-secret"));
     canon_local::save_pending_registrations(&t.home, &pending).unwrap();
-    assert_eq!(
-        std::fs::read_to_string(t.home.pending_registrations_path()).unwrap(),
-        fixture
-    );
-    assert_eq!(mode(&t.home.pending_registrations_path()), 0o600);
+    assert_saved_as(&t.home.pending_registrations_path(), fixture);
 }
 
 #[test]

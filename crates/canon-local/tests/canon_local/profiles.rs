@@ -6,7 +6,7 @@ use canon_local::{
 };
 use serde_json::json;
 
-use crate::support::{assert_js_pretty, mode, node_ok, temp_home};
+use crate::support::{assert_js_pretty, assert_saved_as, node_ok, temp_home};
 
 /// What `saveProfiles` writes for two profiles, one with every optional field, one with fields
 /// from a newer package, plus a top-level entry that is not a profile at all.
@@ -83,11 +83,7 @@ fn rewrite_without_changes_is_byte_identical() {
     write_fixture(&t.home);
     let profiles = load_profiles(&t.home).unwrap();
     save_profiles(&t.home, &profiles).unwrap();
-    assert_eq!(
-        std::fs::read_to_string(t.home.agents_path()).unwrap(),
-        FIXTURE
-    );
-    assert_eq!(mode(&t.home.agents_path()), 0o600);
+    assert_saved_as(&t.home.agents_path(), FIXTURE);
 }
 
 #[test]

@@ -3,8 +3,14 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
 
-use canon_local::{CanonHome, RegistrationOrigins};
+use canon_local::client::RegistrationRequest;
+use canon_local::test_server::{TestServer, TestServerConfig};
+use canon_local::{
+    approve, get_or_create_pending_registration, ApprovalError, ApprovalOptions, ApprovalOutcome,
+    ApprovalState, CanonHome, RegistrationOrigins, SecretStore,
+};
 use serde_json::{json, Value};
 
 /// A Canon home in a fresh temporary directory.
@@ -23,6 +29,90 @@ pub fn temp_home() -> TempHome {
         _dir: dir,
         home,
         origins,
+    }
+}
+
+/// The opt-in file secret store in a fresh temporary directory (kept alive by the `TempDir`).
+pub fn file_secrets() -> (tempfile::TempDir, SecretStore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SecretStore::file(dir.path());
+    (dir, store)
+}
+
+/// Approval options against `base_url` that poll fast and give up in time for a test.
+pub fn fast_options(base_url: String) -> ApprovalOptions {
+    ApprovalOptions {
+        base_url: Some(base_url),
+        deadline: Duration::from_secs(30),
+        poll_interval: Duration::from_millis(20),
+        min_poll_interval: Duration::from_millis(5),
+        max_backoff: Duration::from_millis(200),
+    }
+}
+
+/// Generous bound on any single approval run (CI machines are slow; runs take well under 1 s).
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One approval run of the registration `alice`: its outcome and every state it reported.
+pub struct Run {
+    pub outcome: Result<ApprovalOutcome, ApprovalError>,
+    pub states: Vec<ApprovalState>,
+}
+
+/// Runs the approval of `alice` to its end, within [`RUN_TIMEOUT`].
+pub async fn approve_alice(t: &TempHome, secrets: &SecretStore, options: &ApprovalOptions) -> Run {
+    let mut states = Vec::new();
+    let outcome = tokio::time::timeout(
+        RUN_TIMEOUT,
+        approve(&t.home, &t.origins, "alice", secrets, options, |s| {
+            states.push(s)
+        }),
+    )
+    .await
+    .expect("approve did not finish in time");
+    Run { outcome, states }
+}
+
+/// A fake Canon and a fresh home holding alice's pending registration, ready to approve.
+pub struct Case {
+    pub server: TestServer,
+    pub t: TempHome,
+    pub secrets: SecretStore,
+    _secrets_dir: tempfile::TempDir,
+}
+
+pub async fn pending_alice(config: TestServerConfig, client_type: Option<&str>) -> Case {
+    let server = TestServer::start(config).await.unwrap();
+    let t = temp_home();
+    let (_secrets_dir, secrets) = file_secrets();
+    get_or_create_pending_registration(&t.home, "alice", client_type).unwrap();
+    Case {
+        server,
+        t,
+        secrets,
+        _secrets_dir,
+    }
+}
+
+impl Case {
+    /// One approval run against the fake Canon, polling fast.
+    pub async fn approve(&self) -> Run {
+        approve_alice(
+            &self.t,
+            &self.secrets,
+            &fast_options(self.server.base_url()),
+        )
+        .await
+    }
+}
+
+/// A registration request as a runtime submits it.
+pub fn registration(name: &str, local_registration_id: &str) -> RegistrationRequest {
+    RegistrationRequest {
+        name: name.into(),
+        description: "d".into(),
+        client_type: None,
+        local_registration_id: local_registration_id.into(),
     }
 }
 
@@ -139,6 +229,19 @@ impl Drop for HeldLock {
         drop(self.stdin.take());
         let _ = self.child.wait();
     }
+}
+
+/// Asserts that `path` holds exactly `text` and is private to its owner (0600), as the package
+/// saves every file.
+#[cfg(unix)]
+pub fn assert_saved_as(path: &Path, text: &str) {
+    assert_eq!(
+        std::fs::read_to_string(path).expect("read the saved file"),
+        text,
+        "{} differs",
+        path.display()
+    );
+    assert_eq!(mode(path), 0o600, "{} is not 0600", path.display());
 }
 
 /// Mode bits of a file.

@@ -10,47 +10,50 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use canon_local::client::{CanonClient, RegistrationRequest};
-use canon_local::test_server::{TestServer, TestServerConfig};
+use canon_local::test_server::TestServerConfig;
 use canon_local::{
-    approve, get_or_create_pending_registration, load_pending_registrations, reject,
+    get_or_create_pending_registration, load_pending_registrations, reject,
     update_pending_registration, AgentProfile, ApprovalError, ApprovalOptions, ApprovalOutcome,
     ClientError, PendingPatch, SecretStore, Sensitive,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::support::{temp_home, TempHome};
+use crate::support::{
+    approve_alice, fast_options, file_secrets, pending_alice, registration, temp_home, Case,
+    TempHome,
+};
 
 const POLL_TOKEN: &str = "poll-canary-5b2e71";
 
 /// Bound on any one call; they take milliseconds.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-fn options(base_url: String) -> ApprovalOptions {
-    ApprovalOptions {
-        base_url: Some(base_url),
-        deadline: Duration::from_secs(20),
-        poll_interval: Duration::from_millis(20),
-        min_poll_interval: Duration::from_millis(5),
-        max_backoff: Duration::from_millis(100),
-    }
+/// Alice's pending registration and the Canon that will issue it, which keeps it pending.
+async fn pending_at_issuer() -> Case {
+    pending_alice(
+        TestServerConfig {
+            pending_polls: 1000,
+            ..TestServerConfig::default()
+        },
+        None,
+    )
+    .await
 }
 
 /// Submits alice's registration to `base_url` and polls it until a short deadline stops the
 /// approval midway, as a quit app or a killed CLI would.
 async fn poll_until_stopped(t: &TempHome, secrets: &SecretStore, base_url: String) {
-    let first = approve(
-        &t.home,
-        &t.origins,
-        "alice",
+    let first = approve_alice(
+        t,
         secrets,
         &ApprovalOptions {
             deadline: Duration::from_millis(150),
-            ..options(base_url)
+            ..fast_options(base_url)
         },
-        |_| {},
     )
     .await
+    .outcome
     .unwrap();
     assert!(
         matches!(first, ApprovalOutcome::Expired { .. }),
@@ -58,10 +61,17 @@ async fn poll_until_stopped(t: &TempHome, secrets: &SecretStore, base_url: Strin
     );
 }
 
-fn secrets() -> (tempfile::TempDir, SecretStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SecretStore::file(dir.path());
-    (dir, store)
+/// Approves alice against a Canon that did not issue her registration: refused as another
+/// Canon's, before a single connection to it.
+async fn refused_by_another_canon(t: &TempHome, secrets: &SecretStore) -> ApprovalError {
+    let other = Witness::start().await;
+    let err = approve_alice(t, secrets, &fast_options(other.url()))
+        .await
+        .outcome
+        .unwrap_err();
+    assert!(matches!(err, ApprovalError::OtherCanon { .. }), "{err:?}");
+    assert_eq!(other.connections(), 0, "the other Canon never heard of it");
+    err
 }
 
 /// A loopback listener that accepts and counts connections, and answers nothing.
@@ -165,7 +175,7 @@ fn the_client_refuses_plain_http_to_another_machine() {
 #[tokio::test]
 async fn approve_refuses_a_plain_http_base_url_from_the_profile_before_any_request() {
     let t = temp_home();
-    let (_dir, secrets) = secrets();
+    let (_dir, secrets) = file_secrets();
     // A profile (as the package would have it) whose baseUrl is plain http to another machine.
     let mut profile = AgentProfile::new(
         Sensitive::new("old-key".to_owned()),
@@ -176,16 +186,10 @@ async fn approve_refuses_a_plain_http_base_url_from_the_profile_before_any_reque
     profile.base_url = Some("http://canon.example.com".into());
     canon_local::upsert_agent_profile(&t.home, "alice", profile).unwrap();
     get_or_create_pending_registration(&t.home, "alice", None).unwrap();
-    let err = approve(
-        &t.home,
-        &t.origins,
-        "alice",
-        &secrets,
-        &ApprovalOptions::default(),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let err = approve_alice(&t, &secrets, &ApprovalOptions::default())
+        .await
+        .outcome
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -231,18 +235,10 @@ async fn a_redirect_is_an_error_and_the_poll_token_goes_nowhere_else() {
     .unwrap()
     .unwrap_err();
     assert!(matches!(err, ClientError::Redirected { .. }), "{err:?}");
-    let err = tokio::time::timeout(
-        CALL_TIMEOUT,
-        client.register(&RegistrationRequest {
-            name: "alice".into(),
-            description: "d".into(),
-            client_type: None,
-            local_registration_id: "l-1".into(),
-        }),
-    )
-    .await
-    .unwrap()
-    .unwrap_err();
+    let err = tokio::time::timeout(CALL_TIMEOUT, client.register(&registration("alice", "l-1")))
+        .await
+        .unwrap()
+        .unwrap_err();
     assert!(matches!(err, ClientError::Redirected { .. }), "{err:?}");
 
     assert_eq!(
@@ -262,7 +258,7 @@ async fn an_approval_that_meets_a_redirect_stops_without_following_it() {
     let elsewhere = Witness::start().await;
     let redirector = Redirector::start(elsewhere.url()).await;
     let t = temp_home();
-    let (_dir, secrets) = secrets();
+    let (_dir, secrets) = file_secrets();
     get_or_create_pending_registration(&t.home, "alice", None).unwrap();
     update_pending_registration(
         &t.home,
@@ -274,20 +270,10 @@ async fn an_approval_that_meets_a_redirect_stops_without_following_it() {
         },
     )
     .unwrap();
-    let err = tokio::time::timeout(
-        CALL_TIMEOUT,
-        approve(
-            &t.home,
-            &t.origins,
-            "alice",
-            &secrets,
-            &options(redirector.url()),
-            |_| {},
-        ),
-    )
-    .await
-    .unwrap()
-    .unwrap_err();
+    let err = approve_alice(&t, &secrets, &fast_options(redirector.url()))
+        .await
+        .outcome
+        .unwrap_err();
     assert!(
         matches!(err, ApprovalError::Client(ClientError::Redirected { .. })),
         "{err:?}"
@@ -298,18 +284,11 @@ async fn an_approval_that_meets_a_redirect_stops_without_following_it() {
 
 #[tokio::test]
 async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
-    let issuer = TestServer::start(TestServerConfig {
-        pending_polls: 1000,
-        ..TestServerConfig::default()
-    })
-    .await
-    .unwrap();
-    let t = temp_home();
-    let (_dir, secrets) = secrets();
-    get_or_create_pending_registration(&t.home, "alice", None).unwrap();
+    let c = pending_at_issuer().await;
+    let (issuer, t, secrets) = (&c.server, &c.t, &c.secrets);
     // Submitted to the issuer, polled a few times, stopped mid-poll (the deadline here; a
     // restart of the real CLI in tests/supercode_tray/cli.rs).
-    poll_until_stopped(&t, &secrets, issuer.base_url()).await;
+    poll_until_stopped(t, secrets, issuer.base_url()).await;
     assert!(issuer.state().polls > 0, "it was polling when it stopped");
     let entry = load_pending_registrations(&t.home)
         .unwrap()
@@ -326,29 +305,12 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
     );
 
     // Resumed with another base URL: refused, and the other server got no connection at all.
-    let other = Witness::start().await;
-    let err = tokio::time::timeout(
-        CALL_TIMEOUT,
-        approve(
-            &t.home,
-            &t.origins,
-            "alice",
-            &secrets,
-            &options(other.url()),
-            |_| {},
-        ),
-    )
-    .await
-    .unwrap()
-    .unwrap_err();
-    assert!(matches!(err, ApprovalError::OtherCanon { .. }), "{err:?}");
-    let message = err.to_string();
+    let message = refused_by_another_canon(t, secrets).await.to_string();
     assert!(message.contains(&issuer.base_url()), "{message}");
     assert!(
         message.contains("only sent to the API that issued it"),
         "{message}"
     );
-    assert_eq!(other.connections(), 0, "the other Canon never heard of it");
 
     // Dismissing it forgets the record along with the pending entry.
     reject(&t.home, &t.origins, "alice").unwrap();
@@ -360,14 +322,8 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
 
 #[tokio::test]
 async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_polled() {
-    let issuer = TestServer::start(TestServerConfig {
-        pending_polls: 1000,
-        ..TestServerConfig::default()
-    })
-    .await
-    .unwrap();
-    let t = temp_home();
-    let (_dir, secrets) = secrets();
+    let c = pending_at_issuer().await;
+    let (issuer, t, secrets) = (&c.server, &c.t, &c.secrets);
     // What a runtime does through the package: submit, then save requestId/pollToken. The tray
     // has no record of where it went.
     let client = CanonClient::new(issuer.base_url()).unwrap();
@@ -393,7 +349,7 @@ async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_poll
     .unwrap();
 
     // The first approve polls this API and pins it (stopped here by its deadline)...
-    poll_until_stopped(&t, &secrets, issuer.base_url()).await;
+    poll_until_stopped(t, secrets, issuer.base_url()).await;
     assert_eq!(
         t.origins
             .base_url_of(&entry.local_registration_id)
@@ -402,17 +358,5 @@ async fn a_registration_submitted_by_the_package_stays_with_the_first_canon_poll
         Some(issuer.base_url().as_str())
     );
     // ...so a later one against another API is refused before it connects.
-    let other = Witness::start().await;
-    let err = approve(
-        &t.home,
-        &t.origins,
-        "alice",
-        &secrets,
-        &options(other.url()),
-        |_| {},
-    )
-    .await
-    .unwrap_err();
-    assert!(matches!(err, ApprovalError::OtherCanon { .. }), "{err:?}");
-    assert_eq!(other.connections(), 0);
+    refused_by_another_canon(t, secrets).await;
 }

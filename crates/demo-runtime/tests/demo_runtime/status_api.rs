@@ -5,39 +5,18 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use demo_runtime::{serve, DemoConfig, DemoServer, Scenario, HUGE_DETAIL_BYTES};
+use demo_runtime::{Scenario, HUGE_DETAIL_BYTES};
 use futures_util::{Stream, StreamExt};
-use live_runtime::Sensitive;
 use serde_json::{json, Value};
 use tokio::time::timeout;
 
-use super::{client, STEP_TIMEOUT, TOKEN};
+use crate::support::{client, get_authed, start_with, STEP_TIMEOUT, TOKEN};
 
 const STATUS: &str = "/supercode/v1/status";
 const STREAM: &str = "/supercode/v1/status/stream";
 
-async fn start_with(scenario: Scenario, keep_alive: Option<Duration>) -> (DemoServer, String) {
-    let mut config = DemoConfig::new("demo-status", Sensitive::new(TOKEN.to_owned()));
-    config.scenario = scenario;
-    if let Some(keep_alive) = keep_alive {
-        config.keep_alive = keep_alive;
-    }
-    let server = serve(config).await.expect("demo runtime starts");
-    let base = format!("http://{}", server.local_addr().expose());
-    (server, base)
-}
-
 async fn get_status(base: &str) -> Value {
-    let response = timeout(
-        STEP_TIMEOUT,
-        client()
-            .get(format!("{base}{STATUS}"))
-            .bearer_auth(TOKEN)
-            .send(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let response = get_authed(base, STATUS).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
     response.json().await.unwrap()
@@ -74,16 +53,7 @@ struct StatusStream {
 
 impl StatusStream {
     async fn open(base: &str) -> Self {
-        let response = timeout(
-            STEP_TIMEOUT,
-            client()
-                .get(format!("{base}{STREAM}"))
-                .bearer_auth(TOKEN)
-                .send(),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let response = get_authed(base, STREAM).await;
         assert_eq!(response.status(), 200);
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         Self {
@@ -443,7 +413,7 @@ async fn the_no_api_scenario_answers_404_on_every_status_path_behind_the_token()
             "no token still gets nothing but 401"
         );
     }
-    let page = super::get_authed(&base, "/").await.text().await.unwrap();
+    let page = get_authed(&base, "/").await.text().await.unwrap();
     assert!(
         page.contains("if (!false)"),
         "the page knows the API is not served"
@@ -558,7 +528,7 @@ async fn stall_opens_the_stream_and_then_sends_nothing_not_even_keep_alives() {
 #[tokio::test]
 async fn the_page_shows_the_status_and_posts_actions_same_origin_as_text() {
     let (_server, base) = start_with(Scenario::Approval, None).await;
-    let html = super::get_authed(&base, "/").await.text().await.unwrap();
+    let html = get_authed(&base, "/").await.text().await.unwrap();
     assert!(html.contains("new EventSource('/supercode/v1/status/stream')"));
     assert!(html.contains("fetch('/supercode/v1/actions/' + encodeURIComponent(action.id)"));
     assert!(

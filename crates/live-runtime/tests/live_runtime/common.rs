@@ -3,15 +3,15 @@
 //! re-exec), which this module re-exports for the area modules.
 
 use std::fs;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use live_runtime::test_support;
 use live_runtime::{
-    BearerToken, LiveRuntimeEndpoint, LiveRuntimeSource, ReceiptDir, SecretStore, Sensitive,
+    resolve_live_runtime, BearerToken, LiveRuntimeEndpoint, LiveRuntimeReceiptError,
+    LiveRuntimeRecord, LiveRuntimeSource, ReceiptDir, SecretStore, Sensitive,
 };
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -34,6 +34,40 @@ pub fn file_store_scratch() -> Scratch {
         _tmp: tmp,
         dir,
         secrets_path,
+    }
+}
+
+impl Scratch {
+    /// Fails unless no receipt, temp file or stored token is left.
+    pub fn assert_empty(&self) {
+        assert_eq!(
+            entries(self.dir.path()),
+            Vec::<String>::new(),
+            "receipt dir not empty"
+        );
+        assert_eq!(
+            entries(&self.secrets_path),
+            Vec::<String>::new(),
+            "tokens left behind"
+        );
+    }
+}
+
+/// Resolves `record`, just listed while other runtimes register and drop: it must carry the
+/// token it registered with (`token-<runtime id>`), and one dropped since the list (receipt
+/// first, then token) is no failure. Returns whether it resolved.
+pub fn resolve_listed(dir: &ReceiptDir, record: &LiveRuntimeRecord) -> bool {
+    match resolve_live_runtime(dir, &record.endpoint, &record.source) {
+        Ok(resolved) => {
+            assert_eq!(
+                resolved.token.expose(),
+                &format!("token-{}", record.runtime_id)
+            );
+            true
+        }
+        Err(LiveRuntimeReceiptError::NotFound { .. })
+        | Err(LiveRuntimeReceiptError::MissingToken { .. }) => false,
+        Err(other) => panic!("unexpected resolve failure: {other:?}"),
     }
 }
 
@@ -71,14 +105,7 @@ pub fn make_receipt_dir(dir: &ReceiptDir) {
 /// Writes `bytes` as `dir/name` with `mode`, like a runtime in another language would.
 pub fn write_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> PathBuf {
     let path = dir.join(name);
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&path)
-        .unwrap();
-    file.write_all(bytes).unwrap();
+    test_support::write_file_mode(&path, bytes, mode);
     path
 }
 

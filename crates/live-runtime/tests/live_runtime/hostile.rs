@@ -3,10 +3,10 @@
 
 use std::fs::{self, File};
 use std::os::unix::fs::symlink;
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
+use live_runtime::test_support::{mkfifo, sparse_file};
 use live_runtime::{
     list_live_runtimes, read_receipt, register_live_runtime, resolve_live_runtime,
     LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeReceiptError, ReceiptDir, ReceiptScan,
@@ -89,11 +89,7 @@ fn hostile_files_are_each_ignored_with_a_reason_and_never_hide_a_valid_receipt()
 
     // A FIFO: opening it for reading would block forever without O_NONBLOCK.
     let e = LiveRuntimeEndpoint::generate();
-    let status = Command::new("mkfifo")
-        .arg(dir.path().join(name_for(&e)))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    mkfifo(&dir.path().join(name_for(&e)));
     expected.push((name_for(&e), "not a regular file (a FIFO)"));
 
     // Readable by group and others.
@@ -110,13 +106,7 @@ fn hostile_files_are_each_ignored_with_a_reason_and_never_hide_a_valid_receipt()
 
     // 100 MB (sparse).
     let e = LiveRuntimeEndpoint::generate();
-    let huge = write_file(dir.path(), &name_for(&e), b"{", 0o600);
-    File::options()
-        .write(true)
-        .open(&huge)
-        .unwrap()
-        .set_len(100 * 1024 * 1024)
-        .unwrap();
+    sparse_file(&dir.path().join(name_for(&e)), b"{", 100 * 1024 * 1024);
     expected.push((name_for(&e), "over the 65536-byte receipt limit"));
 
     // Nested 100k deep (only the first 64 KiB are ever read, then the size cap refuses it; a

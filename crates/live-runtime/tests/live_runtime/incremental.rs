@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::path::Path;
 
+use live_runtime::test_support::remove_any;
 use live_runtime::{
     list_live_runtimes, LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir, ReceiptFiles, ReceiptScan,
 };
@@ -134,7 +134,7 @@ impl Case {
 
     /// Writes `bytes` as the file in `slot` (replacing whatever is there: file, link or directory).
     fn put(&self, slot: usize, bytes: &[u8], mode: u32) {
-        clear(&self.dir.path().join(self.name(slot)));
+        remove_any(&self.dir.path().join(self.name(slot)));
         write_file(self.dir.path(), &self.name(slot), bytes, mode);
     }
 
@@ -159,7 +159,7 @@ impl Case {
                 changed.insert(self.name(slot));
             }
             Op::Remove { slot } => {
-                clear(&self.dir.path().join(self.name(slot)));
+                remove_any(&self.dir.path().join(self.name(slot)));
                 changed.insert(self.name(slot));
             }
             Op::Hostile { slot, kind } => {
@@ -189,11 +189,11 @@ impl Case {
                     Hostile::SymlinkToFile => {
                         let target =
                             write_file(self.outside.path(), "real.json", &pretty(&valid), 0o600);
-                        clear(&path);
+                        remove_any(&path);
                         symlink(target, &path).unwrap();
                     }
                     Hostile::Directory => {
-                        clear(&path);
+                        remove_any(&path);
                         fs::create_dir(&path).unwrap();
                     }
                 }
@@ -231,14 +231,6 @@ impl Case {
 
 fn pretty(value: &Value) -> Vec<u8> {
     serde_json::to_vec_pretty(value).unwrap()
-}
-
-fn clear(path: &Path) {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path).unwrap(),
-        Ok(_) => fs::remove_file(path).unwrap(),
-        Err(_) => {}
-    }
 }
 
 fn as_json<T: serde::Serialize>(value: &T) -> Value {

@@ -55,38 +55,28 @@ fn supervisor() -> impl Strategy<Value = LiveRuntimeSupervisor> {
     ]
 }
 
-fn metadata() -> impl Strategy<Value = LiveRuntimeMetadata> {
-    (
-        text(),
-        option::of(text()),
-        option::of(text()),
-        option::of(text()),
-        option::of(path()),
-        vec(path(), 0..3),
-        option::of(text()),
-        supervisor(),
-    )
-        .prop_map(
-            |(
-                runtime_kind,
-                display_name,
-                profile,
-                agent_name,
-                cwd,
-                workspace_roots,
-                canon_runtime_id,
-                supervisor,
-            )| LiveRuntimeMetadata {
-                runtime_kind,
-                display_name,
-                profile,
-                agent_name,
-                cwd,
-                workspace_roots,
-                canon_runtime_id,
-                supervisor,
-            },
-        )
+prop_compose! {
+    fn metadata()(
+        runtime_kind in text(),
+        display_name in option::of(text()),
+        profile in option::of(text()),
+        agent_name in option::of(text()),
+        cwd in option::of(path()),
+        workspace_roots in vec(path(), 0..3),
+        canon_runtime_id in option::of(text()),
+        supervisor in supervisor(),
+    ) -> LiveRuntimeMetadata {
+        LiveRuntimeMetadata {
+            runtime_kind,
+            display_name,
+            profile,
+            agent_name,
+            cwd,
+            workspace_roots,
+            canon_runtime_id,
+            supervisor,
+        }
+    }
 }
 
 fn source() -> impl Strategy<Value = LiveRuntimeSource> {

@@ -20,6 +20,17 @@ pub fn fast_options(base_url: String, deadline: Duration) -> ApprovalOptions {
     }
 }
 
+/// A fake Canon that never decides: an approval against it polls until its deadline or until
+/// it is stopped.
+pub async fn undecided_canon() -> TestServer {
+    TestServer::start(TestServerConfig {
+        pending_polls: u32::MAX,
+        ..TestServerConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
 pub fn core_for(fx: &Fixture, server: &TestServer, deadline: Duration) -> Supercode {
     fx.core()
         .with_approval_options(fast_options(server.base_url(), deadline))
@@ -159,12 +170,7 @@ async fn a_second_approve_of_the_same_profile_is_refused_while_the_first_polls_a
 {
     let fx = Fixture::new();
     // Canon never decides, so the first approval polls until its deadline.
-    let server = TestServer::start(TestServerConfig {
-        pending_polls: u32::MAX,
-        ..TestServerConfig::default()
-    })
-    .await
-    .unwrap();
+    let server = undecided_canon().await;
     canon_local::get_or_create_pending_registration(fx.canon(), "twice", None).unwrap();
     let deadline = Duration::from_secs(4);
     let core = core_for(&fx, &server, deadline);

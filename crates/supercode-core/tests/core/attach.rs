@@ -2,16 +2,14 @@
 //! process: proxies stop when the watcher sees their runtime go, and a storm of 200 runtimes
 //! registering and dropping while the tray lists and attaches loses nothing and leaves nothing.
 
-use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use demo_runtime::{DemoConfig, DemoServer};
 use live_runtime::{LiveRuntimeRegistration, Sensitive};
 use supercode_core::view::RuntimeStatus;
 
-use crate::support::{recorder, register_at, wait_until, Fixture, TIMEOUT};
+use crate::support::{accepts, proxy_address, recorder, register_at, wait_until, Fixture, TIMEOUT};
 
 /// A demo runtime serving real HTTP with its own token, registered under `name`.
 struct Runtime {
@@ -71,19 +69,6 @@ fn client() -> reqwest::Client {
         .timeout(TIMEOUT)
         .build()
         .unwrap()
-}
-
-/// The proxy's own loopback address, from its URL.
-fn proxy_address(url: &str) -> SocketAddr {
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.split('/').next())
-        .unwrap();
-    authority.parse().unwrap()
-}
-
-fn accepts(address: SocketAddr) -> bool {
-    TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok()
 }
 
 // Proves: with only the watcher running (a tray whose window is closed asks for no list), a

@@ -10,12 +10,12 @@
 //! receipt the watcher missed would make the two differ, since the full read removes it.
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{symlink, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use canon_local::LocalRuntimeStatus;
+use live_runtime::test_support::{remove_any, write_file_mode};
 use live_runtime::{LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -182,7 +182,7 @@ impl Run {
                 // cannot happen (endpoints are random per registration) and would read as that
                 // runtime's death: let the old one leave first, as a crashed runtime's leftover
                 // receipt appears under a name of its own.
-                clear(&self.path(slot));
+                remove_any(&self.path(slot));
                 self.settle_and_compare(&format!("step {step}: clearing slot {slot}"));
             }
         }
@@ -190,21 +190,21 @@ impl Run {
             Op::Write { slot, process } => {
                 let id = self.identities[process];
                 let receipt = self.receipt(slot, id.pid, id.start_time, &name);
-                clear(&self.path(slot));
+                remove_any(&self.path(slot));
                 write_atomically(self.receipts().path(), &self.path(slot), &receipt);
             }
             Op::Stale { slot, process } => {
                 let id = self.identities[process];
                 let receipt = self.receipt(slot, id.pid, id.start_time + 1, &name);
-                clear(&self.path(slot));
+                remove_any(&self.path(slot));
                 write_atomically(self.receipts().path(), &self.path(slot), &receipt);
             }
-            Op::Remove { slot } => clear(&self.path(slot)),
+            Op::Remove { slot } => remove_any(&self.path(slot)),
             Op::Hostile { slot, kind } => {
                 let path = self.path(slot);
                 let me = ProcessIdentity::current();
                 let valid = self.receipt(slot, me.pid, me.start_time, &name);
-                clear(&path);
+                remove_any(&path);
                 match kind {
                     Hostile::NotJson => write_private(&path, b"{\"version\":1,"),
                     Hostile::RemoteAddress => {
@@ -358,28 +358,13 @@ fn pretty(value: &Value) -> Vec<u8> {
 }
 
 fn write_private(path: &Path, bytes: &[u8]) {
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .unwrap();
-    file.write_all(bytes).unwrap();
+    write_file_mode(path, bytes, 0o600);
 }
 
 /// As every writer must: a temp file in the same directory, then a rename over the target.
 fn write_atomically(dir: &Path, path: &Path, receipt: &Value) {
     let name = path.file_name().unwrap().to_string_lossy();
     live_runtime::test_support::write_receipt_file(dir, &name, receipt);
-}
-
-fn clear(path: &Path) {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => fs::remove_dir_all(path).unwrap(),
-        Ok(_) => fs::remove_file(path).unwrap(),
-        Err(_) => {}
-    }
 }
 
 fn run(ops: &[Op]) -> Run {

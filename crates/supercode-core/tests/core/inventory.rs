@@ -244,11 +244,7 @@ fn issue_13_untrusted_locks_and_readable_canon_files_are_reported_and_derived_st
     );
     std::fs::create_dir_all(fx.canon().locks_dir()).unwrap();
     let lock = fx.canon().lock_path("eve");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&lock)
-        .status()
-        .unwrap()
-        .success());
+    live_runtime::test_support::mkfifo(&lock);
     let agents = fx.canon().agents_path();
     std::fs::set_permissions(&agents, std::fs::Permissions::from_mode(0o644)).unwrap();
 

@@ -6,13 +6,13 @@
 //! fixture: a revived runtime inherits the tray's environment, exactly as in the app, so it
 //! registers where this "tray" looks.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use canon_local::LocalRuntimeStatus;
 use supercode_core::revive::ReviveRequest;
 use supercode_core::view::{CommandError, ErrorCode, RevivePlanView, RuntimeOrigin, RuntimeStatus};
-use supercode_core::CoreError;
+use supercode_core::{CoreError, Supercode};
 
 use crate::support::{
     find, first_line_with, is_child_for, kill_pid, revive_confirmed, run_child, session_of,
@@ -349,6 +349,34 @@ fn confirm(plan: &RevivePlanView, allow_env: &[&str]) -> ReviveRequest {
     }
 }
 
+/// Confirms `plan` (allowing `allow_env`) and returns what the revived program wrote to
+/// `marker`. The programs here write their marker and exit at once, so the revive itself
+/// reports that the runtime exited before it came up: proof that it ran.
+async fn run_confirmed(
+    core: &Supercode,
+    plan: &RevivePlanView,
+    allow_env: &[&str],
+    marker: &Path,
+    what: &str,
+) -> String {
+    let error = tokio::time::timeout(TIMEOUT, core.revive(confirm(plan, allow_env)))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("exited before it came up"),
+        "it ran (and exited, as scripted): {error}"
+    );
+    wait_until(what, TIMEOUT, || std::fs::read_to_string(marker).ok())
+}
+
+/// Confirms a `shown` plan that no longer matches what would run: refused as changed.
+async fn refused_as_changed(core: &Supercode, shown: &RevivePlanView) -> CommandError {
+    let error = CommandError::from(core.revive(confirm(shown, &[])).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
+    error
+}
+
 // Issue 13: the confirmation shows the program resolved to an absolute path (looked up on PATH
 // as the spawn would), its arguments, its working directory and every variable it sets.
 #[tokio::test]
@@ -434,17 +462,14 @@ async fn a_launch_plan_with_ld_preload_is_refused_with_its_reason_until_it_is_al
     assert!(!marker.exists(), "a refused plan ran");
 
     // Allowed in the confirmation: it runs, with exactly that value.
-    let error = tokio::time::timeout(TIMEOUT, core.revive(confirm(&plan, &["LD_PRELOAD"])))
-        .await
-        .unwrap()
-        .unwrap_err();
-    assert!(
-        error.to_string().contains("exited before it came up"),
-        "it ran (and exited, as scripted): {error}"
-    );
-    let seen = wait_until("the revived script to write its marker", TIMEOUT, || {
-        std::fs::read_to_string(&marker).ok()
-    });
+    let seen = run_confirmed(
+        &core,
+        &plan,
+        &["LD_PRELOAD"],
+        &marker,
+        "the revived script to write its marker",
+    )
+    .await;
     assert_eq!(seen, preload.to_string_lossy());
 
     // Remembered for this runtime and this value...
@@ -492,8 +517,7 @@ async fn a_revive_whose_catalog_entry_changed_since_it_was_shown_is_refused() {
     entry.launch_command = launch("second");
     canon_local::upsert_local_runtime_entry(fx.canon(), &entry).unwrap();
 
-    let error = CommandError::from(core.revive(confirm(&shown, &[])).await.unwrap_err());
-    assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
+    let error = refused_as_changed(&core, &shown).await;
     assert!(
         error
             .message
@@ -505,17 +529,14 @@ async fn a_revive_whose_catalog_entry_changed_since_it_was_shown_is_refused() {
 
     let reviewed = core.revive_plan(&id).await.unwrap();
     assert_ne!(reviewed.digest, shown.digest);
-    let error = tokio::time::timeout(TIMEOUT, core.revive(confirm(&reviewed, &[])))
-        .await
-        .unwrap()
-        .unwrap_err();
-    assert!(
-        error.to_string().contains("exited before it came up"),
-        "{error}"
-    );
-    let text = wait_until("the reviewed command to run", TIMEOUT, || {
-        std::fs::read_to_string(&marker).ok()
-    });
+    let text = run_confirmed(
+        &core,
+        &reviewed,
+        &[],
+        &marker,
+        "the reviewed command to run",
+    )
+    .await;
     assert_eq!(text.trim(), "second");
 }
 
@@ -544,8 +565,7 @@ async fn a_revive_whose_receipt_changed_since_it_was_shown_is_refused() {
         &argv,
         serde_json::json!({ "MODE": "b" }),
     );
-    let error = CommandError::from(core.revive(confirm(&shown, &[])).await.unwrap_err());
-    assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
+    refused_as_changed(&core, &shown).await;
     assert!(!marker.exists(), "the changed command ran");
 }
 
@@ -587,17 +607,7 @@ async fn the_program_is_resolved_on_the_plans_path_and_that_absolute_path_runs()
         "PATH itself must be allowed"
     );
 
-    let error = tokio::time::timeout(TIMEOUT, core.revive(confirm(&plan, &["PATH"])))
-        .await
-        .unwrap()
-        .unwrap_err();
-    assert!(
-        error.to_string().contains("exited before it came up"),
-        "{error}"
-    );
-    let ran = wait_until("the tool to run", TIMEOUT, || {
-        std::fs::read_to_string(&marker).ok()
-    });
+    let ran = run_confirmed(&core, &plan, &["PATH"], &marker, "the tool to run").await;
     assert_eq!(
         ran.trim(),
         tool.to_string_lossy(),
@@ -608,8 +618,7 @@ async fn the_program_is_resolved_on_the_plans_path_and_that_absolute_path_runs()
     let shown = core.revive_plan(&id).await.unwrap();
     let shadow = earlier.join("revive-test-tool");
     std::fs::copy(&tool, &shadow).unwrap();
-    let error = CommandError::from(core.revive(confirm(&shown, &[])).await.unwrap_err());
-    assert_eq!(error.code, ErrorCode::PlanChanged, "{error:?}");
+    refused_as_changed(&core, &shown).await;
     assert!(!marker.exists(), "neither program ran");
     let again = core.revive_plan(&id).await.unwrap();
     assert_eq!(

@@ -1,35 +1,22 @@
 //! Shutdown (issue 14): `Supercode::shutdown` ends the watcher, the attach proxies and the
 //! approvals in flight, and returns only once they have ended.
 
-use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use canon_local::test_server::{TestServer, TestServerConfig};
 use demo_runtime::DemoConfig;
 use live_runtime::Sensitive;
 use supercode_core::view::{CommandError, ErrorCode, PendingView};
 
-use crate::approvals::fast_options;
-use crate::support::{recorder, register_at, write_receipt, Fixture, Sleeper, TIMEOUT};
+use crate::approvals::{fast_options, undecided_canon};
+use crate::support::{
+    accepts, proxy_address, recorder, register_at, write_receipt, Fixture, Sleeper, TIMEOUT,
+};
 
 /// How long the test watches for something that must not happen any more: many times the
 /// watcher's 15 ms debounce (a receipt change is published within it) and fifty of the
 /// approval's 20 ms poll intervals, yet short enough to keep the test quick.
 const QUIET: Duration = Duration::from_secs(1);
-
-fn accepts(address: SocketAddr) -> bool {
-    TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok()
-}
-
-/// The proxy's own loopback address, from its one-time URL.
-fn proxy_address(url: &str) -> SocketAddr {
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.split('/').next())
-        .unwrap();
-    authority.parse().unwrap()
-}
 
 // Proves (issue 14): with the watcher running, a runtime attached through its proxy and an
 // approval polling the local Canon, an awaited shutdown leaves none of them: the approval ended
@@ -39,12 +26,7 @@ fn proxy_address(url: &str) -> SocketAddr {
 async fn shutdown_ends_the_watcher_the_attach_proxies_and_the_approvals_and_waits_for_them() {
     let fx = Fixture::new();
     // Canon never decides, so the approval polls until it is stopped.
-    let server = TestServer::start(TestServerConfig {
-        pending_polls: u32::MAX,
-        ..TestServerConfig::default()
-    })
-    .await
-    .unwrap();
+    let server = undecided_canon().await;
     canon_local::get_or_create_pending_registration(fx.canon(), "patient", None).unwrap();
     let (sink, events) = recorder();
     let core = Arc::new(

@@ -302,6 +302,20 @@ pub fn session_of(pid: u32) -> u32 {
 pub use live_runtime::test_support::wait_until;
 
 /// The runtime in `snapshot` with this id or catalog id.
+/// The attach proxy's own loopback address, from its one-time URL.
+pub fn proxy_address(url: &str) -> SocketAddr {
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap();
+    authority.parse().unwrap()
+}
+
+/// Whether anything accepts a TCP connection at `address` (within two seconds).
+pub fn accepts(address: SocketAddr) -> bool {
+    std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok()
+}
+
 pub fn find<'a>(snapshot: &'a Snapshot, id: &str) -> Option<&'a RuntimeView> {
     snapshot
         .runtimes
