@@ -4,12 +4,17 @@
 //! The proxy holds the runtime's token; the browser only ever gets a one-time code that it trades
 //! for an HttpOnly session cookie (see `attach-proxy`). Proxies stop when their runtime's receipt
 //! goes away, and all of them, awaited, at the core's shutdown.
+//!
+//! Each step of an attach runs in a `debug` span (`attach_find`, `attach_resolve`,
+//! `attach_health`, `attach_proxy_start`), so a subscriber can tell where an attach spends its
+//! time (`examples/attach_latency.rs` does); at the app's default log level they are disabled.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use attach_proxy::{AttachProxy, AttachUrl};
 use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus};
+use tracing::{debug_span, Instrument};
 
 use crate::view::{RuntimeStatus, Snapshot};
 use crate::{CoreError, Locations, Refusal};
@@ -40,13 +45,14 @@ impl AttachSessions {
         // Listing and resolving read the keychain, which may block for seconds: keep it off the
         // async workers.
         let resolved = tokio::task::spawn_blocking(move || {
-            let record = find_record(&receipts, &id)?;
+            let record = debug_span!("attach_find").in_scope(|| find_record(&receipts, &id))?;
             if let LiveRuntimeStatus::Stale { reason } = &record.status {
                 return Err(CoreError::from(Refusal::StaleReceipt {
                     runtime_id: record.runtime_id.clone(),
                     reason: reason.clone(),
                 }));
             }
+            let _resolving = debug_span!("attach_resolve").entered();
             Ok(live_runtime::resolve_live_runtime(
                 &receipts,
                 &record.endpoint,
@@ -60,13 +66,17 @@ impl AttachSessions {
         })??;
         // The token goes only to a listener of this user held by the receipt's own process.
         let pid = Some(resolved.record.pid);
-        attach_proxy::check_health(&resolved.address, &resolved.token, pid).await?;
+        attach_proxy::check_health(&resolved.address, &resolved.token, pid)
+            .instrument(debug_span!("attach_health"))
+            .await?;
 
         let endpoint = resolved.record.endpoint.clone();
         if let Some(url) = self.mint_on_running(&endpoint)? {
             return Ok(url);
         }
-        let started = AttachProxy::start(resolved.address, resolved.token).await?;
+        let started = AttachProxy::start(resolved.address, resolved.token)
+            .instrument(debug_span!("attach_proxy_start"))
+            .await?;
         let mut proxies = self.lock();
         if proxies.closed {
             // Shut down while it started: it served nobody, so dropping it stops it unawaited.
