@@ -37,35 +37,45 @@ struct Proxies {
 }
 
 impl AttachSessions {
-    /// Resolves the runtime (source and process identity), health-checks it with its token,
-    /// starts or reuses its proxy, and mints a one-time URL.
+    /// Finds the runtime (its receipt, its process alive), health-checks it, and mints a
+    /// one-time URL on its proxy. A running proxy already holds the token, so attaching again
+    /// checks the runtime through it; only the first attach reads the keychain (resolving the
+    /// receipt once more with it) and starts the proxy.
     pub async fn attach(&self, locations: &Locations, id: &str) -> Result<AttachUrl, CoreError> {
         let receipts = locations.receipts.clone();
-        let id = id.to_owned();
-        // Listing and resolving read the keychain, which may block for seconds: keep it off the
-        // async workers.
-        let resolved = tokio::task::spawn_blocking(move || {
-            let record = debug_span!("attach_find").in_scope(|| find_record(&receipts, &id))?;
+        let owned = id.to_owned();
+        // Reading receipts touches the disk and /proc: keep it off the async workers.
+        let record = tokio::task::spawn_blocking(move || {
+            let record = debug_span!("attach_find").in_scope(|| find_record(&receipts, &owned))?;
             if let LiveRuntimeStatus::Stale { reason } = &record.status {
                 return Err(CoreError::from(Refusal::StaleReceipt {
                     runtime_id: record.runtime_id.clone(),
                     reason: reason.clone(),
                 }));
             }
-            let _resolving = debug_span!("attach_resolve").entered();
-            Ok(live_runtime::resolve_live_runtime(
-                &receipts,
-                &record.endpoint,
-                &record.source,
-            )?)
+            Ok(record)
         })
         .await
-        .map_err(|source| CoreError::Interrupted {
-            what: "attach",
-            source,
-        })??;
+        .map_err(interrupted)??;
         // The token goes only to a listener of this user held by the receipt's own process.
-        let pid = Some(resolved.record.pid);
+        let pid = Some(record.pid);
+        if let Some(check) = self.check_on_running(&record.endpoint, pid)? {
+            check.instrument(debug_span!("attach_health")).await?;
+            if let Some(url) = self.mint_on_running(&record.endpoint)? {
+                return Ok(url);
+            }
+            // Its runtime went away meanwhile and the proxy stopped: start afresh below, which
+            // refuses if the runtime is really gone.
+        }
+
+        let receipts = locations.receipts.clone();
+        // Resolving reads the keychain, which may block for seconds.
+        let resolved = tokio::task::spawn_blocking(move || {
+            let _resolving = debug_span!("attach_resolve").entered();
+            live_runtime::resolve_live_runtime(&receipts, &record.endpoint, &record.source)
+        })
+        .await
+        .map_err(interrupted)??;
         attach_proxy::check_health(&resolved.address, &resolved.token, pid)
             .instrument(debug_span!("attach_health"))
             .await?;
@@ -91,6 +101,26 @@ impl AttachSessions {
                 Ok(url)
             }
         }
+    }
+
+    /// The health check of the runtime's running proxy, if it has one; refused after shutdown.
+    fn check_on_running(
+        &self,
+        endpoint: &LiveRuntimeEndpoint,
+        pid: Option<u32>,
+    ) -> Result<
+        Option<impl std::future::Future<Output = Result<(), attach_proxy::AttachError>>>,
+        CoreError,
+    > {
+        let proxies = self.lock();
+        if proxies.closed {
+            return Err(shut_down());
+        }
+        Ok(proxies
+            .running
+            .get(endpoint)
+            .filter(|proxy| !proxy.is_closed())
+            .map(|proxy| proxy.check_runtime(pid)))
     }
 
     /// A one-time URL on the runtime's running proxy, if it has one; refused after shutdown.
@@ -155,6 +185,13 @@ impl AttachSessions {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Proxies> {
         self.proxies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn interrupted(source: tokio::task::JoinError) -> CoreError {
+    CoreError::Interrupted {
+        what: "attach",
+        source,
     }
 }
 
