@@ -23,8 +23,13 @@
 //!    (`Network.setExtraHTTPHeaders`, cleared right after), on a new connection;
 //! 3. **repeated attach**: the same as 1 with the proxy already running;
 //! 4. **direct, repeated**: the same as 2, the browser's connection to the runtime kept alive;
-//! 5. with `--bin`, **CLI**: `supercode-tray attach ID --no-open` spawned, its first stdout line
+//! 5. **bare redirect**: one more attach, its URL fetched by a bare HTTP/1.1 client on a new
+//!    connection (connect → head of the `303`): the proxy's own part of the browser's first hop;
+//! 6. with `--bin`, **CLI**: `supercode-tray attach ID --no-open` spawned, its first stdout line
 //!    (the URL) read, navigated to, then the CLI stopped with SIGINT.
+//!
+//! Before all of it, the hand-off alone (`open::with_detached` of `true`, what
+//! `open_in_browser` does) is timed from this process while it is still small.
 //!
 //! The tray's share (call → URL handed to the browser) is split with the `debug` spans the core
 //! opens around each step (`attach_find`, `attach_resolve` and inside it `secret_store_get`,
@@ -626,6 +631,38 @@ async fn direct_once(store: &Store, index: usize, browser: &mut Browser) -> Samp
     }
 }
 
+/// The redirect hop without a browser: a fresh one-time URL fetched by a bare HTTP/1.1 client on
+/// a new connection, from `connect` to the end of the `303`'s head. What the proxy itself takes
+/// for the hop the browser makes first.
+async fn bare_redirect_once(store: &Store, index: usize) -> f64 {
+    use tokio::io::AsyncReadExt;
+    let url = store
+        .core
+        .attach(&store.runtimes[index].endpoint)
+        .await
+        .unwrap();
+    let rest = url.as_str().strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap());
+    let t0 = now();
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nSec-Fetch-Site: none\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(STEP_TIMEOUT, stream.read(&mut buf))
+            .await
+            .expect("the proxy answers")
+            .unwrap();
+        assert!(n > 0, "the proxy closed the connection");
+        head.extend_from_slice(&buf[..n]);
+    }
+    let t1 = now();
+    assert!(head.starts_with(b"HTTP/1.1 303"), "the code is redeemed");
+    t1 - t0
+}
+
 /// `supercode-tray attach ID --no-open`, spawned: time to its URL on stdout, then the browser.
 async fn cli_once(store: &Store, index: usize, bin: &Path, browser: &mut Browser) -> Sample {
     let endpoint = &store.runtimes[index].endpoint;
@@ -672,6 +709,18 @@ async fn run(args: Args) {
             .as_ref()
             .map_or("not measured (no --bin)".into(), |b| b.display().to_string())
     );
+    // The hand-off alone, before any runtime or browser runs: the double fork and exec of
+    // `true` that `open_in_browser` makes, from this process while it is still small.
+    let mut handoff = Vec::new();
+    for _ in 0..args.runtimes {
+        let t0 = now();
+        open::with_detached("http://127.0.0.1:9/", "true").unwrap();
+        handoff.push(now() - t0);
+    }
+    println!(
+        "hand-off alone (open::with_detached of `true`, as open_in_browser does), p50 / p99 ms: {}",
+        p50_p99(handoff)
+    );
     let mut stores = Vec::new();
     for name in ["keychain", "file"] {
         let dir = root.path().join(name);
@@ -690,6 +739,7 @@ async fn run(args: Args) {
     }
 
     let mut rows = Rows::default();
+    let mut bare: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     let load_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     for index in 0..args.runtimes {
         for store in &stores {
@@ -702,6 +752,7 @@ async fn run(args: Args) {
             rows.push(format!("{name}: repeated attach (proxy reused)"), repeated);
             let direct = direct_once(store, index, &mut browser).await;
             rows.push(format!("{name}: direct, repeated"), direct);
+            bare.entry(name).or_default().push(bare_redirect_once(store, index).await);
             if let Some(bin) = &args.bin {
                 let cli = cli_once(store, index, bin, &mut browser).await;
                 rows.push(format!("{name}: CLI attach --no-open"), cli);
@@ -710,6 +761,13 @@ async fn run(args: Args) {
     }
     let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     report(&rows);
+    for (name, samples) in bare {
+        println!(
+            "{name}: redirect hop from a bare HTTP client (new connection, connect → 303 head), p50 / p99 ms over {}: {}",
+            samples.len(),
+            p50_p99(samples)
+        );
+    }
     println!(
         "Load average before: {}; after: {}",
         load_before.trim(),

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use attach_proxy::{AttachProxy, AttachUrl};
-use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus};
+use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus, ReceiptScan};
 use tracing::{debug_span, Instrument};
 
 use crate::view::{RuntimeStatus, Snapshot};
@@ -205,12 +205,14 @@ pub(crate) fn find_record(
     id: &str,
 ) -> Result<LiveRuntimeRecord, CoreError> {
     if let Ok(endpoint) = id.parse::<LiveRuntimeEndpoint>() {
-        let list = live_runtime::list_live_runtimes(receipts)?;
-        return list
-            .runtimes
-            .into_iter()
-            .find(|r| r.endpoint == endpoint)
-            .ok_or_else(|| CoreError::UnknownRuntime { id: id.to_owned() });
+        // A receipt is saved as `<endpoint>.json`: read that one file, with every check and
+        // reconciliation a listing makes of it, not the whole directory (an attach would
+        // otherwise cost one file read per runtime).
+        let file_name = format!("{}.json", endpoint.as_str());
+        return match live_runtime::read_receipt(receipts, &file_name)? {
+            ReceiptScan::Listed(record) => Ok(record),
+            _ => Err(CoreError::UnknownRuntime { id: id.to_owned() }),
+        };
     }
     Ok(live_runtime::find_live_runtime(receipts, id)?)
 }
