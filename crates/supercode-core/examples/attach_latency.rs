@@ -29,7 +29,8 @@
 //!    (the URL) read, navigated to, then the CLI stopped with SIGINT.
 //!
 //! Before all of it, the hand-off alone (`open::with_detached` of `true`, what
-//! `open_in_browser` does) is timed from this process while it is still small.
+//! `open_in_browser` does) is timed from this process while it is still small, taking turns with
+//! a plain `posix_spawn` of `true`; `--handoff-only` stops after that.
 //!
 //! The tray's share (call → URL handed to the browser) is split with the `debug` spans the core
 //! opens around each step (`attach_find`, `attach_resolve` and inside it `secret_store_get`,
@@ -45,6 +46,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,6 +86,7 @@ struct Args {
     runtimes: usize,
     bin: Option<PathBuf>,
     chromium: String,
+    handoff_only: bool,
 }
 
 fn parse_args() -> Args {
@@ -91,6 +94,7 @@ fn parse_args() -> Args {
         runtimes: 50,
         bin: None,
         chromium: "chromium".into(),
+        handoff_only: false,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(arg) = argv.next() {
@@ -99,6 +103,7 @@ fn parse_args() -> Args {
             "--runtimes" => args.runtimes = value().parse().unwrap(),
             "--bin" => args.bin = Some(std::fs::canonicalize(value()).unwrap()),
             "--chromium" => args.chromium = value(),
+            "--handoff-only" => args.handoff_only = true,
             other => panic!("unknown argument {other}"),
         }
     }
@@ -114,12 +119,10 @@ fn main() {
     // Set before any thread starts. `true` takes the URL like a browser would and exits: the
     // hand-off is timed, the page is then opened over CDP.
     std::env::set_var("SUPERCODE_BROWSER", "true");
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::layer::SubscriberExt::with(
-            tracing_subscriber::registry(),
-            PhaseClock,
-        ),
-    )
+    tracing::subscriber::set_global_default(tracing_subscriber::layer::SubscriberExt::with(
+        tracing_subscriber::registry(),
+        PhaseClock,
+    ))
     .unwrap();
     // The app runs the core on a multi-threaded tokio runtime (Tauri's); so does this.
     tokio::runtime::Builder::new_multi_thread()
@@ -225,10 +228,9 @@ fn serve_runtime() {
         .unwrap();
         println!("{}", registration.endpoint());
         println!("{}", address.expose());
-        let _ = tokio::task::spawn_blocking(|| {
-            std::io::stdin().lock().read_to_end(&mut Vec::new())
-        })
-        .await;
+        let _ =
+            tokio::task::spawn_blocking(|| std::io::stdin().lock().read_to_end(&mut Vec::new()))
+                .await;
         drop(registration);
         server.shutdown().await;
     });
@@ -436,7 +438,11 @@ impl Browser {
             _profile: profile,
         };
         let target = browser
-            .call("Target.createTarget", json!({ "url": "about:blank" }), false)
+            .call(
+                "Target.createTarget",
+                json!({ "url": "about:blank" }),
+                false,
+            )
             .await;
         let attached = browser
             .call(
@@ -595,7 +601,10 @@ struct Rows(BTreeMap<String, Vec<Sample>>);
 
 impl Rows {
     fn push(&mut self, row: String, sample: Sample) {
-        assert_eq!(sample.visit.status, 200, "{row}: the runtime's page answers 200");
+        assert_eq!(
+            sample.visit.status, 200,
+            "{row}: the runtime's page answers 200"
+        );
         self.0.entry(row).or_default().push(sample);
     }
 }
@@ -646,7 +655,8 @@ async fn bare_redirect_once(store: &Store, index: usize) -> f64 {
     let t0 = now();
     let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
     stream.set_nodelay(true).unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nSec-Fetch-Site: none\r\n\r\n");
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nSec-Fetch-Site: none\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
@@ -707,20 +717,39 @@ async fn run(args: Args) {
         args.chromium,
         args.bin
             .as_ref()
-            .map_or("not measured (no --bin)".into(), |b| b.display().to_string())
+            .map_or("not measured (no --bin)".into(), |b| b
+                .display()
+                .to_string())
     );
     // The hand-off alone, before any runtime or browser runs: the double fork and exec of
     // `true` that `open_in_browser` makes, from this process while it is still small.
-    let mut handoff = Vec::new();
-    for _ in 0..args.runtimes {
+    // Beside it, taking turns, a single `posix_spawn` (std's `Command` without `pre_exec`) in
+    // its own process group, reaped by a thread: what a cheaper hand-off could cost.
+    let (mut handoff, mut spawned) = (Vec::new(), Vec::new());
+    for _ in 0..args.runtimes.max(50) {
         let t0 = now();
         open::with_detached("http://127.0.0.1:9/", "true").unwrap();
         handoff.push(now() - t0);
+        let t0 = now();
+        let mut child = std::process::Command::new("true")
+            .arg("http://127.0.0.1:9/")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        spawned.push(now() - t0);
+        std::thread::spawn(move || child.wait());
     }
     println!(
-        "hand-off alone (open::with_detached of `true`, as open_in_browser does), p50 / p99 ms: {}",
-        p50_p99(handoff)
+        "hand-off alone, p50 / p99 ms: open::with_detached of `true` (what open_in_browser does) {}; posix_spawn of `true` + reaper thread {}",
+        p50_p99(handoff),
+        p50_p99(spawned)
     );
+    if args.handoff_only {
+        return;
+    }
     let mut stores = Vec::new();
     for name in ["keychain", "file"] {
         let dir = root.path().join(name);
@@ -752,7 +781,9 @@ async fn run(args: Args) {
             rows.push(format!("{name}: repeated attach (proxy reused)"), repeated);
             let direct = direct_once(store, index, &mut browser).await;
             rows.push(format!("{name}: direct, repeated"), direct);
-            bare.entry(name).or_default().push(bare_redirect_once(store, index).await);
+            bare.entry(name)
+                .or_default()
+                .push(bare_redirect_once(store, index).await);
             if let Some(bin) = &args.bin {
                 let cli = cli_once(store, index, bin, &mut browser).await;
                 rows.push(format!("{name}: CLI attach --no-open"), cli);
@@ -809,11 +840,15 @@ fn report(rows: &Rows) {
     for (name, samples) in &rows.0 {
         for s in samples {
             let v = &s.visit;
-            if v.request < v.sent || v.first_byte < v.request || v.redirect.is_some_and(|r| r < v.request) {
+            if v.request < v.sent
+                || v.first_byte < v.request
+                || v.redirect.is_some_and(|r| r < v.request)
+            {
                 out_of_order += 1;
             }
         }
-        let col = |f: &dyn Fn(&Sample) -> Option<f64>| p50_p99(samples.iter().filter_map(f).collect());
+        let col =
+            |f: &dyn Fn(&Sample) -> Option<f64>| p50_p99(samples.iter().filter_map(f).collect());
         println!(
             "| {name} | {} | {} | {} | {} | {} | {} | {} |",
             samples.len(),
@@ -835,7 +870,14 @@ fn report(rows: &Rows) {
         if samples.is_empty() {
             continue;
         }
-        let phase = |p: &str| p50_p99(samples.iter().map(|s| s.phases.get(p).copied().unwrap_or(0.0)).collect());
+        let phase = |p: &str| {
+            p50_p99(
+                samples
+                    .iter()
+                    .map(|s| s.phases.get(p).copied().unwrap_or(0.0))
+                    .collect(),
+            )
+        };
         let other = p50_p99(
             samples
                 .iter()
@@ -849,7 +891,12 @@ fn report(rows: &Rows) {
                 })
                 .collect(),
         );
-        let open = p50_p99(samples.iter().map(|s| s.tray.unwrap() - s.core.unwrap()).collect());
+        let open = p50_p99(
+            samples
+                .iter()
+                .map(|s| s.tray.unwrap() - s.core.unwrap())
+                .collect(),
+        );
         println!(
             "| {name} | {} | {} | {} | {} | {} | {} | {other} | {open} |",
             samples.len(),
