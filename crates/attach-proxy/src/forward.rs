@@ -102,6 +102,12 @@ impl Shared {
         }
     }
 
+    /// The runtime's address and the `Authorization` header the proxy adds, for a health check
+    /// of the runtime it serves.
+    pub(crate) fn upstream(&self) -> (SocketAddr, HeaderValue) {
+        (self.upstream_addr, self.authorization.clone())
+    }
+
     fn is_own_host(&self, host: &[u8]) -> bool {
         self.own_hosts.iter().any(|own| own.as_bytes() == host)
     }

@@ -62,9 +62,17 @@ pub async fn check_health(
     token: &BearerToken,
     pid: Option<u32>,
 ) -> Result<(), AttachError> {
-    verify_listener(upstream, pid)?;
-    let authorization = bearer_header(token)?;
-    tokio::time::timeout(HEALTH_TIMEOUT, probe(*upstream.expose(), authorization))
+    check_health_with(*upstream.expose(), bearer_header(token)?, pid).await
+}
+
+/// [`check_health`] with the `Authorization` header already built (a running proxy holds it).
+pub(crate) async fn check_health_with(
+    upstream: SocketAddr,
+    authorization: HeaderValue,
+    pid: Option<u32>,
+) -> Result<(), AttachError> {
+    verify_listener(&Sensitive::new(upstream), pid)?;
+    tokio::time::timeout(HEALTH_TIMEOUT, probe(upstream, authorization))
         .await
         .map_err(|_| AttachError::HealthTimeout)?
 }

@@ -326,6 +326,18 @@ impl AttachProxy {
         self.origin.clone()
     }
 
+    /// Checks the runtime this proxy serves as [`check_health`] does (its listener, then an
+    /// authenticated `GET /`), with the token the proxy already holds: attaching again to a
+    /// running proxy needs no keychain read. The future owns what it needs, so the proxy may be
+    /// stopped (or locked away) while it runs.
+    pub fn check_runtime(
+        &self,
+        pid: Option<u32>,
+    ) -> impl std::future::Future<Output = Result<(), AttachError>> + Send + 'static {
+        let (upstream, authorization) = self.shared.upstream();
+        health::check_health_with(upstream, authorization, pid)
+    }
+
     /// Mints a single-use code valid for the configured TTL and returns the URL that redeems it.
     pub fn mint_code(&self) -> AttachUrl {
         let code = self.shared.codes.mint(self.shared.code_ttl);

@@ -4,12 +4,17 @@
 //! The proxy holds the runtime's token; the browser only ever gets a one-time code that it trades
 //! for an HttpOnly session cookie (see `attach-proxy`). Proxies stop when their runtime's receipt
 //! goes away, and all of them, awaited, at the core's shutdown.
+//!
+//! Each step of an attach runs in a `debug` span (`attach_find`, `attach_resolve`,
+//! `attach_health`, `attach_proxy_start`), so a subscriber can tell where an attach spends its
+//! time (`examples/attach_latency.rs` does); at the app's default log level they are disabled.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use attach_proxy::{AttachProxy, AttachUrl};
-use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus};
+use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus, ReceiptScan};
+use tracing::{debug_span, Instrument};
 
 use crate::view::{RuntimeStatus, Snapshot};
 use crate::{CoreError, Locations, Refusal};
@@ -32,41 +37,56 @@ struct Proxies {
 }
 
 impl AttachSessions {
-    /// Resolves the runtime (source and process identity), health-checks it with its token,
-    /// starts or reuses its proxy, and mints a one-time URL.
+    /// Finds the runtime (its receipt, its process alive), health-checks it, and mints a
+    /// one-time URL on its proxy. A running proxy already holds the token, so attaching again
+    /// checks the runtime through it; only the first attach reads the keychain (resolving the
+    /// receipt once more with it) and starts the proxy.
     pub async fn attach(&self, locations: &Locations, id: &str) -> Result<AttachUrl, CoreError> {
         let receipts = locations.receipts.clone();
-        let id = id.to_owned();
-        // Listing and resolving read the keychain, which may block for seconds: keep it off the
-        // async workers.
-        let resolved = tokio::task::spawn_blocking(move || {
-            let record = find_record(&receipts, &id)?;
+        let owned = id.to_owned();
+        // Reading receipts touches the disk and /proc: keep it off the async workers.
+        let record = tokio::task::spawn_blocking(move || {
+            let record = debug_span!("attach_find").in_scope(|| find_record(&receipts, &owned))?;
             if let LiveRuntimeStatus::Stale { reason } = &record.status {
                 return Err(CoreError::from(Refusal::StaleReceipt {
                     runtime_id: record.runtime_id.clone(),
                     reason: reason.clone(),
                 }));
             }
-            Ok(live_runtime::resolve_live_runtime(
-                &receipts,
-                &record.endpoint,
-                &record.source,
-            )?)
+            Ok(record)
         })
         .await
-        .map_err(|source| CoreError::Interrupted {
-            what: "attach",
-            source,
-        })??;
+        .map_err(interrupted)??;
         // The token goes only to a listener of this user held by the receipt's own process.
-        let pid = Some(resolved.record.pid);
-        attach_proxy::check_health(&resolved.address, &resolved.token, pid).await?;
+        let pid = Some(record.pid);
+        if let Some(check) = self.check_on_running(&record.endpoint, pid)? {
+            check.instrument(debug_span!("attach_health")).await?;
+            if let Some(url) = self.mint_on_running(&record.endpoint)? {
+                return Ok(url);
+            }
+            // Its runtime went away meanwhile and the proxy stopped: start afresh below, which
+            // refuses if the runtime is really gone.
+        }
+
+        let receipts = locations.receipts.clone();
+        // Resolving reads the keychain, which may block for seconds.
+        let resolved = tokio::task::spawn_blocking(move || {
+            let _resolving = debug_span!("attach_resolve").entered();
+            live_runtime::resolve_live_runtime(&receipts, &record.endpoint, &record.source)
+        })
+        .await
+        .map_err(interrupted)??;
+        attach_proxy::check_health(&resolved.address, &resolved.token, pid)
+            .instrument(debug_span!("attach_health"))
+            .await?;
 
         let endpoint = resolved.record.endpoint.clone();
         if let Some(url) = self.mint_on_running(&endpoint)? {
             return Ok(url);
         }
-        let started = AttachProxy::start(resolved.address, resolved.token).await?;
+        let started = AttachProxy::start(resolved.address, resolved.token)
+            .instrument(debug_span!("attach_proxy_start"))
+            .await?;
         let mut proxies = self.lock();
         if proxies.closed {
             // Shut down while it started: it served nobody, so dropping it stops it unawaited.
@@ -81,6 +101,26 @@ impl AttachSessions {
                 Ok(url)
             }
         }
+    }
+
+    /// The health check of the runtime's running proxy, if it has one; refused after shutdown.
+    fn check_on_running(
+        &self,
+        endpoint: &LiveRuntimeEndpoint,
+        pid: Option<u32>,
+    ) -> Result<
+        Option<impl std::future::Future<Output = Result<(), attach_proxy::AttachError>>>,
+        CoreError,
+    > {
+        let proxies = self.lock();
+        if proxies.closed {
+            return Err(shut_down());
+        }
+        Ok(proxies
+            .running
+            .get(endpoint)
+            .filter(|proxy| !proxy.is_closed())
+            .map(|proxy| proxy.check_runtime(pid)))
     }
 
     /// A one-time URL on the runtime's running proxy, if it has one; refused after shutdown.
@@ -148,6 +188,13 @@ impl AttachSessions {
     }
 }
 
+fn interrupted(source: tokio::task::JoinError) -> CoreError {
+    CoreError::Interrupted {
+        what: "attach",
+        source,
+    }
+}
+
 fn shut_down() -> CoreError {
     crate::quitting("start an attach proxy")
 }
@@ -158,12 +205,14 @@ pub(crate) fn find_record(
     id: &str,
 ) -> Result<LiveRuntimeRecord, CoreError> {
     if let Ok(endpoint) = id.parse::<LiveRuntimeEndpoint>() {
-        let list = live_runtime::list_live_runtimes(receipts)?;
-        return list
-            .runtimes
-            .into_iter()
-            .find(|r| r.endpoint == endpoint)
-            .ok_or_else(|| CoreError::UnknownRuntime { id: id.to_owned() });
+        // A receipt is saved as `<endpoint>.json`: read that one file, with every check and
+        // reconciliation a listing makes of it, not the whole directory (an attach would
+        // otherwise cost one file read per runtime).
+        let file_name = format!("{}.json", endpoint.as_str());
+        return match live_runtime::read_receipt(receipts, &file_name)? {
+            ReceiptScan::Listed(record) => Ok(record),
+            _ => Err(CoreError::UnknownRuntime { id: id.to_owned() }),
+        };
     }
     Ok(live_runtime::find_live_runtime(receipts, id)?)
 }

@@ -215,8 +215,10 @@ impl SecretStore {
         }
     }
 
-    /// Reads the secret for `account`; `Ok(None)` when there is none.
+    /// Reads the secret for `account`; `Ok(None)` when there is none. Runs in a `debug` span,
+    /// `secret_store_get`, so a subscriber can time the keychain's share of a caller's work.
     pub fn get(&self, account: &str) -> Result<Option<Sensitive<String>>, SecretStoreError> {
+        let _span = tracing::debug_span!("secret_store_get").entered();
         check_account(account)?;
         match &self.backend {
             Backend::Keychain { timeout } => keychain::get(*timeout, account),

@@ -107,6 +107,46 @@ async fn a_proxy_stops_when_the_watcher_sees_its_runtime_go() {
     .unwrap();
 }
 
+// Proves (issue 16): attaching again to a runtime whose proxy runs reads no secret store, as the
+// proxy already holds the token: with the token gone from the store, the repeated attach still
+// works end to end on the same proxy, while a core with no proxy yet is refused for the missing
+// token. The runtime is still checked: once it is gone, the repeated attach is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attaching_again_reuses_the_proxy_without_reading_the_token_again() {
+    let fixture = Fixture::new();
+    let core = fixture.core();
+    let runtime = start_runtime(&fixture, "again").await;
+    let endpoint = runtime.registration.endpoint().to_string();
+    let first = core.attach(&endpoint).await.unwrap();
+    follow(&client(), first.as_str()).await.unwrap();
+
+    let account = format!("live-runtime:{endpoint}");
+    fixture.store().delete(&account).unwrap();
+    assert!(fixture.store().get(&account).unwrap().is_none());
+
+    let again = core.attach(&endpoint).await.unwrap();
+    assert_eq!(
+        proxy_address(again.as_str()),
+        proxy_address(first.as_str()),
+        "the running proxy was reused"
+    );
+    assert_ne!(again.as_str(), first.as_str(), "a fresh one-time code");
+    let page = follow(&client(), again.as_str()).await.unwrap();
+    assert!(page.contains(&heading("again")));
+    let fresh = fixture.core().attach(&endpoint).await;
+    assert!(
+        fresh.is_err(),
+        "without a running proxy, the token must come from the store"
+    );
+
+    runtime.server.shutdown().await;
+    assert!(
+        core.attach(&endpoint).await.is_err(),
+        "a runtime that stopped answering is refused, proxy or not"
+    );
+    drop(runtime.registration);
+}
+
 const STORM: usize = 200;
 
 // Proves (issue 6, load): 200 runtimes registering and dropping at once while the tray keeps
