@@ -282,7 +282,12 @@ async function main() {
     const eventChanges = []; // { at, name, state }
     createInterface({ input: events.child.stdout }).on('line', (line) => {
       const at = now();
-      const event = JSON.parse(line);
+      let event;
+      try {
+        event = JSON.parse(line);
+      } catch {
+        return; // the line cut off when the process is stopped at the end
+      }
       if (event.type !== 'snapshot') return;
       for (const r of event.snapshot.runtimes) {
         const state = r.state?.value;
