@@ -75,6 +75,9 @@ test_pkgs=(
   desktop-file-utils libglib2.0-bin
   # the stand-in tray host of the tray e2e tests (tests/e2e/tray-host.py)
   python3-gi gir1.2-glib-2.0
+  # the real panel of tests/e2e/panel.test.mjs: xfce4-panel's systray plugin is a
+  # StatusNotifierWatcher and host (its xfconf dependency brings xfconfd); xdotool clicks it
+  xfce4-panel xdotool
 )
 # Packages whose absence is tolerated: on Ubuntu chromium is only a snap wrapper, which does
 # not work in containers/CI; the browser tests then fail loudly on their own (SUPERCODE_REQUIRE_BROWSER).

@@ -39,6 +39,10 @@ pub struct DemoArgs {
     /// error, no-api (the API is not served), or the hostile flood, huge, html, stall.
     #[arg(long, value_name = "NAME")]
     pub scenario: Option<demo_runtime::Scenario>,
+    /// How long each step of the approval and error scenarios lasts, in milliseconds (default
+    /// 1000): tests and demos that want to look at every step lengthen it.
+    #[arg(long, value_name = "MS")]
+    pub phase_delay_ms: Option<u64>,
 }
 
 /// Why the demo runtime could not run.
@@ -91,6 +95,9 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoRunError> {
         })?;
     let mut config = demo_runtime::DemoConfig::new(args.name.clone(), token.clone());
     config.scenario = args.scenario.unwrap_or_default();
+    if let Some(ms) = args.phase_delay_ms {
+        config.phase_delay = Duration::from_millis(ms);
+    }
     let server = demo_runtime::serve(config).await?;
     let receipts = ReceiptDir::from_env()?;
     let launch = launch_command();

@@ -26,6 +26,7 @@ Uses the system Python's GObject introspection (Debian: python3-gi, gir1.2-glib-
 
 import json
 import sys
+import time
 
 import gi
 
@@ -124,6 +125,8 @@ class NotificationServer:
         self.issued.add(notification_id)
         hints = field(6)
         notification = {
+            # When it arrived, on CLOCK_MONOTONIC (the benchmark's clock, tests/e2e/agent-figures.mjs).
+            "receivedAt": time.clock_gettime(time.CLOCK_MONOTONIC),
             "id": notification_id,
             "appName": field(0).get_string(),
             "replacesId": replaces_id,

@@ -24,6 +24,7 @@ Uses the system Python's GObject introspection (Debian: python3-gi, gir1.2-glib-
 import hashlib
 import json
 import sys
+import time
 
 import gi
 
@@ -120,6 +121,13 @@ class TrayHost:
             "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
             None, Gio.DBusSignalFlags.NONE, self.on_name_owner_changed,
         )
+        if "--menu-updates" in sys.argv[1:]:
+            # For the benchmark (tests/e2e/agent-figures.mjs): when each menu change reached the
+            # host, on the clock the driver reads too (CLOCK_MONOTONIC).
+            for signal in ("LayoutUpdated", "ItemsPropertiesUpdated"):
+                self.bus.signal_subscribe(
+                    None, "com.canonical.dbusmenu", signal, None, None, Gio.DBusSignalFlags.NONE, self.on_menu_update,
+                )
         Gio.bus_own_name_on_connection(
             self.bus, WATCHER_NAME, Gio.BusNameOwnerFlags.DO_NOT_QUEUE, self.on_name_acquired, self.on_name_lost,
         )
@@ -176,6 +184,9 @@ class TrayHost:
         if name == "ProtocolVersion":
             return GLib.Variant("i", 0)
         return None
+
+    def on_menu_update(self, _bus, sender, path, _interface, signal, _params):
+        emit({"event": "menu-update", "signal": signal, "sender": sender, "path": path, "at": time.clock_gettime(time.CLOCK_MONOTONIC)})
 
     def items_changed(self):
         changed = {"RegisteredStatusNotifierItems": GLib.Variant("as", [item["service"] for item in self.items])}

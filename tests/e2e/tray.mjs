@@ -42,8 +42,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * Starts the stand-in tray host on the session bus (the one the app will use). Call it from a
  * test file's `env(ctx)`, so it is there before the app starts and lives until the file ends.
  */
-export async function startTrayHost({ artifactsDir, fileSlug }) {
-  const proc = await startProcess('tray host', SYSTEM_PYTHON, [HOST_SCRIPT], {
+export async function startTrayHost({ artifactsDir, fileSlug, menuUpdates = false }) {
+  // menuUpdates: also announce every dbusmenu LayoutUpdated / ItemsPropertiesUpdated signal,
+  // with its CLOCK_MONOTONIC arrival time, as `{"event":"menu-update",...}` lines (the benchmark).
+  const proc = await startProcess('tray host', SYSTEM_PYTHON, [HOST_SCRIPT, ...(menuUpdates ? ['--menu-updates'] : [])], {
     logPath: join(artifactsDir, `${fileSlug}--tray-host.stderr.log`),
     stdin: 'pipe',
   });

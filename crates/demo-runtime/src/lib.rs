@@ -60,6 +60,9 @@ pub struct DemoConfig {
     /// How often a quiet status stream sends a keep-alive comment; [`DemoConfig::new`] uses
     /// [`KEEP_ALIVE_INTERVAL`], tests shorten it to see keep-alives without waiting.
     pub keep_alive: Duration,
+    /// How long each step of a scenario that moves on by itself lasts (`approval`, `error`);
+    /// [`DemoConfig::new`] uses [`PHASE_DELAY`], tests lengthen it to look at every step.
+    pub phase_delay: Duration,
 }
 
 impl DemoConfig {
@@ -71,6 +74,7 @@ impl DemoConfig {
             bind: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)),
             scenario: Scenario::Steady,
             keep_alive: KEEP_ALIVE_INTERVAL,
+            phase_delay: PHASE_DELAY,
         }
     }
 }
@@ -84,6 +88,7 @@ impl std::fmt::Debug for DemoConfig {
             .field("bind", &"<redacted>")
             .field("scenario", &self.scenario)
             .field("keep_alive", &self.keep_alive)
+            .field("phase_delay", &self.phase_delay)
             .finish()
     }
 }
@@ -155,7 +160,7 @@ pub async fn serve(config: DemoConfig) -> Result<DemoServer, DemoError> {
         .local_addr()
         .map_err(|source| DemoError::LocalAddr { source })?;
     let stop = CancellationToken::new();
-    let board = status::StatusBoard::new(config.scenario, stop.clone());
+    let board = status::StatusBoard::new(config.scenario, config.phase_delay, stop.clone());
     let router = routes::router(
         &config.name,
         &config.token,

@@ -230,12 +230,13 @@ impl Phase {
         }
     }
 
-    /// Where this phase goes by itself, and after how long.
-    pub(crate) fn after(&self) -> Option<(Duration, Phase)> {
+    /// Where this phase goes by itself, after the board's phase delay ([`PHASE_DELAY`] unless
+    /// configured otherwise).
+    pub(crate) fn after(&self) -> Option<Phase> {
         match self {
-            Phase::Preparing => Some((PHASE_DELAY, Phase::AwaitingApproval)),
-            Phase::RunningTests => Some((PHASE_DELAY, Phase::TestsPassed)),
-            Phase::Attempting => Some((PHASE_DELAY, Phase::Failed)),
+            Phase::Preparing => Some(Phase::AwaitingApproval),
+            Phase::RunningTests => Some(Phase::TestsPassed),
+            Phase::Attempting => Some(Phase::Failed),
             _ => None,
         }
     }

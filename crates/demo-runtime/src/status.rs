@@ -115,6 +115,8 @@ struct Inner {
 /// The current status and its subscribers.
 pub(crate) struct StatusBoard {
     scenario: Scenario,
+    /// How long a phase that moves on by itself lasts.
+    phase_delay: Duration,
     // std Mutex: it is never held across an `.await`.
     inner: Mutex<Inner>,
     changes: broadcast::Sender<Published>,
@@ -123,13 +125,18 @@ pub(crate) struct StatusBoard {
 
 impl StatusBoard {
     /// A board in the scenario's first phase; its timers start once [`StatusBoard::start`] runs.
-    pub(crate) fn new(scenario: Scenario, stop: CancellationToken) -> Arc<Self> {
+    pub(crate) fn new(
+        scenario: Scenario,
+        phase_delay: Duration,
+        stop: CancellationToken,
+    ) -> Arc<Self> {
         let phase = scenario.first_phase();
         let content = phase.content();
         let since = now_rfc3339();
         let published = render(&content, &since, 1, 0);
         Arc::new(Self {
             scenario,
+            phase_delay,
             inner: Mutex::new(Inner {
                 phase,
                 content,
@@ -237,9 +244,10 @@ impl StatusBoard {
     /// If `phase` moves on by itself, moves the board on after its delay, unless something else
     /// changed the phase first.
     fn arm_timer(self: &Arc<Self>, phase: &Phase, seq: u64) {
-        let Some((delay, next)) = phase.after() else {
+        let Some(next) = phase.after() else {
             return;
         };
+        let delay = self.phase_delay;
         let board = Arc::clone(self);
         tokio::spawn(async move {
             tokio::select! {

@@ -206,6 +206,29 @@ async fn approval_scenario_walks_every_state_in_order_on_the_stream() {
     assert_eq!(done["actions"], json!([]));
 }
 
+// A lengthened phase delay (`--phase-delay-ms`) holds each self-driven step that long, and no
+// longer: the e2e tests rely on it to look at every step of the approval walk.
+#[tokio::test]
+async fn a_configured_phase_delay_sets_how_long_working_lasts_before_the_prompt() {
+    const DELAY: Duration = Duration::from_millis(1_500);
+    let mut config = DemoConfig::new("demo-status", Sensitive::new(TOKEN.to_owned()));
+    config.scenario = Scenario::Approval;
+    config.phase_delay = DELAY;
+    let server = serve(config).await.expect("demo runtime starts");
+    let base = format!("http://{}", server.local_addr().expose());
+    let started = Instant::now();
+    let mut stream = StatusStream::open(&base).await;
+    let working = stream.document().await;
+    assert_eq!(working["state"], "working");
+    let asking = stream.next_state(&working).await;
+    let waited = started.elapsed();
+    assert_eq!(asking["state"], "needs-approval");
+    assert!(
+        waited >= DELAY,
+        "the prompt came after {waited:?}, before the {DELAY:?} delay"
+    );
+}
+
 #[tokio::test]
 async fn deny_leads_to_needs_input_asking_what_to_do_instead() {
     let (_server, base) = start_with(Scenario::Approval, None).await;

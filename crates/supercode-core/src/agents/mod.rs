@@ -552,6 +552,14 @@ impl Subscription {
         if self.alert_at().is_none_or(|at| at > Instant::now()) {
             return;
         }
+        if self.view.value != self.shown_state {
+            // The runtime moved on since the entry was shown, and that is not shown yet (a
+            // burst inside the publish interval): show it first, which re-decides whether an
+            // alert is due (and sends it, through this function, if it still is), so an alert
+            // never names a state the user is not told about.
+            self.flush_now();
+            return;
+        }
         self.alert_pending = false;
         self.last_alert = Some(Instant::now());
         if let Some(sink) = self.inner.sink() {

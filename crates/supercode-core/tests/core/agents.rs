@@ -289,6 +289,34 @@ async fn a_flooding_runtime_floods_neither_snapshots_nor_alerts() {
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
+// Regression (issue 15): an alert held back by the alert interval was sent with the state the
+// runtime had moved on to since, not yet shown: a flood alternating working and needs-input made
+// the core alert "working" (an `agent-alert` line for a state nobody is told about). Every alert
+// names a state that needs the user or is trouble.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_back_alert_is_never_sent_for_a_state_that_does_not_need_you() {
+    let fixture = Fixture::new();
+    let (_core, _watch, mut events) = watched(&fixture, quick());
+    let runtime = start(&fixture, "flooder", Scenario::Flood).await;
+    let endpoint = runtime.endpoint();
+    tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the flood shown", TIMEOUT, |s| {
+            state_of(s, &endpoint).is_some_and(|(_, t)| t.is_some_and(|t| t.starts_with("Flood")))
+        })
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    events.drain();
+    let alerted = alerts(&events, &endpoint);
+    assert!(
+        alerted.len() >= 2,
+        "the flood kept entering needs-input, so held-back alerts were due: {alerted:?}"
+    );
+    assert!(
+        alerted.iter().all(|s| *s == AgentState::NeedsInput),
+        "every alert is for needs-input, the flood's one state that needs you: {alerted:?}"
+    );
+}
+
 // Proves: HTML and control characters come through as inert text (controls and bidi gone), the
 // action with an invalid id is dropped, and the valid one still works; a 4 MiB document is
 // refused as a failed attempt and never shown.
