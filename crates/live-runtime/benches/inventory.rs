@@ -197,20 +197,9 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) {
     }
 }
 
-/// The floor: what any inventory must do at least — list the directory, read and parse every
-/// file, and read the `/proc/<pid>/stat` of the process each names. Returns how many parsed.
+/// The floor: what any inventory must do at least (see [`bench_support::floor`]).
 fn read_and_parse_floor(dir: &Path) -> usize {
-    let mut parsed = 0;
-    for entry in fs::read_dir(dir).unwrap() {
-        let bytes = fs::read(entry.unwrap().path()).unwrap();
-        if let Ok(value) = serde_json::from_slice::<Value>(&bytes) {
-            parsed += 1;
-            if let Some(pid) = value["process"]["pid"].as_u64() {
-                std::hint::black_box(fs::read(format!("/proc/{pid}/stat")).ok());
-            }
-        }
-    }
-    parsed
+    bench_support::floor::read_and_parse(dir)
 }
 
 struct Stats {
