@@ -47,7 +47,7 @@ pub fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let _log_guard = crate::logging::init(&locations.log_dir, true);
+    let _log_guard = supercode_cli::logging::init(&locations.log_dir, true);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         "starting Supercode Tray"
