@@ -244,7 +244,7 @@ fn run_subcommand(command: Command) -> ExitCode {
     let locations_log = supercode_core::Locations::from_env()
         .map(|l| l.log_dir)
         .unwrap_or_else(|_| std::env::temp_dir().join("supercode-tray-logs"));
-    let _guard = crate::logging::init(&locations_log, false);
+    let _guard = crate::logging::init(&locations_log, false, logging::CLI_BUFFERED_LINES);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
