@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the .deb with the Tauri bundler and checks it the way a user meets it: it installs with
-# apt, puts the binary and a valid desktop entry in place, the desktop entry starts the app, and
-# removing the package leaves the user's receipts and ~/.canon untouched.
+# apt, puts both binaries (the command, which links no display library, and the tray app it
+# execs) and a valid desktop entry in place, the desktop entry starts the app through the
+# command, and removing the package leaves the user's receipts and ~/.canon untouched.
 #
 #   scripts/package-check.sh [--release | --deb FILE]
 #
@@ -19,6 +20,19 @@ LAUNCH_TIMEOUT_SECS=60
 log() { printf 'package: %s\n' "$*"; }
 die() { printf 'package: error: %s\n' "$*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
+# The installed command and the tray app it execs (same process, so the app's pid is the one
+# the desktop entry started, running this file).
+cli_bin=/usr/bin/supercode-tray
+app_bin=/usr/bin/supercode-tray-app
+# Libraries the command must not link: loading them is what made it slow to start (issue 16).
+display_libs='lib(gtk|gdk)-3\.so|libwebkit2gtk|libjavascriptcoregtk|appindicator'
+app_pids() {
+  local proc
+  for proc in /proc/[0-9]*; do
+    [ "$(readlink "$proc/exe" 2>/dev/null)" = "$app_bin" ] && echo "${proc#/proc/}"
+  done
+  return 0
+}
 
 deb=""
 profile_flag=(--debug)
@@ -51,12 +65,19 @@ before="$(cd "$data" && find . -type f -exec sha256sum {} + | sort)"
 
 log "installing with apt (pulls in the declared dependencies)"
 as_root apt-get install -y --no-install-recommends "$deb" >/dev/null
-[ -x /usr/bin/supercode-tray ] || die "/usr/bin/supercode-tray is missing after install"
-/usr/bin/supercode-tray --version
+for bin in "$cli_bin" "$app_bin"; do
+  [ -x "$bin" ] || die "$bin is missing after install"
+done
+"$cli_bin" --version
+[ "$("$app_bin" --version)" = "$("$cli_bin" --version)" ] || die "$app_bin and $cli_bin are not the same version"
+if ldd "$cli_bin" | grep -Eq "$display_libs"; then
+  die "$cli_bin links display libraries: $(ldd "$cli_bin" | grep -E "$display_libs" | awk '{print $1}' | tr '\n' ' ')"
+fi
+log "$cli_bin links $(ldd "$cli_bin" | wc -l) shared libraries and none of the display stack; $app_bin links $(ldd "$app_bin" | wc -l)"
 desktop="$(dpkg -L "$package" | grep '\.desktop$' | head -n 1)"
 [ -n "$desktop" ] || die "the package installs no desktop entry"
 desktop-file-validate "$desktop"
-grep -q '^Exec=supercode-tray' "$desktop" || die "the desktop entry does not start supercode-tray: $(grep '^Exec=' "$desktop")"
+grep -qx 'Exec=supercode-tray' "$desktop" || die "the desktop entry does not start supercode-tray: $(grep '^Exec=' "$desktop")"
 for size in 32x32 128x128; do
   dpkg -L "$package" | grep -q "icons/hicolor/$size/apps/" || die "no $size icon installed"
 done
@@ -66,14 +87,19 @@ if [ -n "${DISPLAY:-}" ]; then
   log_dir="$data/logs"
   SUPERCODE_LOG_DIR="$log_dir" SUPERCODE_STATE_DIR="$data/state" gio launch "$desktop" &
   deadline=$((SECONDS + LAUNCH_TIMEOUT_SECS))
-  until pgrep -x supercode-tray >/dev/null && ls "$log_dir"/supercode-tray*.log >/dev/null 2>&1 &&
+  until [ -n "$(app_pids)" ] && ls "$log_dir"/supercode-tray*.log >/dev/null 2>&1 &&
     grep -q 'starting Supercode Tray' "$log_dir"/supercode-tray*.log; do
     [ "$SECONDS" -lt "$deadline" ] || die "the app did not start from its desktop entry within ${LAUNCH_TIMEOUT_SECS}s"
     sleep 0.5
   done
-  log "the desktop entry started the app (pid $(pgrep -x supercode-tray | head -n 1)); it logs to $log_dir"
-  /usr/bin/supercode-tray doctor || true
-  pkill -x supercode-tray || true
+  pid="$(app_pids | head -n 1)"
+  # Exec=supercode-tray ran the command, which exec'd the app: argv[0] is still the command's.
+  argv0="$(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1)"
+  [ "$argv0" = supercode-tray ] || die "the app process $pid was not started through supercode-tray (argv[0] $argv0)"
+  log "the desktop entry started the app through supercode-tray (pid $pid, now running $app_bin); it logs to $log_dir"
+  "$cli_bin" doctor || true
+  # shellcheck disable=SC2046 # one pid per word
+  kill $(app_pids) 2>/dev/null || true
   rm -rf "$log_dir" "$data/state"
 else
   log "no display: skipping the launch check"
@@ -81,7 +107,9 @@ fi
 
 log "removing the package"
 as_root dpkg -r "$package" >/dev/null
-[ ! -e /usr/bin/supercode-tray ] || die "/usr/bin/supercode-tray is still there after removal"
+for bin in "$cli_bin" "$app_bin"; do
+  [ ! -e "$bin" ] || die "$bin is still there after removal"
+done
 after="$(cd "$data" && find . -type f -exec sha256sum {} + | sort)"
 [ "$before" = "$after" ] || die "removing the package changed the user's receipts or CANON_HOME"
 log "ok: the .deb installs, starts from its desktop entry, and uninstalls leaving user data untouched"

@@ -43,11 +43,12 @@ fi
 npm --prefix ui run build
 
 log "building the app (debug build)"
-cargo build --bin supercode-tray
+# supercode-tray starts the tray by exec'ing supercode-tray-app beside it: build both.
+cargo build --bin supercode-tray --bin supercode-tray-app
 target_dir="$(cargo metadata --format-version 1 --no-deps | node -e \
   'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')"
 app="$target_dir/debug/supercode-tray"
-[ -x "$app" ] || die "the build succeeded but $app is missing"
+[ -x "$app" ] && [ -x "$app-app" ] || die "the build succeeded but $app or $app-app is missing"
 
 # Demo runtimes' workspaces and output live in a private folder: their output names their
 # endpoint, which is not for the terminal.

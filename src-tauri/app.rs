@@ -47,7 +47,11 @@ pub fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let _log_guard = crate::logging::init(&locations.log_dir, true);
+    let _log_guard = supercode_cli::logging::init(
+        &locations.log_dir,
+        true,
+        supercode_cli::logging::APP_BUFFERED_LINES,
+    );
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         "starting Supercode Tray"

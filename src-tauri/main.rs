@@ -1,6 +1,8 @@
-// Keep Windows release builds from opening a console window next to the tray.
-#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+//! `supercode-tray`: the display-free subcommands, or, with none, the tray app (exec'd).
+//!
+//! Only `supercode-cli` is used here, never this package's library, so this binary links no
+//! GTK or WebKitGTK and starts at once (docs/ARCHITECTURE.md, "Two binaries").
 
 fn main() -> std::process::ExitCode {
-    supercode_tray::run()
+    supercode_cli::run(supercode_cli::launch::exec_app)
 }

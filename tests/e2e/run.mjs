@@ -16,6 +16,10 @@
 // Needs a display (run it under scripts/test-env.sh). When prerequisites are missing (no app
 // binary, no tauri-driver, no display) it skips, unless SUPERCODE_REQUIRE_E2E=1, then it fails.
 //
+// The app is launched as a user launches it, through `supercode-tray`, which execs the tray app
+// `supercode-tray-app` beside it in the same process; so the app's process is the one running
+// that file (`appExecutable`).
+//
 // Environment: SUPERCODE_APP_BINARY (default <target>/debug/supercode-tray, <target> being
 // $CARGO_TARGET_DIR or ./target), TAURI_DRIVER (default .tools/bin/tauri-driver, then PATH),
 // WEBKIT_WEBDRIVER (default /usr/bin/WebKitWebDriver), SUPERCODE_TEST_ARTIFACTS (default
@@ -85,6 +89,20 @@ function defaultAppBinary() {
   return join(target, 'debug', 'supercode-tray');
 }
 
+/** The binary `supercode-tray` execs to start the tray app, installed beside it. */
+const TRAY_APP_BINARY = 'supercode-tray-app';
+
+/**
+ * The executable of the app's process once it runs. `supercode-tray` (what the tests launch, as
+ * a user does) starts the tray by exec'ing `supercode-tray-app` beside it in the same process,
+ * so the app process is the one running that file; any other `--app` (MiniBrowser) runs itself.
+ */
+function appExecutable(app) {
+  if (basename(app) !== 'supercode-tray') return realpathSync(app);
+  const beside = join(dirname(realpathSync(app)), TRAY_APP_BINARY);
+  return isExecutable(beside) ? realpathSync(beside) : undefined;
+}
+
 function findTauriDriver() {
   if (process.env.TAURI_DRIVER) return resolve(process.env.TAURI_DRIVER);
   const local = join(REPO_ROOT, '.tools', 'bin', 'tauri-driver');
@@ -138,8 +156,11 @@ function slug(text) {
 
 /** What a test function receives. */
 class TestContext {
-  constructor({ app, driver, env, stateDir, artifactsDir, fileSlug, testSlug }) {
+  constructor({ app, appExecutable, driver, env, stateDir, artifactsDir, fileSlug, testSlug }) {
+    /** What is launched: `supercode-tray` (or `--app`); also what runs `demo-runtime`. */
     this.app = app;
+    /** The executable of the app's process once it started (see `appExecutable`). */
+    this.appExecutable = appExecutable;
     this.driver = driver;
     this.driverUrl = driver.url;
     this.env = env;
@@ -161,7 +182,7 @@ class TestContext {
 
   /** Pids of the app processes running now (started through this test's sessions or earlier). */
   appPids() {
-    return groupProcessesOf(this.driver.proc.pid, realpathSync(this.app));
+    return groupProcessesOf(this.driver.proc.pid, this.appExecutable);
   }
 
   /** The pid of the one app process running now; fails when there is none or more than one. */
@@ -291,7 +312,9 @@ async function main() {
   const nativeDriver = process.env.WEBKIT_WEBDRIVER ?? '/usr/bin/WebKitWebDriver';
   const artifactsDir = join(resolve(REPO_ROOT, process.env.SUPERCODE_TEST_ARTIFACTS ?? 'test-artifacts'), 'e2e');
 
-  if (!isExecutable(app)) skipOrFail(`the app binary ${app} does not exist (build it with: cargo build --bin supercode-tray)`);
+  if (!isExecutable(app)) skipOrFail(`the app binary ${app} does not exist (build it with: cargo build --bins)`);
+  const executable = appExecutable(app);
+  if (!executable) skipOrFail(`${TRAY_APP_BINARY} is missing beside ${app}, which starts the tray by running it (build both with: cargo build --bins)`);
   if (!tauriDriver) skipOrFail('tauri-driver not found (scripts/install-deps.sh --test installs it into .tools/)');
   if (!isExecutable(nativeDriver)) skipOrFail(`${nativeDriver} not found (apt-get install webkit2gtk-driver)`);
   if (!process.env.DISPLAY && !process.env.WAYLAND_DISPLAY) skipOrFail('no display (run it under scripts/test-env.sh)');
@@ -362,7 +385,7 @@ async function main() {
 
     for (const t of tests) {
       const label = `${basename(file)} › ${t.name}`;
-      const ctx = new TestContext({ app, driver, env, stateDir, artifactsDir, fileSlug, testSlug: slug(t.name) });
+      const ctx = new TestContext({ app, appExecutable: executable, driver, env, stateDir, artifactsDir, fileSlug, testSlug: slug(t.name) });
       const started = Date.now();
       let error;
       try {

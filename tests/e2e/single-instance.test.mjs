@@ -8,7 +8,7 @@
 // exists, so the session arriving after the second launch is the proof that the launch made it.
 
 import { execFile } from 'node:child_process';
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -108,7 +108,7 @@ async function launchAgain(t, label) {
   ]).finally(() => clearTimeout(timer));
   assert.ok(exited, `the second launch exits by itself within ${SECOND_LAUNCH_EXIT_TIMEOUT_MS} ms (it is still running: a second tray); log: ${second.logPath}`);
   console.log(`       (the second launch exited ${Date.now() - startedAt} ms after it started)`);
-  const left = await groupProcessesOf(second.pid, realpathSync(t.app));
+  const left = await groupProcessesOf(second.pid, t.appExecutable);
   return { exited, left, pid: second.pid };
 }
 

@@ -164,7 +164,7 @@ test('Start at login toggles the autostart entry and the check mark', async (t) 
   const desktop = await readFile(join(dir, entry), 'utf8');
   assert.match(desktop, /^\[Desktop Entry\]/, `${entry} is a desktop entry`);
   const exec = /^Exec=(.*)$/m.exec(desktop)?.[1]?.trim() ?? '';
-  assert.ok(exec.startsWith(t.app), `${entry} starts the app binary (Exec=${exec})`);
+  assert.equal(exec, t.appExecutable, `${entry} starts the tray app's binary`);
   await tray.waitForMenu('"Start at login" checked', (m) => m.find((e) => e.label === 'Start at login')?.checked === true);
 
   await tray.click('Start at login');

@@ -1,9 +1,12 @@
 //! Integration tests of the app package, one binary with a module per area: `cli` runs the real
-//! `supercode-tray` binary as a user would, `app_commands` drives every IPC command on Tauri's
-//! mock runtime. Both check everything they see for the canary secrets.
+//! `supercode-tray` binary as a user would, `launch` checks what splitting it from the app's
+//! binary must keep (no display library loaded, the same output, the exec into the app), and
+//! `app_commands` drives every IPC command on Tauri's mock runtime. `cli` and `app_commands`
+//! check everything they see for the canary secrets.
 //!
 //! `app_commands` sets process-global variables (`SUPERCODE_BROWSER`, `CANON_BASE_URL`); the
 //! `cli` tests give every child they start its own environment, so sharing the binary is safe.
 
 mod app_commands;
 mod cli;
+mod launch;

@@ -14,6 +14,11 @@
 //!   is "tray built and inventory loaded", seen from outside without any log line.
 //! - **Idle CPU**: utime + stime of the app and every descendant over `--idle-secs`, after
 //!   `--settle-secs`, with `--runtimes` demo runtimes registered.
+//! - **Start-up, two binaries side by side** (`--compare PATH`): start-ups of `--bin` and of
+//!   `PATH` alternate, `--startups` of each with the same runtimes, and both are printed; idle,
+//!   memory and the window-open run are skipped. E.g. `--bin target/release/supercode-tray`
+//!   (which execs the app) against `--compare target/release/supercode-tray-app` (the app
+//!   started directly) shows what the exec adds.
 //! - **Memory**: VmRSS of the app and each descendant (WebKit processes are descendants), with
 //!   the window closed and with `SUPERCODE_TRAY_OPEN_WINDOW=1`; with `--baseline PATH`, the same
 //!   for a bare Tauri app (a tray icon; a window when `BARE_OPEN_WINDOW=1`) built with the same
@@ -35,6 +40,7 @@ const UP_TIMEOUT: Duration = Duration::from_secs(120);
 
 struct Args {
     bin: PathBuf,
+    compare: Option<PathBuf>,
     baseline: Option<PathBuf>,
     demo_bin: PathBuf,
     runtimes: usize,
@@ -47,6 +53,7 @@ fn parse_args() -> Args {
     let mut bin = None;
     let mut demo_bin = None;
     let mut baseline = None;
+    let mut compare = None;
     let (mut runtimes, mut idle_secs, mut settle_secs, mut startups) = (50, 60, 5, 5);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -55,6 +62,7 @@ fn parse_args() -> Args {
             "--bin" => bin = Some(PathBuf::from(value())),
             "--demo-bin" => demo_bin = Some(PathBuf::from(value())),
             "--baseline" => baseline = Some(PathBuf::from(value())),
+            "--compare" => compare = Some(std::fs::canonicalize(value()).unwrap()),
             "--runtimes" => runtimes = value().parse().unwrap(),
             "--idle-secs" => idle_secs = value().parse().unwrap(),
             "--settle-secs" => settle_secs = value().parse().unwrap(),
@@ -68,6 +76,7 @@ fn parse_args() -> Args {
             .map(|p| std::fs::canonicalize(p).unwrap())
             .unwrap_or_else(|| bin.clone()),
         bin,
+        compare,
         baseline,
         runtimes,
         idle_secs,
@@ -104,6 +113,15 @@ fn main() {
         std::fs::metadata(&args.bin).unwrap().len()
     );
     println!("{} live demo runtimes registered", args.runtimes);
+
+    if let Some(compare) = &args.compare {
+        compare_startups(&args, compare, &env, dir.path());
+        for demo in &mut demos {
+            let _ = demo.kill();
+            let _ = demo.wait();
+        }
+        return;
+    }
 
     // Start-up, window closed.
     let mut to_log = Vec::new();
@@ -175,6 +193,42 @@ fn main() {
         let _ = demo.kill();
         let _ = demo.wait();
     }
+}
+
+/// `--compare`: start-ups of `args.bin` and `compare`, alternating, then both medians.
+fn compare_startups(args: &Args, compare: &Path, env: &[(String, String)], dir: &Path) {
+    let bins = [args.bin.as_path(), compare];
+    let mut to_log = [Vec::new(), Vec::new()];
+    let mut to_ready = [Vec::new(), Vec::new()];
+    for run in 0..args.startups {
+        for (i, bin) in bins.iter().enumerate() {
+            let log = dir.join(format!("app-{i}-{run}.err"));
+            let (mut app, log_at, ready_at) = start_app(bin, env, &log, false);
+            to_log[i].push(log_at);
+            to_ready[i].push(ready_at);
+            stop(&mut app);
+        }
+    }
+    for (i, bin) in bins.iter().enumerate() {
+        to_log[i].sort();
+        to_ready[i].sort();
+        let (log, ready) = (&to_log[i], &to_ready[i]);
+        println!(
+            "{}: start-up ({} runs, median [min..max]): log line {:.1} ms [{:.1}..{:.1}], tray + inventory loaded {:.1} ms [{:.1}..{:.1}]",
+            bin.display(),
+            args.startups,
+            ms(percentile(log, 0.5)),
+            ms(log[0]),
+            ms(log[log.len() - 1]),
+            ms(percentile(ready, 0.5)),
+            ms(ready[0]),
+            ms(ready[ready.len() - 1]),
+        );
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
 }
 
 fn environment(root: &Path) -> Vec<(String, String)> {

@@ -13,7 +13,7 @@ use supercode_core::revive::ReviveRequest;
 use supercode_core::view::RevivePlanView;
 use supercode_core::Supercode;
 
-use super::CliError;
+use crate::CliError;
 
 /// Shows the plan for `id`, confirms it, and revives it.
 pub async fn run(

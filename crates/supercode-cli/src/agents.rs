@@ -12,7 +12,7 @@ use serde_json::json;
 use supercode_core::view::AgentActionView;
 use supercode_core::{CoreEvent, Supercode};
 
-use super::CliError;
+use crate::CliError;
 
 /// `act ID ACTION [--yes]`: exit 0 when the runtime accepted it, 1 (with the reason) otherwise.
 /// A destructive action, or one with a confirmation text, asks y/N on a terminal and needs

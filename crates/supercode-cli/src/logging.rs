@@ -14,9 +14,20 @@ const DEFAULT_FILTER: &str = "info";
 /// How many daily log files are kept before the oldest is deleted.
 const KEPT_LOG_FILES: usize = 7;
 
-/// Starts logging to `log_dir/supercode-tray.log.<date>` and to stderr. Keep the guard alive for
-/// the life of the process: dropping it flushes and stops the file writer.
-pub fn init(log_dir: &Path, to_stderr: bool) -> Option<WorkerGuard> {
+/// How many lines the tray app's log buffers for its writer thread (tracing-appender's default):
+/// the app runs for days, and a burst (a rescan of thousands of receipts) must not lose lines.
+pub const APP_BUFFERED_LINES: usize = tracing_appender::non_blocking::DEFAULT_BUFFERED_LINES_LIMIT;
+
+/// How many lines a subcommand's log buffers. The buffer is allocated and initialised up front
+/// (32 bytes a line: the default 128,000 lines are 4 MB, most of a subcommand's memory), and a
+/// subcommand logs a handful of lines.
+pub const CLI_BUFFERED_LINES: usize = 1024;
+
+/// Starts logging to `log_dir/supercode-tray.log.<date>` and to stderr, with room for
+/// `buffered_lines` lines between the logging threads and the file writer
+/// ([`APP_BUFFERED_LINES`], [`CLI_BUFFERED_LINES`]). Keep the guard alive for the life of the
+/// process: dropping it flushes and stops the file writer.
+pub fn init(log_dir: &Path, to_stderr: bool, buffered_lines: usize) -> Option<WorkerGuard> {
     let filter =
         || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let appender = std::fs::create_dir_all(log_dir).ok().and_then(|()| {
@@ -30,7 +41,9 @@ pub fn init(log_dir: &Path, to_stderr: bool) -> Option<WorkerGuard> {
     });
     let (file_layer, guard) = match appender {
         Some(appender) => {
-            let (writer, guard) = tracing_appender::non_blocking(appender);
+            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                .buffered_lines_limit(buffered_lines)
+                .finish(appender);
             (
                 Some(
                     fmt::layer()

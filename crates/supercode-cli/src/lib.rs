@@ -1,8 +1,22 @@
-//! The command line: the same binary runs the tray (no subcommand) or one display-free subcommand.
+//! The command line of Supercode Tray: `clap` definitions, the display-free subcommands
+//! (`list`, `attach`, `doctor`, `demo-runtime`...), logging, and starting the tray app.
+//!
+//! This crate knows nothing of Tauri and links no display library, so the `supercode-tray`
+//! command, which is only this crate, starts in a few milliseconds. With no subcommand it
+//! starts the tray app by replacing itself with the app's binary ([`launch`]); the app's binary
+//! parses the same command line with [`run`] and runs the tray where this one would exec.
 //!
 //! Output contract: results go to stdout (`--json` output is documented in `docs/cli.md` and
 //! stable), errors go to stderr with exit code 1, usage errors exit 2 (clap's convention).
 //! No secret is ever printed: every value printed comes from a browser-safe view type.
+//!
+//! # Layout
+//! - this module: [`Cli`], [`Command`], [`CliError`] (the one place exit codes are decided) and
+//!   the dispatch of each subcommand to the core.
+//! - `output`, `revive`, `agents`, `demo`: how subcommands print, `revive`'s plan and
+//!   confirmation, `act` and `events`, the demo runtime.
+//! - [`launch`]: `supercode-tray` alone: exec the tray app's binary installed beside this one.
+//! - [`logging`]: the rolling log file and `RUST_LOG`.
 
 use std::process::ExitCode;
 
@@ -12,8 +26,25 @@ use supercode_core::{CoreError, Supercode};
 
 mod agents;
 mod demo;
+pub mod launch;
+pub mod logging;
 mod output;
 mod revive;
+
+/// Parses the command line and runs a subcommand, or `start_app` when there is none: the
+/// `supercode-tray` command passes [`launch::exec_app`], the tray app's own binary the app.
+pub fn run(start_app: impl FnOnce() -> ExitCode) -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are not errors: clap prints them and exits 0.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => return CliError::Usage(e).report(),
+    };
+    match cli.command {
+        None => start_app(),
+        Some(command) => run_subcommand(command),
+    }
+}
 
 /// Supercode Tray: the local control centre for your AI coding-agent runtimes.
 #[derive(Debug, Parser)]
@@ -164,6 +195,14 @@ pub enum CliError {
     /// `doctor` found problems (listed on stdout).
     #[error("doctor found problems (see above)")]
     DoctorFailed,
+    /// The tray app's binary could not be started.
+    #[error("could not start the tray app {}: {source}; reinstall Supercode Tray, or build both binaries with `cargo build --bins`", .path.display())]
+    StartApp {
+        /// The app binary that was looked for beside this one.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// `attach`'s runtime went away, so its proxy closed.
     #[error("{id} stopped, so its attach proxy is closed")]
     ProxyClosed {
@@ -201,11 +240,11 @@ impl CliError {
 }
 
 /// Runs one subcommand and maps its outcome to an exit code.
-pub fn run(command: Command) -> ExitCode {
+fn run_subcommand(command: Command) -> ExitCode {
     let locations_log = supercode_core::Locations::from_env()
         .map(|l| l.log_dir)
         .unwrap_or_else(|_| std::env::temp_dir().join("supercode-tray-logs"));
-    let _guard = crate::logging::init(&locations_log, false);
+    let _guard = crate::logging::init(&locations_log, false, logging::CLI_BUFFERED_LINES);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
