@@ -5,12 +5,13 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use demo_runtime::{Scenario, HUGE_DETAIL_BYTES};
+use demo_runtime::{DemoConfig, Scenario, HUGE_DETAIL_BYTES};
 use futures_util::{Stream, StreamExt};
+use live_runtime::Sensitive;
 use serde_json::{json, Value};
 use tokio::time::timeout;
 
-use crate::support::{client, get_authed, start_with, STEP_TIMEOUT, TOKEN};
+use crate::support::{client, get_authed, serve_config, start_with, STEP_TIMEOUT, TOKEN};
 
 const STATUS: &str = "/supercode/v1/status";
 const STREAM: &str = "/supercode/v1/status/stream";
@@ -214,8 +215,7 @@ async fn a_configured_phase_delay_sets_how_long_working_lasts_before_the_prompt(
     let mut config = DemoConfig::new("demo-status", Sensitive::new(TOKEN.to_owned()));
     config.scenario = Scenario::Approval;
     config.phase_delay = DELAY;
-    let server = serve(config).await.expect("demo runtime starts");
-    let base = format!("http://{}", server.local_addr().expose());
+    let (_server, base) = serve_config(config).await;
     let started = Instant::now();
     let mut stream = StatusStream::open(&base).await;
     let working = stream.document().await;

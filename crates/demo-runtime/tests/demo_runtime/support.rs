@@ -32,7 +32,8 @@ pub async fn start_with(scenario: Scenario, keep_alive: Option<Duration>) -> (De
     serve_config(config).await
 }
 
-async fn serve_config(config: DemoConfig) -> (DemoServer, String) {
+/// A demo runtime served with `config`, and its base URL.
+pub async fn serve_config(config: DemoConfig) -> (DemoServer, String) {
     let server = serve(config).await.expect("demo runtime starts");
     let base = format!("http://{}", server.local_addr().expose());
     (server, base)
