@@ -13,6 +13,7 @@ use tauri::{
     App, AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder,
 };
 use tauri_plugin_autostart::ManagerExt as _;
+#[cfg(not(target_os = "linux"))]
 use tauri_plugin_notification::NotificationExt as _;
 
 use crate::commands;
@@ -207,6 +208,32 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
     {
         return;
     }
+    // The app process runs the `supercode-tray-app` binary (docs/ARCHITECTURE.md, "Two
+    // binaries"), and the plugin names a notification, and looks up its icon, by the running
+    // executable. Desktops show and group notifications by that name, and the .deb installs the
+    // icon as `supercode-tray`, so on Linux the notification goes out under the product's name.
+    #[cfg(target_os = "linux")]
+    {
+        let mut notification = notify_rust::Notification::new();
+        let product = env!("CARGO_PKG_NAME");
+        notification
+            .appname(product)
+            .icon(product)
+            .summary(title)
+            .body(body);
+        // A D-Bus round trip: off the thread that handles the app's events.
+        let spawned = std::thread::Builder::new()
+            .name("notification".into())
+            .spawn(move || {
+                if let Err(e) = notification.show() {
+                    tracing::debug!("notification not shown: {e}");
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::debug!("notification not shown: {e}");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
     if let Err(e) = app.notification().builder().title(title).body(body).show() {
         tracing::debug!("notification not shown: {e}");
     }
