@@ -221,13 +221,14 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
             .icon(product)
             .summary(title)
             .body(body);
-        // A D-Bus round trip: off the thread that handles the app's events.
+        // A D-Bus round trip, off the thread that handles the app's events. The connection is
+        // kept until the server closes the notification (as the plugin does): a server that asks
+        // the bus who sent it (its pid) must still find the sender there.
         let spawned = std::thread::Builder::new()
             .name("notification".into())
-            .spawn(move || {
-                if let Err(e) = notification.show() {
-                    tracing::debug!("notification not shown: {e}");
-                }
+            .spawn(move || match notification.show() {
+                Ok(shown) => shown.on_close(|| {}),
+                Err(e) => tracing::debug!("notification not shown: {e}"),
             });
         if let Err(e) = spawned {
             tracing::debug!("notification not shown: {e}");
