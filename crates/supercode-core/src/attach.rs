@@ -59,9 +59,9 @@ impl AttachSessions {
         .map_err(interrupted)??;
         // The token goes only to a listener of this user held by the receipt's own process.
         let pid = Some(record.pid);
-        if let Some(check) = self.check_on_running(&record.endpoint, pid)? {
+        if let Some(check) = self.on_running(&record.endpoint, |proxy| proxy.check_runtime(pid))? {
             check.instrument(debug_span!("attach_health")).await?;
-            if let Some(url) = self.mint_on_running(&record.endpoint)? {
+            if let Some(url) = self.on_running(&record.endpoint, AttachProxy::mint_code)? {
                 return Ok(url);
             }
             // Its runtime went away meanwhile and the proxy stopped: start afresh below, which
@@ -81,7 +81,7 @@ impl AttachSessions {
             .await?;
 
         let endpoint = resolved.record.endpoint.clone();
-        if let Some(url) = self.mint_on_running(&endpoint)? {
+        if let Some(url) = self.on_running(&endpoint, AttachProxy::mint_code)? {
             return Ok(url);
         }
         let started = AttachProxy::start(resolved.address, resolved.token)
@@ -103,15 +103,12 @@ impl AttachSessions {
         }
     }
 
-    /// The health check of the runtime's running proxy, if it has one; refused after shutdown.
-    fn check_on_running(
+    /// `use_it` applied to the runtime's running proxy, if it has one; refused after shutdown.
+    fn on_running<T>(
         &self,
         endpoint: &LiveRuntimeEndpoint,
-        pid: Option<u32>,
-    ) -> Result<
-        Option<impl std::future::Future<Output = Result<(), attach_proxy::AttachError>>>,
-        CoreError,
-    > {
+        use_it: impl FnOnce(&AttachProxy) -> T,
+    ) -> Result<Option<T>, CoreError> {
         let proxies = self.lock();
         if proxies.closed {
             return Err(shut_down());
@@ -120,23 +117,7 @@ impl AttachSessions {
             .running
             .get(endpoint)
             .filter(|proxy| !proxy.is_closed())
-            .map(|proxy| proxy.check_runtime(pid)))
-    }
-
-    /// A one-time URL on the runtime's running proxy, if it has one; refused after shutdown.
-    fn mint_on_running(
-        &self,
-        endpoint: &LiveRuntimeEndpoint,
-    ) -> Result<Option<AttachUrl>, CoreError> {
-        let proxies = self.lock();
-        if proxies.closed {
-            return Err(shut_down());
-        }
-        Ok(proxies
-            .running
-            .get(endpoint)
-            .filter(|proxy| !proxy.is_closed())
-            .map(AttachProxy::mint_code))
+            .map(use_it))
     }
 
     /// Stops the proxies of runtimes that are no longer running.
