@@ -46,6 +46,16 @@ pub struct Target {
     pub pid: u32,
 }
 
+impl From<live_runtime::ResolvedLiveRuntime> for Target {
+    fn from(resolved: live_runtime::ResolvedLiveRuntime) -> Self {
+        Self {
+            address: resolved.address,
+            token: resolved.token,
+            pid: resolved.record.pid,
+        }
+    }
+}
+
 /// Why one attempt (a `GET`, or opening and reading the stream) failed. None of these carries
 /// the address or the token.
 #[derive(Debug, thiserror::Error)]

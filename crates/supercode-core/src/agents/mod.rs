@@ -606,7 +606,6 @@ fn jittered(delay: Duration) -> Duration {
     delay.mul_f64(rand::thread_rng().gen_range(0.5..=1.0))
 }
 
-/// The receipt's address and token (a keychain read: call it off the async workers).
 /// A located runtime's target, its listener checked first (in `table`) so that the secret store
 /// is asked only for a runtime whose own process listens at its address.
 fn located_target(
@@ -616,26 +615,17 @@ fn located_target(
 ) -> Result<Target, AttemptError> {
     let located = located.ok_or(AttemptError::Unresolved)?;
     attach_proxy::verify_listener_in(table, &located.address, Some(located.process.pid))?;
-    let resolved = located.resolve(receipts)?;
-    Ok(Target {
-        address: resolved.address,
-        token: resolved.token,
-        pid: resolved.record.pid,
-    })
+    Ok(located.resolve(receipts)?.into())
 }
 
+/// The receipt's address and token (a keychain read: call it off the async workers).
 fn resolve(
     receipts: &ReceiptDir,
     endpoint: &str,
     source: &LiveRuntimeSource,
 ) -> Result<Target, AttemptError> {
     let endpoint: LiveRuntimeEndpoint = endpoint.parse().map_err(|_| AttemptError::Unresolved)?;
-    let resolved = live_runtime::resolve_live_runtime(receipts, &endpoint, source)?;
-    Ok(Target {
-        address: resolved.address,
-        token: resolved.token,
-        pid: resolved.record.pid,
-    })
+    Ok(live_runtime::resolve_live_runtime(receipts, &endpoint, source)?.into())
 }
 
 async fn resolve_off_thread(
@@ -656,11 +646,7 @@ async fn resolve_off_thread(
         action: String::new(),
         reason: format!("resolving the runtime was interrupted: {e}"),
     })?
-    .map(|resolved| Target {
-        address: resolved.address,
-        token: resolved.token,
-        pid: resolved.record.pid,
-    })
+    .map(Target::from)
     .map_err(CoreError::from)
 }
 
