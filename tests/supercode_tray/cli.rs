@@ -20,6 +20,21 @@ const API_KEY_CANARY: &str = "canary-cli-apikey-92c4e7a1b5";
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A private set of directories, as the CLI finds them through its environment.
+/// Points `command` at a private set of directories under `home` (receipts, the file secret
+/// store, `$CANON_HOME`, logs, state), with no Canon URL or log level inherited and no stdin.
+pub(crate) fn private_env(command: &mut Command, home: &Path) {
+    command
+        .env("SUPERCODE_RUNTIME_DIR", home.join("receipts"))
+        .env("SUPERCODE_SECRET_STORE", "file")
+        .env("SUPERCODE_SECRET_DIR", home.join("secrets"))
+        .env("CANON_HOME", home.join("canon"))
+        .env("SUPERCODE_LOG_DIR", home.join("logs"))
+        .env("SUPERCODE_STATE_DIR", home.join("state"))
+        .env_remove("CANON_BASE_URL")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+}
+
 struct Home {
     dir: tempfile::TempDir,
     extra_env: Vec<(&'static str, OsString)>,
@@ -43,18 +58,9 @@ impl Home {
 
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(TRAY);
-        command
-            .args(args)
-            .env("SUPERCODE_RUNTIME_DIR", self.path("receipts"))
-            .env("SUPERCODE_SECRET_STORE", "file")
-            .env("SUPERCODE_SECRET_DIR", self.path("secrets"))
-            .env("CANON_HOME", self.path("canon"))
-            .env("SUPERCODE_LOG_DIR", self.path("logs"))
-            .env("SUPERCODE_STATE_DIR", self.path("state"))
-            .env_remove("CANON_BASE_URL")
-            .env_remove("RUST_LOG")
-            .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null());
+        command.args(args);
+        private_env(&mut command, self.dir.path());
+        command.envs(self.extra_env.iter().map(|(k, v)| (k, v)));
         command
     }
 

@@ -28,18 +28,8 @@ const DISPLAY_LIBRARIES: &[&str] = &[
 fn command(bin: &str, home: &Path, args: &[&str]) -> Command {
     use std::os::unix::process::CommandExt as _;
     let mut command = Command::new(bin);
-    command
-        .arg0("supercode-tray")
-        .args(args)
-        .env("SUPERCODE_RUNTIME_DIR", home.join("receipts"))
-        .env("SUPERCODE_SECRET_STORE", "file")
-        .env("SUPERCODE_SECRET_DIR", home.join("secrets"))
-        .env("CANON_HOME", home.join("canon"))
-        .env("SUPERCODE_LOG_DIR", home.join("logs"))
-        .env("SUPERCODE_STATE_DIR", home.join("state"))
-        .env_remove("CANON_BASE_URL")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
+    command.arg0("supercode-tray").args(args);
+    crate::cli::private_env(&mut command, home);
     command
 }
 
