@@ -26,6 +26,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use bench_support::floor;
 use bench_support::stats::{ms as millis, percentile, us as micros};
 use live_runtime::{
     list_live_runtimes, read_receipt, LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir,
@@ -197,11 +198,6 @@ fn write_all(dir: &Path, files: &[(String, Vec<u8>)]) {
     }
 }
 
-/// The floor: what any inventory must do at least (see [`bench_support::floor`]).
-fn read_and_parse_floor(dir: &Path) -> usize {
-    bench_support::floor::read_and_parse(dir)
-}
-
 struct Stats {
     median: Duration,
     p90: Duration,
@@ -255,7 +251,7 @@ fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult 
         write_all(&path, &receipts.dead);
 
         let started = Instant::now();
-        let parsed = read_and_parse_floor(&path);
+        let parsed = floor::read_and_parse(&path);
         let floor = started.elapsed();
         assert_eq!(parsed, receipts.live.len() + receipts.dead.len());
 
@@ -266,7 +262,7 @@ fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult 
         assert_eq!(list.ignored.len(), receipts.corrupt.len());
 
         let started = Instant::now();
-        let parsed = read_and_parse_floor(&path);
+        let parsed = floor::read_and_parse(&path);
         let steady_floor = started.elapsed();
         assert_eq!(parsed, receipts.live.len());
 
@@ -354,7 +350,7 @@ fn once(args: &[String]) {
     let receipts = ReceiptDir::new(dir.join("receipts"), SecretStore::file(dir.join("secrets")));
     let found = match what.as_str() {
         "list" => list_live_runtimes(&receipts).unwrap().runtimes.len(),
-        "floor" => read_and_parse_floor(&dir.join("receipts")),
+        "floor" => floor::read_and_parse(&dir.join("receipts")),
         "none" => 0,
         other => panic!("--once {other}: expected list, floor or none"),
     };
