@@ -19,11 +19,14 @@ use supercode_core::view::{
 };
 use tauri::image::Image;
 use tauri::menu::{
-    CheckMenuItem, IsMenuItem, Menu, MenuBuilder, MenuItem, PredefinedMenuItem, Submenu,
+    CheckMenuItem, IsMenuItem, Menu, MenuBuilder, MenuItem, MenuItemKind, PredefinedMenuItem,
+    Submenu,
 };
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_autostart::ManagerExt as _;
+
+mod edits;
 
 const TRAY_ID: &str = "supercode-tray";
 
@@ -176,6 +179,8 @@ pub enum Entry {
     },
     /// A submenu: one runtime whose agent the tray hears from, with Attach and its actions.
     Submenu {
+        /// The runtime's inventory id: which runtime the submenu is for, whatever it says.
+        runtime: String,
         /// Its title: the runtime's name, its agent's state and title (capped, plain text).
         label: String,
         /// Its items, top to bottom.
@@ -329,7 +334,7 @@ fn native_item<R: Runtime>(
             *checked,
             None::<&str>,
         )?),
-        Entry::Submenu { label, entries } => {
+        Entry::Submenu { label, entries, .. } => {
             let items = entries
                 .iter()
                 .map(|e| native_item(app, e))
@@ -393,6 +398,7 @@ fn runtime_entry(runtime: &RuntimeView) -> Entry {
             .map(|action| action_entry(&runtime.id, action)),
     );
     Entry::Submenu {
+        runtime: runtime.id.clone(),
         label: menu_text(&title, SUBMENU_TITLE_CHARS),
         entries,
     }
@@ -458,9 +464,19 @@ fn pending_entry(pending: &PendingView) -> Entry {
     }
 }
 
-/// What the tray shows now, so a refresh can tell what changed.
-#[derive(Default)]
-struct Shown(Mutex<Option<TrayView>>);
+/// What the tray shows now, so a refresh can tell what changed, and the menu that shows it.
+struct Shown<R: Runtime> {
+    view: TrayView,
+    menu: Menu<R>,
+}
+
+/// The tray's state: what it shows, and the newest snapshot not yet shown.
+struct TrayShown<R: Runtime> {
+    shown: Mutex<Shown<R>>,
+    /// Set by [`refresh`]; taken by the main thread. A burst of snapshots while the main thread
+    /// is busy is shown once, as its newest, instead of once per snapshot in turn.
+    next: Mutex<Option<Snapshot>>,
+}
 
 /// Creates the tray icon for `snapshot`; menu clicks go to `on_menu`.
 pub fn create<R: Runtime>(
@@ -469,49 +485,177 @@ pub fn create<R: Runtime>(
     on_menu: fn(&AppHandle<R>, MenuId),
 ) -> tauri::Result<()> {
     let view = TrayView::of(snapshot, toggles(app));
+    let menu = view.menu(app)?;
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(view.icon()?)
         .tooltip(&view.tooltip)
-        .menu(&view.menu(app)?)
+        .menu(&menu)
         .show_menu_on_left_click(true)
         .on_menu_event(move |app, event| match MenuId::parse(event.id().as_ref()) {
             Some(id) => on_menu(app, id),
             None => tracing::warn!(item = %event.id().as_ref(), "unknown tray menu item"),
         })
         .build(app)?;
-    app.manage(Shown(Mutex::new(Some(view))));
+    app.manage(TrayShown {
+        shown: Mutex::new(Shown { view, menu }),
+        next: Mutex::new(None),
+    });
     Ok(())
 }
 
 /// Brings the tray in line with `snapshot`, touching only the parts that differ. The work runs on
-/// the main thread, in the order refreshes were asked for: tray calls from any other thread wait
-/// for it anyway, and there a newer inventory is never overwritten by an older one.
+/// the main thread, where tray calls from any other thread would wait for it anyway; a snapshot
+/// that arrives before the main thread got to the one before replaces it, so a newer inventory is
+/// never overwritten by an older one and a burst costs one update, not one per snapshot.
 pub fn refresh<R: Runtime>(app: &AppHandle<R>, snapshot: Snapshot) -> tauri::Result<()> {
+    let Some(state) = app.try_state::<TrayShown<R>>() else {
+        return Ok(());
+    };
+    let waiting = lock(&state.next).replace(snapshot).is_some();
+    if waiting {
+        // The main thread has not taken the last one yet: it will take this one instead.
+        return Ok(());
+    }
     let handle = app.clone();
     app.run_on_main_thread(move || {
-        if let Err(e) = show(&handle, &snapshot) {
+        let state = handle.state::<TrayShown<R>>();
+        let Some(snapshot) = lock(&state.next).take() else {
+            return;
+        };
+        if let Err(e) = show(&handle, &state, &snapshot) {
             tracing::warn!("could not update the tray: {e}");
         }
     })
 }
 
-fn show<R: Runtime>(app: &AppHandle<R>, snapshot: &Snapshot) -> tauri::Result<()> {
-    let (Some(tray), Some(shown)) = (app.tray_by_id(TRAY_ID), app.try_state::<Shown>()) else {
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn show<R: Runtime>(
+    app: &AppHandle<R>,
+    state: &TrayShown<R>,
+    snapshot: &Snapshot,
+) -> tauri::Result<()> {
+    let Some(tray) = app.tray_by_id(TRAY_ID) else {
         return Ok(());
     };
     let view = TrayView::of(snapshot, toggles(app));
-    let mut shown = shown.0.lock().unwrap_or_else(|e| e.into_inner());
-    let old = shown.as_ref();
-    if old.map(|o| o.state) != Some(view.state) {
+    let mut shown = lock(&state.shown);
+    if shown.view.state != view.state {
         tray.set_icon(Some(view.icon()?))?;
     }
-    if old.map(|o| &o.tooltip) != Some(&view.tooltip) {
+    if shown.view.tooltip != view.tooltip {
         tray.set_tooltip(Some(&view.tooltip))?;
     }
-    if old.map(|o| &o.entries) != Some(&view.entries) {
-        tray.set_menu(Some(view.menu(app)?))?;
+    let edits = edits::edits(&shown.view.entries, &view.entries);
+    if !edits.is_empty() {
+        if let Err(e) = apply(app, Lines::Menu(&shown.menu), &edits) {
+            // Half-applied edits leave the menu in no known state: show a new one instead.
+            tracing::warn!("could not edit the tray menu, replacing it: {e}");
+            let menu = view.menu(app)?;
+            tray.set_menu(Some(menu.clone()))?;
+            shown.menu = menu;
+        }
     }
-    *shown = Some(view);
+    shown.view = view;
+    Ok(())
+}
+
+/// The lines [`apply`] edits: the menu's own or a submenu's.
+enum Lines<'a, R: Runtime> {
+    Menu(&'a Menu<R>),
+    Submenu(&'a Submenu<R>),
+}
+
+// Not derived: a derive would ask `R: Copy`, and only the references are copied.
+impl<R: Runtime> Clone for Lines<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R: Runtime> Copy for Lines<'_, R> {}
+
+impl<R: Runtime> Lines<'_, R> {
+    fn at(self, at: usize) -> Result<MenuItemKind<R>, EditError> {
+        let items = match self {
+            Self::Menu(menu) => menu.items()?,
+            Self::Submenu(submenu) => submenu.items()?,
+        };
+        items
+            .into_iter()
+            .nth(at)
+            .ok_or_else(|| missing(format!("no menu line at {at}")))
+    }
+
+    fn insert(self, item: &dyn IsMenuItem<R>, at: usize) -> tauri::Result<()> {
+        match self {
+            Self::Menu(menu) => menu.insert(item, at),
+            Self::Submenu(submenu) => submenu.insert(item, at),
+        }
+    }
+
+    fn remove(self, at: usize) -> Result<MenuItemKind<R>, EditError> {
+        match self {
+            Self::Menu(menu) => menu.remove_at(at)?,
+            Self::Submenu(submenu) => submenu.remove_at(at)?,
+        }
+        .ok_or_else(|| missing(format!("no menu line at {at} to remove")))
+    }
+}
+
+/// Why [`apply`] stopped.
+#[derive(Debug, thiserror::Error)]
+enum EditError {
+    /// The platform menu refused a change.
+    #[error(transparent)]
+    Platform(#[from] tauri::Error),
+    /// The menu does not hold what the shown view says it holds.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+fn missing(what: String) -> EditError {
+    EditError::Mismatch(what)
+}
+
+/// Applies `edits` to `lines` in order, as [`edits::edits`] made them.
+fn apply<R: Runtime>(
+    app: &AppHandle<R>,
+    lines: Lines<'_, R>,
+    edits: &[edits::Edit<'_>],
+) -> Result<(), EditError> {
+    use edits::Edit;
+    for edit in edits {
+        match edit {
+            Edit::Remove { at } => {
+                lines.remove(*at)?;
+            }
+            Edit::Move { from, to } => {
+                let item = lines.remove(*from)?;
+                lines.insert(&item, *to)?;
+            }
+            Edit::Insert { at, entry } => lines.insert(&*native_item(app, entry)?, *at)?,
+            Edit::Label { at, label } => match lines.at(*at)? {
+                MenuItemKind::MenuItem(item) => item.set_text(label)?,
+                MenuItemKind::Check(item) => item.set_text(label)?,
+                other => return Err(missing(format!("{:?} has no label", other.id()))),
+            },
+            Edit::Enabled { at, enabled } => match lines.at(*at)? {
+                MenuItemKind::MenuItem(item) => item.set_enabled(*enabled)?,
+                other => return Err(missing(format!("{:?} cannot be greyed out", other.id()))),
+            },
+            Edit::Checked { at, checked } => match lines.at(*at)? {
+                MenuItemKind::Check(item) => item.set_checked(*checked)?,
+                other => return Err(missing(format!("{:?} has no check mark", other.id()))),
+            },
+            Edit::Within { at, edits } => match lines.at(*at)? {
+                MenuItemKind::Submenu(submenu) => apply(app, Lines::Submenu(&submenu), edits)?,
+                other => return Err(missing(format!("{:?} is not a submenu", other.id()))),
+            },
+        }
+    }
     Ok(())
 }
 
@@ -850,7 +994,7 @@ mod tests {
                     assert_eq!(id, &MenuId::Attach("lre_x".into()));
                     assert_eq!(label, "Attach x (demo)");
                 }
-                (Entry::Submenu { label, entries }, Some(word)) => {
+                (Entry::Submenu { label, entries, .. }, Some(word)) => {
                     assert_eq!(
                         label,
                         &format!("x \u{2014} {word}: x is {state:?}"),
@@ -964,7 +1108,7 @@ mod tests {
         ));
         state.actions[0].label = "&Yes".into();
         let view = TrayView::of(&snapshot(vec![runtime]), ON);
-        let Entry::Submenu { label, entries } = &view.entries[0] else {
+        let Entry::Submenu { label, entries, .. } = &view.entries[0] else {
             panic!("{:?}", view.entries[0]);
         };
         assert!(label.chars().count() <= SUBMENU_TITLE_CHARS + 1, "{label}");
