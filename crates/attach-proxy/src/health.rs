@@ -9,7 +9,7 @@ use hyper_util::rt::TokioIo;
 use live_runtime::{BearerToken, Sensitive};
 
 use crate::body::ProxyBody;
-use crate::owner::{self, Peer, Platform, SocketTable};
+use crate::owner::{self, ListenerLookup, Peer, Platform, SocketTable};
 use crate::{bearer_header, AttachError, HEALTH_TIMEOUT};
 
 /// Checks that the socket listening at `upstream` belongs to this user and, when `pid` is given,
@@ -24,10 +24,11 @@ pub fn verify_listener(
     verify_listener_in(&mut SocketTable::new(), upstream, pid)
 }
 
-/// [`verify_listener`] asking `table`, for a caller that checks many runtimes in a row and keeps
-/// one netlink socket for all of them instead of opening one per check.
+/// [`verify_listener`] asking `table`, for a caller that checks many runtimes in a row: a
+/// [`SocketTable`] keeps one netlink socket for all of them, a [`owner::Listeners`] read once
+/// answers them all without asking the kernel again.
 pub fn verify_listener_in(
-    table: &mut SocketTable,
+    table: &mut dyn ListenerLookup,
     upstream: &Sensitive<SocketAddr>,
     pid: Option<u32>,
 ) -> Result<(), AttachError> {

@@ -11,6 +11,7 @@
 //! accepted socket carries the uid of its listener. No other platform is supported yet: there
 //! [`Platform::check`] says so, `doctor` reports it, and `docs/attach.md` documents it.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 
@@ -62,6 +63,69 @@ pub(crate) enum Peer {
     Gone,
     /// The kernel could not be asked.
     Unknown(io::Error),
+}
+
+/// Where the socket a connection would reach is looked up: one query per address
+/// ([`SocketTable`]) or a table of every listener read once ([`Listeners`]).
+pub trait ListenerLookup {
+    /// The owner of the socket a connection to `addr` would reach, `None` when nothing listens.
+    fn listener(&mut self, addr: SocketAddr) -> io::Result<Option<SocketOwner>>;
+}
+
+/// Every TCP socket that was listening (both families) when [`SocketTable::listening`] read
+/// them: for checking many addresses at once, where one query per address would cost a round
+/// trip to the kernel each.
+#[derive(Debug, Default)]
+pub struct Listeners {
+    /// By address, an IPv4-mapped IPv6 address as the IPv4 address it maps.
+    exact: HashMap<SocketAddr, SocketOwner>,
+    /// Listeners on `0.0.0.0` (`false`) or `::` (`true`), by port.
+    wildcard: HashMap<(u16, bool), SocketOwner>,
+}
+
+impl Listeners {
+    fn add(&mut self, addr: SocketAddr, owner: SocketOwner) {
+        let addr = canonical(addr);
+        if addr.ip().is_unspecified() {
+            self.wildcard
+                .entry((addr.port(), addr.is_ipv6()))
+                .or_insert(owner);
+        } else {
+            self.exact.entry(addr).or_insert(owner);
+        }
+    }
+
+    /// The listener a connection to `addr` would reach, as the kernel picks it: the one bound to
+    /// `addr` itself, else one bound to the wildcard address of its family on that port (an IPv4
+    /// address is also reached by a dual-stack `::` listener).
+    pub fn listener(&self, addr: SocketAddr) -> Option<SocketOwner> {
+        let addr = canonical(addr);
+        let wildcard = |v6: bool| self.wildcard.get(&(addr.port(), v6)).copied();
+        self.exact.get(&addr).copied().or_else(|| {
+            if addr.is_ipv4() {
+                wildcard(false).or_else(|| wildcard(true))
+            } else {
+                wildcard(true)
+            }
+        })
+    }
+}
+
+impl ListenerLookup for Listeners {
+    fn listener(&mut self, addr: SocketAddr) -> io::Result<Option<SocketOwner>> {
+        Ok(Listeners::listener(self, addr))
+    }
+}
+
+impl ListenerLookup for SocketTable {
+    fn listener(&mut self, addr: SocketAddr) -> io::Result<Option<SocketOwner>> {
+        SocketTable::listener(self, addr)
+    }
+}
+
+/// `addr` with an IPv4-mapped IPv6 address as the IPv4 address it maps.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    SocketAddr::new(addr.ip().to_canonical(), addr.port())
 }
 
 /// Answers ownership questions, keeping one netlink socket open between queries.
@@ -117,6 +181,42 @@ impl SocketTable {
     /// The owner of the socket a connection to `addr` would reach: the listener at `addr`.
     pub fn listener(&mut self, addr: SocketAddr) -> io::Result<Option<SocketOwner>> {
         self.lookup(addr, None)
+    }
+
+    /// Every listening TCP socket now, in one `sock_diag` dump per family (`/proc/net/tcp{,6}`
+    /// without netlink).
+    #[cfg(target_os = "linux")]
+    pub fn listening(&mut self) -> io::Result<Listeners> {
+        let mut listeners = Listeners::default();
+        if let Some(diag) = self.diag.as_mut() {
+            match diag.listening(&mut |addr, owner| listeners.add(addr, owner)) {
+                Ok(()) => return Ok(listeners),
+                Err(_) => {
+                    self.diag = None;
+                    listeners = Listeners::default();
+                }
+            }
+        }
+        linux::proc_net_listening(&mut |addr, owner| listeners.add(addr, owner))?;
+        Ok(listeners)
+    }
+
+    /// Like [`SocketTable::listening`], always from `/proc/net/tcp{,6}` (the fallback), for
+    /// tests.
+    #[cfg(target_os = "linux")]
+    pub fn listening_from_proc() -> io::Result<Listeners> {
+        let mut listeners = Listeners::default();
+        linux::proc_net_listening(&mut |addr, owner| listeners.add(addr, owner))?;
+        Ok(listeners)
+    }
+
+    /// No platform but Linux tells.
+    #[cfg(not(target_os = "linux"))]
+    pub fn listening(&mut self) -> io::Result<Listeners> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this platform does not tell who owns a socket",
+        ))
     }
 
     #[cfg(target_os = "linux")]
@@ -176,8 +276,11 @@ pub(crate) fn process_holds_socket(pid: u32, inode: u64) -> Option<bool> {
 mod linux {
     use std::io::{self, BufRead, Read};
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    use std::ops::ControlFlow;
 
-    use netlink_packet_core::{NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_REQUEST};
+    use netlink_packet_core::{
+        NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
+    };
     use netlink_packet_sock_diag::constants::{AF_INET, AF_INET6, IPPROTO_TCP};
     use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, StateFlags};
     use netlink_packet_sock_diag::SockDiagMessage;
@@ -195,6 +298,13 @@ mod linux {
 
     /// Room for one `inet_diag_msg` answer or an error (with the request echoed back).
     const ANSWER_BUFFER: usize = 8 * 1024;
+
+    /// Room for one part of a dump: the kernel fills at most 32 KiB per part.
+    const DUMP_BUFFER: usize = 64 * 1024;
+
+    /// Most listeners a dump is read for, like [`PROC_NET_MAX_BYTES`] for `/proc`: another user
+    /// who opens a flood of listening sockets makes the check fail closed, not take forever.
+    const MAX_LISTENERS: usize = 100_000;
 
     /// A `NETLINK_SOCK_DIAG` socket for exact-match queries.
     pub(super) struct SockDiag {
@@ -262,6 +372,99 @@ mod linux {
         }
     }
 
+    impl SockDiag {
+        /// Calls `found` with every TCP listener (both families) and its owner.
+        ///
+        /// A dump's first part is queued while the request is sent and each later part while
+        /// the one before is received, so the non-blocking receives never wait.
+        pub(super) fn listening(
+            &mut self,
+            found: &mut dyn FnMut(SocketAddr, SocketOwner),
+        ) -> io::Result<()> {
+            let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+            let mut buffer = vec![0; DUMP_BUFFER];
+            let mut seen = 0usize;
+            for family in [AF_INET, AF_INET6] {
+                self.sequence = self.sequence.wrapping_add(1);
+                self.socket.send(&dump_request(family, self.sequence), 0)?;
+                'parts: loop {
+                    let received = self.socket.recv(&mut &mut buffer[..], 0)?;
+                    let mut rest = &buffer[..received];
+                    if rest.is_empty() {
+                        return Err(invalid("sock_diag ended a dump early".into()));
+                    }
+                    while !rest.is_empty() {
+                        let message = NetlinkMessage::<SockDiagMessage>::deserialize(rest)
+                            .map_err(|e| invalid(e.to_string()))?;
+                        if message.header.sequence_number != self.sequence {
+                            return Err(invalid("sock_diag answered another query".into()));
+                        }
+                        // Each message starts on a 4-byte boundary; a length shorter than its
+                        // own header would never move on.
+                        let length = (message.header.length as usize).next_multiple_of(4);
+                        if length < 16 {
+                            return Err(invalid("a sock_diag message too short".into()));
+                        }
+                        match message.payload {
+                            NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(r)) => {
+                                seen += 1;
+                                if seen > MAX_LISTENERS {
+                                    return Err(io::Error::other(
+                                        "too many listening sockets to check",
+                                    ));
+                                }
+                                let id = &r.header.socket_id;
+                                found(
+                                    SocketAddr::new(id.source_address, id.source_port),
+                                    SocketOwner {
+                                        uid: r.header.uid,
+                                        inode: u64::from(r.header.inode),
+                                    },
+                                );
+                            }
+                            NetlinkPayload::Done(_) => break 'parts,
+                            NetlinkPayload::Error(error) => {
+                                return Err(error.code.map_or_else(
+                                    || invalid("empty sock_diag answer".into()),
+                                    |code| io::Error::from_raw_os_error(-code.get()),
+                                ));
+                            }
+                            _ => return Err(invalid("unexpected sock_diag answer".into())),
+                        }
+                        rest = rest.get(length..).unwrap_or_default();
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// One `SOCK_DIAG_BY_FAMILY` dump request for every listening TCP socket of `family`.
+    fn dump_request(family: u8, sequence: u32) -> Vec<u8> {
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+        header.sequence_number = sequence;
+        let mut message = NetlinkMessage::new(
+            header,
+            SockDiagMessage::InetRequest(InetRequest {
+                family,
+                protocol: IPPROTO_TCP,
+                extensions: ExtensionFlags::empty(),
+                states: StateFlags::LISTEN,
+                socket_id: if family == AF_INET {
+                    SocketId::new_v4()
+                } else {
+                    SocketId::new_v6()
+                },
+            })
+            .into(),
+        );
+        message.finalize();
+        let mut buffer = vec![0; message.buffer_len()];
+        message.serialize(&mut buffer);
+        buffer
+    }
+
     /// One `SOCK_DIAG_BY_FAMILY` request for the socket whose own address is `local` (and whose
     /// peer is `remote`; without one, the listener a connection to `local` would reach).
     fn exact_request(local: SocketAddr, remote: Option<SocketAddr>, sequence: u32) -> Vec<u8> {
@@ -315,29 +518,88 @@ mod linux {
     /// `st` of a listening socket in `/proc/net/tcp`.
     const PROC_LISTEN: &str = "0A";
 
+    /// Calls `found` with every listener in `/proc/net/tcp` and `/proc/net/tcp6`.
+    pub(super) fn proc_net_listening(
+        found: &mut dyn FnMut(SocketAddr, SocketOwner),
+    ) -> io::Result<()> {
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            each_line(table, &mut |socket| {
+                if let (PROC_LISTEN, Some(owner)) = (socket.state, socket.owner) {
+                    found(socket.own, owner);
+                }
+                ControlFlow::Continue(())
+            })?;
+        }
+        Ok(())
+    }
+
     fn scan_table(
         path: &str,
         local: SocketAddr,
         remote: Option<SocketAddr>,
     ) -> io::Result<Option<SocketOwner>> {
+        let mut exact = None;
+        let mut wildcard_listener = None;
+        each_line(path, &mut |ProcSocket {
+                                  own,
+                                  peer,
+                                  state,
+                                  owner,
+                              }| {
+            match remote {
+                Some(remote) if same(own, local) && same(peer, remote) => {
+                    exact = Some(owner);
+                    return ControlFlow::Break(());
+                }
+                None if state == PROC_LISTEN && own.port() == local.port() => {
+                    if same(own, local) {
+                        exact = Some(owner);
+                        return ControlFlow::Break(());
+                    }
+                    if own.ip().is_unspecified() {
+                        wildcard_listener = owner;
+                    }
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        })?;
+        Ok(exact.unwrap_or(wildcard_listener))
+    }
+
+    /// One line of `/proc/net/tcp{,6}`.
+    struct ProcSocket<'a> {
+        own: SocketAddr,
+        peer: SocketAddr,
+        /// `st`, in hex (`0A`: listening).
+        state: &'a str,
+        /// `None` when the uid or inode fields do not parse.
+        owner: Option<SocketOwner>,
+    }
+
+    /// Calls `line` with each socket of the table at `path` until it breaks; nothing when the
+    /// table does not exist (no IPv6).
+    fn each_line(
+        path: &str,
+        line: &mut dyn FnMut(ProcSocket<'_>) -> ControlFlow<()>,
+    ) -> io::Result<()> {
         let file = match std::fs::File::open(path) {
             Ok(file) => file,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(error) => return Err(error),
         };
         let mut reader = io::BufReader::new(file.take(PROC_NET_MAX_BYTES + 1));
-        let mut line = String::new();
+        let mut text = String::new();
         let mut read = 0u64;
-        let mut wildcard_listener = None;
         while {
-            line.clear();
-            reader.read_line(&mut line)? > 0
+            text.clear();
+            reader.read_line(&mut text)? > 0
         } {
-            read += line.len() as u64;
+            read += text.len() as u64;
             if read > PROC_NET_MAX_BYTES {
                 return Err(io::Error::other("the socket table is too large to check"));
             }
-            let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+            let fields: Vec<&str> = text.split_ascii_whitespace().collect();
             // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
             let [_, own, peer, state, _, _, _, uid, _, inode, ..] = fields[..] else {
                 continue;
@@ -351,26 +613,22 @@ mod linux {
                     inode: inode.parse().ok()?,
                 })
             };
-            match remote {
-                Some(remote) if same(own, local) && same(peer, remote) => return Ok(owner()),
-                None if state == PROC_LISTEN && own.port() == local.port() => {
-                    if same(own, local) {
-                        return Ok(owner());
-                    }
-                    if own.ip().is_unspecified() {
-                        wildcard_listener = owner();
-                    }
-                }
-                _ => {}
+            let socket = ProcSocket {
+                own,
+                peer,
+                state,
+                owner: owner(),
+            };
+            if line(socket).is_break() {
+                break;
             }
         }
-        Ok(wildcard_listener)
+        Ok(())
     }
 
     /// Equal, treating an IPv4-mapped IPv6 address as the IPv4 address it maps.
     fn same(a: SocketAddr, b: SocketAddr) -> bool {
-        let canonical = |addr: SocketAddr| SocketAddr::new(addr.ip().to_canonical(), addr.port());
-        canonical(a) == canonical(b)
+        super::canonical(a) == super::canonical(b)
     }
 
     /// `0100007F:1F90` (IPv4) or 32 hex digits `:PORT` (IPv6): each 32-bit word in host order.
@@ -509,6 +767,87 @@ mod tests {
         let listening = table.listener(addr).unwrap().unwrap();
         assert!(process_holds_socket(std::process::id(), listening.inode).unwrap());
         assert_eq!(linux::proc_net_lookup(addr, None).unwrap(), Some(listening));
+    }
+
+    /// One dump of every listener answers what one query per address answers, from netlink
+    /// and from /proc alike: an IPv4 and an IPv6 listener by their own addresses, a wildcard
+    /// listener for a loopback address on its port, and nothing for a closed port.
+    #[test]
+    fn the_listener_table_answers_as_the_queries_do() {
+        let v4 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let v4_addr = v4.local_addr().unwrap();
+        let any = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let via_any: SocketAddr = ([127, 0, 0, 1], any.local_addr().unwrap().port()).into();
+        let v6 = std::net::TcpListener::bind("[::1]:0").ok();
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+
+        let mut table = SocketTable::new();
+        let from_netlink = table.listening().unwrap();
+        assert!(table.diag.is_some(), "the dump went through netlink");
+        let from_proc = SocketTable::listening_from_proc().unwrap();
+        let mut addresses = vec![v4_addr, via_any];
+        addresses.extend(v6.as_ref().map(|l| l.local_addr().unwrap()));
+        for addr in addresses {
+            let queried = table.listener(addr).unwrap().unwrap();
+            assert_eq!(
+                from_netlink.listener(addr),
+                Some(queried),
+                "{addr} via netlink"
+            );
+            assert_eq!(from_proc.listener(addr), Some(queried), "{addr} via /proc");
+            assert_eq!(queried.uid, own_uid());
+            assert!(process_holds_socket(std::process::id(), queried.inode).unwrap());
+        }
+        let mapped: SocketAddr = format!("[::ffff:127.0.0.1]:{}", v4_addr.port())
+            .parse()
+            .unwrap();
+        assert_eq!(
+            from_netlink.listener(mapped),
+            from_netlink.listener(v4_addr)
+        );
+        assert_eq!(table.listener(closed).unwrap(), None);
+        assert_eq!(from_netlink.listener(closed), None);
+        assert_eq!(from_proc.listener(closed), None);
+    }
+
+    /// A dump that the kernel sends in many parts (a few hundred listeners each) is read to its
+    /// end: every one of 800 listeners is in the table.
+    #[test]
+    fn a_dump_of_many_parts_is_read_whole() {
+        let many: Vec<_> = (0..800)
+            .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let listeners = SocketTable::new().listening().unwrap();
+        let missing = many
+            .iter()
+            .filter(|l| listeners.listener(l.local_addr().unwrap()).is_none())
+            .count();
+        assert_eq!(missing, 0, "of {} listeners", many.len());
+    }
+
+    /// The wildcard of one family does not stand in for the other: `0.0.0.0` is not reached
+    /// by a connection to `[::1]`, while a dual-stack `::` listener is reached over IPv4.
+    #[test]
+    fn a_wildcard_listener_stands_in_only_where_the_kernel_would_route() {
+        let owner = |inode| SocketOwner { uid: 1000, inode };
+        let mut listeners = Listeners::default();
+        listeners.add("0.0.0.0:8000".parse().unwrap(), owner(1));
+        listeners.add("[::]:9000".parse().unwrap(), owner(2));
+        listeners.add("127.0.0.1:9000".parse().unwrap(), owner(3));
+        let at = |addr: &str| listeners.listener(addr.parse().unwrap()).map(|o| o.inode);
+        assert_eq!(at("127.0.0.1:8000"), Some(1));
+        assert_eq!(at("[::1]:8000"), None);
+        assert_eq!(at("127.0.0.1:9000"), Some(3), "the exact listener first");
+        assert_eq!(
+            at("127.0.0.2:9000"),
+            Some(2),
+            "then the dual-stack wildcard"
+        );
+        assert_eq!(at("[::1]:9000"), Some(2));
+        assert_eq!(at("127.0.0.1:7000"), None);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use attach_proxy::owner::SocketTable;
+use attach_proxy::owner::{ListenerLookup, SocketTable};
 use live_runtime::{
     LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeSource, LocatedLiveRuntime, ReceiptDir,
     ReceiptFiles,
@@ -611,7 +611,7 @@ fn jittered(delay: Duration) -> Duration {
 fn located_target(
     receipts: &ReceiptDir,
     located: Option<LocatedLiveRuntime>,
-    table: &mut SocketTable,
+    table: &mut dyn ListenerLookup,
 ) -> Result<Target, AttemptError> {
     let located = located.ok_or(AttemptError::Unresolved)?;
     attach_proxy::verify_listener_in(table, &located.address, Some(located.process.pid))?;
@@ -748,13 +748,20 @@ impl Agents {
             })
             .collect();
         let targets = tokio::task::spawn_blocking(move || {
-            let mut table = SocketTable::new();
+            // One read of every listener instead of a kernel query per runtime; should it fail,
+            // the queries answer (and fail, each with its reason, if the kernel cannot be asked).
+            let mut queries = SocketTable::new();
+            let mut table = queries.listening();
+            let table: &mut dyn ListenerLookup = match &mut table {
+                Ok(listeners) => listeners,
+                Err(_) => &mut queries,
+            };
             wanted
                 .into_iter()
                 .map(|endpoint| {
                     let endpoint = endpoint?;
                     let located = files.as_ref()?.located(&endpoint);
-                    Some(located_target(&receipts, located, &mut table))
+                    Some(located_target(&receipts, located, table))
                 })
                 .collect::<Vec<_>>()
         })
