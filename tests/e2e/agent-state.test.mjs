@@ -278,7 +278,8 @@ test('one notification per transition into needs-approval, needs-input and error
 });
 
 // Proves: a runtime whose process is alive but whose status stream stalls (headers, then nothing)
-// becomes not-answering in the window and the tray menu and is notified once; and one stopped
+// becomes not-answering in the window and the tray menu and is notified once (while `list --json`,
+// whose one GET it answers, shows what that said); and one stopped
 // with SIGSTOP (alive, answering nothing) is not-answering in `list --json`, then in the window
 // once its open stream has been silent too long, and is itself again after SIGCONT.
 test('a stalled or stopped runtime becomes not-answering', async (t) => {
@@ -291,6 +292,8 @@ test('a stalled or stopped runtime becomes not-answering', async (t) => {
   await waitForSubmenu(item, stalled, 'not-answering');
   await waitForAlert(pid, stalled, 'not-answering');
   assert.equal(alertsAbout(pid, stalled).length, 1, 'one notification');
+  // `list` makes one GET (docs/cli.md): it answers, so `list` shows what it says, not the stream.
+  assert.equal((await listed(t, stalled)).state.value, 'working', 'list --json: its GET answers');
 
   const frozen = 'agent-frozen';
   const runtime = await startAgent(t, frozen, 'approval');
