@@ -441,24 +441,26 @@ mod linux {
 
     /// One `SOCK_DIAG_BY_FAMILY` dump request for every listening TCP socket of `family`.
     fn dump_request(family: u8, sequence: u32) -> Vec<u8> {
+        let request = InetRequest {
+            family,
+            protocol: IPPROTO_TCP,
+            extensions: ExtensionFlags::empty(),
+            states: StateFlags::LISTEN,
+            socket_id: if family == AF_INET {
+                SocketId::new_v4()
+            } else {
+                SocketId::new_v6()
+            },
+        };
+        serialize(NLM_F_REQUEST | NLM_F_DUMP, sequence, request)
+    }
+
+    /// `request` as the bytes of one netlink message.
+    fn serialize(flags: u16, sequence: u32, request: InetRequest) -> Vec<u8> {
         let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+        header.flags = flags;
         header.sequence_number = sequence;
-        let mut message = NetlinkMessage::new(
-            header,
-            SockDiagMessage::InetRequest(InetRequest {
-                family,
-                protocol: IPPROTO_TCP,
-                extensions: ExtensionFlags::empty(),
-                states: StateFlags::LISTEN,
-                socket_id: if family == AF_INET {
-                    SocketId::new_v4()
-                } else {
-                    SocketId::new_v6()
-                },
-            })
-            .into(),
-        );
+        let mut message = NetlinkMessage::new(header, SockDiagMessage::InetRequest(request).into());
         message.finalize();
         let mut buffer = vec![0; message.buffer_len()];
         message.serialize(&mut buffer);
@@ -474,32 +476,22 @@ mod linux {
         };
         let remote = remote.unwrap_or_else(|| unspecified(&local));
         let family = if local.is_ipv4() { AF_INET } else { AF_INET6 };
-        let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST;
-        header.sequence_number = sequence;
-        let mut message = NetlinkMessage::new(
-            header,
-            SockDiagMessage::InetRequest(InetRequest {
-                family,
-                protocol: IPPROTO_TCP,
-                extensions: ExtensionFlags::empty(),
-                states: StateFlags::all(),
-                socket_id: SocketId {
-                    source_port: local.port(),
-                    destination_port: remote.port(),
-                    source_address: local.ip(),
-                    destination_address: remote.ip(),
-                    interface_id: 0,
-                    // INET_DIAG_NOCOOKIE: match on the addresses alone.
-                    cookie: [0xff; 8],
-                },
-            })
-            .into(),
-        );
-        message.finalize();
-        let mut buffer = vec![0; message.buffer_len()];
-        message.serialize(&mut buffer);
-        buffer
+        let request = InetRequest {
+            family,
+            protocol: IPPROTO_TCP,
+            extensions: ExtensionFlags::empty(),
+            states: StateFlags::all(),
+            socket_id: SocketId {
+                source_port: local.port(),
+                destination_port: remote.port(),
+                source_address: local.ip(),
+                destination_address: remote.ip(),
+                interface_id: 0,
+                // INET_DIAG_NOCOOKIE: match on the addresses alone.
+                cookie: [0xff; 8],
+            },
+        };
+        serialize(NLM_F_REQUEST, sequence, request)
     }
 
     /// The same question answered from `/proc/net/tcp` and `/proc/net/tcp6`.

@@ -28,9 +28,10 @@
 //! 6. with `--bin`, **CLI**: `supercode-tray attach ID --no-open` spawned, its first stdout line
 //!    (the URL) read, navigated to, then the CLI stopped with SIGINT.
 //!
-//! Before all of it, the hand-off alone (`open::with_detached` of `true`, what
-//! `open_in_browser` does) is timed from this process while it is still small, taking turns with
-//! a plain `posix_spawn` of `true`; `--handoff-only` stops after that.
+//! Before all of it, the hand-off alone (`desktop::launch` of `true`, what `open_in_browser`
+//! does: one `posix_spawn`) is timed from this process while it is still small, taking turns
+//! with `open::with_detached` of `true` (the double fork it replaced); `--handoff-only` stops
+//! after that.
 //!
 //! The tray's share (call → URL handed to the browser) is split with the `debug` spans the core
 //! opens around each step (`attach_find`, `attach_resolve` and inside it `secret_store_get`,
@@ -46,7 +47,6 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -721,29 +721,21 @@ async fn run(args: Args) {
                 .display()
                 .to_string())
     );
-    // The hand-off alone, before any runtime or browser runs: the double fork and exec of
-    // `true` that `open_in_browser` makes, from this process while it is still small.
-    // Beside it, taking turns, a single `posix_spawn` (std's `Command` without `pre_exec`) in
-    // its own process group, reaped by a thread: what a cheaper hand-off could cost.
+    // The hand-off alone, before any runtime or browser runs, from this process while it is
+    // still small: `open`'s detached spawn of `true` (a double fork, what `open_in_browser` did
+    // before) beside `desktop::launch` of `true` (one `posix_spawn` in its own process group,
+    // reaped by a thread: what it does now), taking turns.
     let (mut handoff, mut spawned) = (Vec::new(), Vec::new());
     for _ in 0..args.runtimes.max(50) {
         let t0 = now();
         open::with_detached("http://127.0.0.1:9/", "true").unwrap();
         handoff.push(now() - t0);
         let t0 = now();
-        let mut child = std::process::Command::new("true")
-            .arg("http://127.0.0.1:9/")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        supercode_core::desktop::launch("http://127.0.0.1:9/", Some("true")).unwrap();
         spawned.push(now() - t0);
-        std::thread::spawn(move || child.wait());
     }
     println!(
-        "hand-off alone, p50 / p99 ms: open::with_detached of `true` (what open_in_browser does) {}; posix_spawn of `true` + reaper thread {}",
+        "hand-off alone, p50 / p99 ms: open::with_detached of `true` (the double fork) {}; desktop::launch of `true` (what open_in_browser does) {}",
         p50_p99(handoff),
         p50_p99(spawned)
     );

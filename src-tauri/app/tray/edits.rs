@@ -140,15 +140,13 @@ fn update<'a>(at: usize, old: &Entry, new: &'a Entry, edits: &mut Vec<Edit<'a>>)
         (
             Entry::Item {
                 label: was,
-                enabled: was_enabled,
+                enabled: was_on,
                 ..
             },
             Entry::Item { label, enabled, .. },
         ) => {
-            if was != label {
-                edits.push(Edit::Label { at, label });
-            }
-            if was_enabled != enabled {
+            relabel(at, was, label, edits);
+            if was_on != enabled {
                 edits.push(Edit::Enabled {
                     at,
                     enabled: *enabled,
@@ -158,15 +156,13 @@ fn update<'a>(at: usize, old: &Entry, new: &'a Entry, edits: &mut Vec<Edit<'a>>)
         (
             Entry::Check {
                 label: was,
-                checked: was_checked,
+                checked: was_on,
                 ..
             },
             Entry::Check { label, checked, .. },
         ) => {
-            if was != label {
-                edits.push(Edit::Label { at, label });
-            }
-            if was_checked != checked {
+            relabel(at, was, label, edits);
+            if was_on != checked {
                 edits.push(Edit::Checked {
                     at,
                     checked: *checked,
@@ -181,6 +177,12 @@ fn update<'a>(at: usize, old: &Entry, new: &'a Entry, edits: &mut Vec<Edit<'a>>)
         }
         (Entry::Separator, Entry::Separator) => {}
         _ => unreachable!("replaced() sends lines of two kinds to be replaced"),
+    }
+}
+
+fn relabel<'a>(at: usize, was: &str, label: &'a str, edits: &mut Vec<Edit<'a>>) {
+    if was != label {
+        edits.push(Edit::Label { at, label });
     }
 }
 
