@@ -2,9 +2,10 @@
 //! inventory and compared with what is shown before anything is touched.
 //!
 //! Most inventory changes do not change the tray (a catalog heartbeat, a timestamp, a stale
-//! entry's reason). Rebuilding the menu on each of them would replace every item under a user
-//! who has the menu open, and a click that lands during the swap is lost; so the icon, tooltip
-//! and menu are only set when their part of the view differs.
+//! entry's reason), and those that do change a line or two. Rebuilding the menu would replace
+//! every item under a user who has the menu open (a click that lands during the swap is lost)
+//! and make the platform re-export all of it; so the icon and tooltip are only set when they
+//! differ, and the menu is changed line by line ([`edits`]).
 //!
 //! Runtimes whose agent needs the user come first, each as a submenu with Attach and the actions
 //! its agent offers. Everything a runtime says (its name, its agent's title, its action labels) is
