@@ -587,7 +587,7 @@ impl<R: Runtime> Lines<'_, R> {
         items
             .into_iter()
             .nth(at)
-            .ok_or_else(|| missing(format!("no menu line at {at}")))
+            .ok_or_else(|| EditError::Mismatch(format!("no menu line at {at}")))
     }
 
     fn insert(self, item: &dyn IsMenuItem<R>, at: usize) -> tauri::Result<()> {
@@ -602,7 +602,7 @@ impl<R: Runtime> Lines<'_, R> {
             Self::Menu(menu) => menu.remove_at(at)?,
             Self::Submenu(submenu) => submenu.remove_at(at)?,
         }
-        .ok_or_else(|| missing(format!("no menu line at {at} to remove")))
+        .ok_or_else(|| EditError::Mismatch(format!("no menu line at {at} to remove")))
     }
 }
 
@@ -615,10 +615,6 @@ enum EditError {
     /// The menu does not hold what the shown view says it holds.
     #[error("{0}")]
     Mismatch(String),
-}
-
-fn missing(what: String) -> EditError {
-    EditError::Mismatch(what)
 }
 
 /// Applies `edits` to `lines` in order, as [`edits::edits`] made them.
@@ -641,19 +637,39 @@ fn apply<R: Runtime>(
             Edit::Label { at, label } => match lines.at(*at)? {
                 MenuItemKind::MenuItem(item) => item.set_text(label)?,
                 MenuItemKind::Check(item) => item.set_text(label)?,
-                other => return Err(missing(format!("{:?} has no label", other.id()))),
+                other => {
+                    return Err(EditError::Mismatch(format!(
+                        "{:?} has no label",
+                        other.id()
+                    )))
+                }
             },
             Edit::Enabled { at, enabled } => match lines.at(*at)? {
                 MenuItemKind::MenuItem(item) => item.set_enabled(*enabled)?,
-                other => return Err(missing(format!("{:?} cannot be greyed out", other.id()))),
+                other => {
+                    return Err(EditError::Mismatch(format!(
+                        "{:?} cannot be greyed out",
+                        other.id()
+                    )))
+                }
             },
             Edit::Checked { at, checked } => match lines.at(*at)? {
                 MenuItemKind::Check(item) => item.set_checked(*checked)?,
-                other => return Err(missing(format!("{:?} has no check mark", other.id()))),
+                other => {
+                    return Err(EditError::Mismatch(format!(
+                        "{:?} has no check mark",
+                        other.id()
+                    )))
+                }
             },
             Edit::Within { at, edits } => match lines.at(*at)? {
                 MenuItemKind::Submenu(submenu) => apply(app, Lines::Submenu(&submenu), edits)?,
-                other => return Err(missing(format!("{:?} is not a submenu", other.id()))),
+                other => {
+                    return Err(EditError::Mismatch(format!(
+                        "{:?} is not a submenu",
+                        other.id()
+                    )))
+                }
             },
         }
     }

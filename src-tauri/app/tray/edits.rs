@@ -64,34 +64,31 @@ pub enum Edit<'a> {
 }
 
 /// What a line is for, whatever it says: the same key before and after means "the same line,
-/// perhaps with other text". The `usize` tells apart lines of the same kind that have no name
-/// of their own (the separators), and guards against two lines with one id.
+/// perhaps with other text". Its `usize` is how many earlier lines have the same [`Line`]: it
+/// tells apart lines that have no name of their own (the separators), and guards against two
+/// lines with one id.
+type Key<'a> = (Line<'a>, usize);
+
+/// The part of a line's key that the line itself gives.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Key<'a> {
-    Item(&'a MenuId, usize),
-    Check(&'a MenuId, usize),
-    Submenu(&'a str, usize),
-    Separator(usize),
+enum Line<'a> {
+    Item(&'a MenuId),
+    Check(&'a MenuId),
+    Submenu(&'a str),
+    Separator,
 }
 
 fn keys(entries: &[Entry]) -> Vec<Key<'_>> {
     let mut keys: Vec<Key<'_>> = Vec::with_capacity(entries.len());
     for entry in entries {
-        let seen = |same: &dyn Fn(&Key<'_>) -> bool| keys.iter().filter(|k| same(k)).count();
-        let key = match entry {
-            Entry::Item { id, .. } => {
-                Key::Item(id, seen(&|k| matches!(k, Key::Item(i, _) if *i == id)))
-            }
-            Entry::Check { id, .. } => {
-                Key::Check(id, seen(&|k| matches!(k, Key::Check(i, _) if *i == id)))
-            }
-            Entry::Submenu { runtime, .. } => Key::Submenu(
-                runtime,
-                seen(&|k| matches!(k, Key::Submenu(r, _) if *r == runtime)),
-            ),
-            Entry::Separator => Key::Separator(seen(&|k| matches!(k, Key::Separator(_)))),
+        let line = match entry {
+            Entry::Item { id, .. } => Line::Item(id),
+            Entry::Check { id, .. } => Line::Check(id),
+            Entry::Submenu { runtime, .. } => Line::Submenu(runtime),
+            Entry::Separator => Line::Separator,
         };
-        keys.push(key);
+        let earlier = keys.iter().filter(|(seen, _)| *seen == line).count();
+        keys.push((line, earlier));
     }
     keys
 }
