@@ -187,21 +187,18 @@ impl SocketTable {
     /// without netlink).
     #[cfg(target_os = "linux")]
     pub fn listening(&mut self) -> io::Result<Listeners> {
-        let mut listeners = Listeners::default();
         if let Some(diag) = self.diag.as_mut() {
+            let mut listeners = Listeners::default();
             match diag.listening(&mut |addr, owner| listeners.add(addr, owner)) {
                 Ok(()) => return Ok(listeners),
-                Err(_) => {
-                    self.diag = None;
-                    listeners = Listeners::default();
-                }
+                // As for one query: a netlink socket that failed once is not trusted again.
+                Err(_) => self.diag = None,
             }
         }
-        linux::proc_net_listening(&mut |addr, owner| listeners.add(addr, owner))?;
-        Ok(listeners)
+        Self::listening_from_proc()
     }
 
-    /// Like [`SocketTable::listening`], always from `/proc/net/tcp{,6}` (the fallback), for
+    /// Like [`SocketTable::listening`], always from `/proc/net/tcp{,6}`: its fallback, and for
     /// tests.
     #[cfg(target_os = "linux")]
     pub fn listening_from_proc() -> io::Result<Listeners> {
@@ -337,14 +334,7 @@ mod linux {
             let request = exact_request(local, remote, self.sequence);
             self.socket.send(&request, 0)?;
             let received = self.socket.recv(&mut &mut self.answer[..], 0)?;
-            let message = NetlinkMessage::<SockDiagMessage>::deserialize(&self.answer[..received])
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-            if message.header.sequence_number != self.sequence {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "sock_diag answered another query",
-                ));
-            }
+            let message = answer_to(self.sequence, &self.answer[..received])?;
             match message.payload {
                 NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(response)) => {
                     Ok(Some(SocketOwner {
@@ -394,11 +384,7 @@ mod linux {
                         return Err(invalid("sock_diag ended a dump early".into()));
                     }
                     while !rest.is_empty() {
-                        let message = NetlinkMessage::<SockDiagMessage>::deserialize(rest)
-                            .map_err(|e| invalid(e.to_string()))?;
-                        if message.header.sequence_number != self.sequence {
-                            return Err(invalid("sock_diag answered another query".into()));
-                        }
+                        let message = answer_to(self.sequence, rest)?;
                         // Each message starts on a 4-byte boundary; a length shorter than its
                         // own header would never move on.
                         let length = (message.header.length as usize).next_multiple_of(4);
@@ -437,6 +423,17 @@ mod linux {
             }
             Ok(())
         }
+    }
+
+    /// The first netlink message in `bytes`, which must answer the request numbered `sequence`.
+    fn answer_to(sequence: u32, bytes: &[u8]) -> io::Result<NetlinkMessage<SockDiagMessage>> {
+        let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+        let message = NetlinkMessage::<SockDiagMessage>::deserialize(bytes)
+            .map_err(|e| invalid(e.to_string()))?;
+        if message.header.sequence_number != sequence {
+            return Err(invalid("sock_diag answered another query".into()));
+        }
+        Ok(message)
     }
 
     /// One `SOCK_DIAG_BY_FAMILY` dump request for every listening TCP socket of `family`.
