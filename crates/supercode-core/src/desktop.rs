@@ -16,17 +16,17 @@ use crate::CoreError;
 /// Opens a one-time attach URL in the user's browser, from the backend. `SUPERCODE_BROWSER`, when
 /// set, names the program to use instead of the desktop default (tests use it).
 pub fn open_in_browser(url: &AttachUrl) -> Result<(), CoreError> {
-    let program = match std::env::var_os("SUPERCODE_BROWSER").filter(|v| !v.is_empty()) {
-        Some(program) => Some(program.into_string().map_err(|_| CoreError::Io {
-            what: "could not open the browser".into(),
-            source: io::Error::new(
+    match std::env::var_os("SUPERCODE_BROWSER").filter(|v| !v.is_empty()) {
+        Some(program) => match program.into_string() {
+            Ok(program) => launch(url.as_str(), Some(&program)),
+            Err(_) => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "SUPERCODE_BROWSER is not valid UTF-8",
-            ),
-        })?),
-        None => None,
-    };
-    launch(url.as_str(), program.as_deref()).map_err(|source| CoreError::Io {
+            )),
+        },
+        None => launch(url.as_str(), None),
+    }
+    .map_err(|source| CoreError::Io {
         what: "could not open the browser (set SUPERCODE_BROWSER to choose one)".into(),
         source,
     })
