@@ -617,6 +617,11 @@ enum EditError {
     Mismatch(String),
 }
 
+/// The menu line `item` is not what an edit expects: it `is_not` that.
+fn unlike<R: Runtime>(item: &MenuItemKind<R>, is_not: &str) -> EditError {
+    EditError::Mismatch(format!("{:?} {is_not}", item.id()))
+}
+
 /// Applies `edits` to `lines` in order, as [`edits::edits`] made them.
 fn apply<R: Runtime>(
     app: &AppHandle<R>,
@@ -637,39 +642,19 @@ fn apply<R: Runtime>(
             Edit::Label { at, label } => match lines.at(*at)? {
                 MenuItemKind::MenuItem(item) => item.set_text(label)?,
                 MenuItemKind::Check(item) => item.set_text(label)?,
-                other => {
-                    return Err(EditError::Mismatch(format!(
-                        "{:?} has no label",
-                        other.id()
-                    )))
-                }
+                other => return Err(unlike(&other, "has no label")),
             },
             Edit::Enabled { at, enabled } => match lines.at(*at)? {
                 MenuItemKind::MenuItem(item) => item.set_enabled(*enabled)?,
-                other => {
-                    return Err(EditError::Mismatch(format!(
-                        "{:?} cannot be greyed out",
-                        other.id()
-                    )))
-                }
+                other => return Err(unlike(&other, "cannot be greyed out")),
             },
             Edit::Checked { at, checked } => match lines.at(*at)? {
                 MenuItemKind::Check(item) => item.set_checked(*checked)?,
-                other => {
-                    return Err(EditError::Mismatch(format!(
-                        "{:?} has no check mark",
-                        other.id()
-                    )))
-                }
+                other => return Err(unlike(&other, "has no check mark")),
             },
             Edit::Within { at, edits } => match lines.at(*at)? {
                 MenuItemKind::Submenu(submenu) => apply(app, Lines::Submenu(&submenu), edits)?,
-                other => {
-                    return Err(EditError::Mismatch(format!(
-                        "{:?} is not a submenu",
-                        other.id()
-                    )))
-                }
+                other => return Err(unlike(&other, "is not a submenu")),
             },
         }
     }
