@@ -4,12 +4,17 @@
 //! prompt, a wedged D-Bus peer), so they run on one dedicated worker thread, one at a time, and
 //! the caller waits at most [`KEYCHAIN_TIMEOUT`]. A worker whose call timed out is retired, so
 //! later calls do not queue behind it. `NoEntry` is `Ok(None)` on read and success on delete.
+//!
+//! On Linux and the BSDs the calls go to `secret_service`, which keeps the worker's Secret Service
+//! session open between calls; elsewhere to `keyring::Entry`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "openbsd"))]
+use super::secret_service as platform;
 use super::{SecretStore, SecretStoreError, Sensitive};
 
 /// How long a caller waits for one keychain operation before giving up with
@@ -33,9 +38,7 @@ pub(super) fn set(
     let account = account.to_string();
     let secret = secret.clone();
     on_keychain_thread(timeout, move || {
-        keyring::Entry::new(SecretStore::SERVICE, &account)
-            .and_then(|e| e.set_password(secret.expose()))
-            .map_err(keyring_error)
+        platform::set(SecretStore::SERVICE, &account, &secret).map_err(keyring_error)
     })?
 }
 
@@ -46,8 +49,8 @@ pub(super) fn get(
 ) -> Result<Option<Sensitive<String>>, SecretStoreError> {
     let account = account.to_string();
     on_keychain_thread(timeout, move || {
-        match keyring::Entry::new(SecretStore::SERVICE, &account).and_then(|e| e.get_password()) {
-            Ok(secret) => Ok(Some(Sensitive::new(secret))),
+        match platform::get(SecretStore::SERVICE, &account) {
+            Ok(secret) => Ok(Some(secret)),
             Err(keyring::Error::NoEntry) => Ok(None),
             Err(e) => Err(keyring_error(e)),
         }
@@ -58,13 +61,35 @@ pub(super) fn get(
 pub(super) fn delete(timeout: Duration, account: &str) -> Result<(), SecretStoreError> {
     let account = account.to_string();
     on_keychain_thread(timeout, move || {
-        match keyring::Entry::new(SecretStore::SERVICE, &account)
-            .and_then(|e| e.delete_credential())
-        {
+        match platform::delete(SecretStore::SERVICE, &account) {
             Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
             Err(e) => Err(keyring_error(e)),
         }
     })?
+}
+
+/// Where macOS Keychain and Windows Credential Manager calls go: `keyring`'s entries as they are.
+#[cfg(not(any(target_os = "linux", target_os = "freebsd", target_os = "openbsd")))]
+mod platform {
+    use super::Sensitive;
+
+    pub(super) fn set(
+        service: &str,
+        user: &str,
+        secret: &Sensitive<String>,
+    ) -> keyring::Result<()> {
+        keyring::Entry::new(service, user)?.set_password(secret.expose())
+    }
+
+    pub(super) fn get(service: &str, user: &str) -> keyring::Result<Sensitive<String>> {
+        keyring::Entry::new(service, user)?
+            .get_password()
+            .map(Sensitive::new)
+    }
+
+    pub(super) fn delete(service: &str, user: &str) -> keyring::Result<()> {
+        keyring::Entry::new(service, user)?.delete_credential()
+    }
 }
 
 fn keyring_error(e: keyring::Error) -> SecretStoreError {

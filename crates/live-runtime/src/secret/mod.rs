@@ -15,11 +15,14 @@
 //! # Layout
 //! - `sensitive`: [`Sensitive`] and [`BearerToken`].
 //! - `keychain`: the keychain backend and the one worker thread its calls run on.
+//! - `secret_service`: on Linux and the BSDs, that thread's long-lived Secret Service session.
 //! - `file_store`: the opt-in plaintext file store.
 //! - here: [`SecretStore`], which picks a backend, and its error type.
 
 mod file_store;
 mod keychain;
+#[cfg(any(target_os = "linux", target_os = "freebsd", target_os = "openbsd"))]
+mod secret_service;
 mod sensitive;
 
 use std::fmt;

@@ -187,3 +187,150 @@ fn locked_keyring_child() {
     assert!(entries(dir.path()).iter().all(|n| !n.ends_with(".json")));
     println!("CHILD_OK");
 }
+
+#[test]
+fn entries_written_by_keyring_and_by_the_store_are_the_same_entries() {
+    let Some(store) = keychain_or_skip("entries_written_by_keyring_and_by_the_store") else {
+        return;
+    };
+    let account = format!("test-interop:{:x}", std::process::id());
+    let entry = keyring::Entry::new(SecretStore::SERVICE, &account).unwrap();
+
+    entry.set_password("from-keyring").unwrap();
+    assert_eq!(
+        store.get(&account).unwrap().unwrap().expose(),
+        "from-keyring"
+    );
+
+    store
+        .set(&account, &Sensitive::new("from-store".into()))
+        .unwrap();
+    assert_eq!(entry.get_password().unwrap(), "from-store");
+    // Replacing did not add a second item (keyring would then call the entry ambiguous).
+    assert_eq!(entry.get_password().unwrap(), "from-store");
+
+    store.delete(&account).unwrap();
+    assert!(matches!(entry.get_password(), Err(keyring::Error::NoEntry)));
+    assert!(store.get(&account).unwrap().is_none());
+}
+
+#[test]
+fn an_item_without_a_target_attribute_is_found_as_keyring_finds_it() {
+    let Some(store) = keychain_or_skip("an_item_without_a_target_attribute") else {
+        return;
+    };
+    // How keyring v1 (and other tools) wrote entries: service and username, no `target`.
+    let account = format!("test-legacy:{:x}", std::process::id());
+    let stored = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf legacy-value | secret-tool store --label=legacy service \"$1\" username \"$2\"",
+        ])
+        .args(["sh", SecretStore::SERVICE, &account])
+        .status()
+        .unwrap();
+    assert!(stored.success(), "secret-tool store failed");
+    assert_eq!(
+        store.get(&account).unwrap().unwrap().expose(),
+        "legacy-value"
+    );
+    store
+        .set(&account, &Sensitive::new("updated".into()))
+        .unwrap();
+    assert_eq!(store.get(&account).unwrap().unwrap().expose(), "updated");
+    store.delete(&account).unwrap();
+    assert!(store.get(&account).unwrap().is_none());
+}
+
+#[test]
+fn a_restarted_keyring_daemon_is_reached_on_a_fresh_session() {
+    if !(on_path("dbus-run-session") && on_path("gnome-keyring-daemon")) {
+        if live_runtime::test_support::keychain_required() {
+            panic!("SUPERCODE_REQUIRE_KEYCHAIN=1 but dbus-run-session / gnome-keyring-daemon are missing");
+        }
+        eprintln!("SKIPPED a_restarted_keyring_daemon: dbus-run-session or gnome-keyring-daemon not installed");
+        return;
+    }
+    // A private bus and HOME with an unlocked keyring the child can restart.
+    let home = tempfile::tempdir().unwrap();
+    let test = "keychain::restarted_keyring_child";
+    let mut command = std::process::Command::new("dbus-run-session");
+    command
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "printf %s \"$RESTART_KEYRING_PASSWORD\" | gnome-keyring-daemon --unlock --components=secrets >/dev/null && exec \"$@\"",
+            "sh",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args(crate::common::child_test_args(test))
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("RESTART_KEYRING_PASSWORD", RESTART_KEYRING_PASSWORD)
+        .env_remove("SUPERCODE_SECRET_STORE");
+    let output = crate::common::run_with_deadline(command, test, Duration::from_secs(120));
+    let text = live_runtime::test_support::assert_child_ok(test, &output);
+    eprintln!("restarted-keyring child output:\n{text}");
+}
+
+/// The throwaway password of the restarted-keyring test's private keyring.
+const RESTART_KEYRING_PASSWORD: &str = "restart-test-keyring";
+
+#[test]
+#[ignore = "helper: run in a private D-Bus session by a_restarted_keyring_daemon_is_reached_on_a_fresh_session"]
+fn restarted_keyring_child() {
+    if !is_child_for("restarted_keyring_child") {
+        eprintln!("helper test: only meaningful when started by its parent test");
+        return;
+    }
+    let store = SecretStore::keychain();
+    store
+        .set("live-runtime:restart", &Sensitive::new("kept".into()))
+        .unwrap();
+    assert_eq!(
+        store.get("live-runtime:restart").unwrap().unwrap().expose(),
+        "kept"
+    );
+    let old_daemon = keyring_daemon_pid();
+    // A new daemon takes the bus name over and the old one exits: the session the store's
+    // keychain thread holds now names an object nobody serves.
+    let replaced = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf %s \"$RESTART_KEYRING_PASSWORD\" | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null",
+        ])
+        .status()
+        .unwrap();
+    assert!(replaced.success(), "gnome-keyring-daemon --replace failed");
+    let new_daemon = live_runtime::test_support::wait_until(
+        "a new keyring daemon to own org.freedesktop.secrets",
+        Duration::from_secs(30),
+        || keyring_daemon_pid().filter(|pid| Some(*pid) != old_daemon),
+    );
+    println!("keyring daemon {old_daemon:?} replaced by {new_daemon}");
+    assert_eq!(
+        store.get("live-runtime:restart").unwrap().unwrap().expose(),
+        "kept"
+    );
+    store.delete("live-runtime:restart").unwrap();
+    assert!(store.get("live-runtime:restart").unwrap().is_none());
+    println!("CHILD_OK");
+}
+
+/// The pid of the process owning `org.freedesktop.secrets` on the session bus, if any.
+fn keyring_daemon_pid() -> Option<u32> {
+    let output = std::process::Command::new("dbus-send")
+        .args([
+            "--session",
+            "--print-reply",
+            "--dest=org.freedesktop.DBus",
+            "/org/freedesktop/DBus",
+            "org.freedesktop.DBus.GetConnectionUnixProcessID",
+            "string:org.freedesktop.secrets",
+        ])
+        .output()
+        .ok()?;
+    let reply = String::from_utf8_lossy(&output.stdout);
+    reply.split_whitespace().last()?.parse().ok()
+}
