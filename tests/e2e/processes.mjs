@@ -1,16 +1,22 @@
 // Spawning and stopping the real processes the end-to-end tests need (tauri-driver, demo
 // runtimes started through the app binary's `demo-runtime` subcommand), so that no test leaves
-// one running.
+// one running; and finding tauri-driver and the process of the app it launches.
 //
 // A process's stdout is kept in memory only and never written to a log or artifact: a demo
 // runtime announces its endpoint there, and a runtime's loopback address is a secret.
 
 import { execFile, spawn } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { accessSync, createWriteStream, realpathSync, constants as fsConstants } from 'node:fs';
 import { mkdir, readFile, readdir, readlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { createServer } from 'node:net';
+import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+
+import { driverStatus } from './webdriver.mjs';
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** How long a process gets to exit after SIGTERM before it is killed: the app and runtimes
  *  remove their receipts on a clean exit, which is quick, but CI machines are slow. */
@@ -21,6 +27,11 @@ export const DEMO_RUNTIME_READY_TIMEOUT_MS = 30_000;
 
 /** How often /proc is re-read while waiting for a process to exit. */
 const EXIT_POLL_INTERVAL_MS = 50;
+
+/** How long tauri-driver (and the WebKitWebDriver it starts) may take to answer /status. */
+const DRIVER_READY_TIMEOUT_MS = 30_000;
+/** How often /status is re-polled while tauri-driver starts. */
+const DRIVER_POLL_INTERVAL_MS = 100;
 
 const running = new Set();
 
@@ -239,5 +250,93 @@ export async function waitForBusNameReleased(name, timeoutMs = STOP_TIMEOUT_MS) 
   while (await busNameHasOwner(name)) {
     if (Date.now() >= deadline) throw new Error(`the session bus name ${name} is still owned ${timeoutMs} ms after its process was stopped`);
     await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_INTERVAL_MS));
+  }
+}
+
+// ---- tauri-driver and the app it launches ----------------------------------------------------
+
+export function isExecutable(path) {
+  try {
+    accessSync(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function findOnPath(name) {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir && isExecutable(join(dir, name))) return join(dir, name);
+  }
+  return undefined;
+}
+
+/** The binary `supercode-tray` execs to start the tray app, installed beside it. */
+export const TRAY_APP_BINARY = 'supercode-tray-app';
+
+/**
+ * The executable of the app's process once it runs. `supercode-tray` (what the tests launch, as
+ * a user does) starts the tray by exec'ing `supercode-tray-app` beside it in the same process,
+ * so the app process is the one running that file; any other `--app` (MiniBrowser) runs itself.
+ */
+export function appExecutable(app) {
+  if (basename(app) !== 'supercode-tray') return realpathSync(app);
+  const beside = join(dirname(realpathSync(app)), TRAY_APP_BINARY);
+  return isExecutable(beside) ? realpathSync(beside) : undefined;
+}
+
+/** The WebDriver tauri-driver forwards to: `$WEBKIT_WEBDRIVER`, else Debian's WebKitWebDriver. */
+export function nativeWebDriver() {
+  return process.env.WEBKIT_WEBDRIVER ?? '/usr/bin/WebKitWebDriver';
+}
+
+/** `$TAURI_DRIVER`, else the repository's `.tools/bin/tauri-driver`, else one on PATH. */
+export function findTauriDriver() {
+  if (process.env.TAURI_DRIVER) return resolve(process.env.TAURI_DRIVER);
+  const local = join(REPO_ROOT, '.tools', 'bin', 'tauri-driver');
+  return isExecutable(local) ? local : findOnPath('tauri-driver');
+}
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/**
+ * Starts tauri-driver (forwarding to `nativeDriver`, WebKitWebDriver) on free ports with `env`,
+ * which every app it launches inherits, and waits until it answers `/status`. Resolves with
+ * `{ proc, url }`; the app of a session runs in `proc`'s process group (`groupProcessesOf`).
+ */
+export async function startTauriDriver({ tauriDriver, nativeDriver, env, logPath }) {
+  const port = await freePort();
+  let nativePort = await freePort();
+  while (nativePort === port) nativePort = await freePort();
+  const proc = await startProcess(
+    'tauri-driver',
+    tauriDriver,
+    ['--port', String(port), '--native-port', String(nativePort), '--native-driver', nativeDriver],
+    { env, logPath },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + DRIVER_READY_TIMEOUT_MS;
+  for (;;) {
+    if (proc.exited) throw new Error(`tauri-driver exited during start-up (code ${proc.exited.code}); log: ${logPath}`);
+    try {
+      const status = await driverStatus(url);
+      if (status?.ready !== false) return { proc, url };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await proc.stop();
+      throw new Error(`tauri-driver did not answer ${url}/status within ${DRIVER_READY_TIMEOUT_MS} ms; log: ${logPath}`);
+    }
+    await new Promise((r) => setTimeout(r, DRIVER_POLL_INTERVAL_MS));
   }
 }

@@ -25,16 +25,28 @@
 // WEBKIT_WEBDRIVER (default /usr/bin/WebKitWebDriver), SUPERCODE_TEST_ARTIFACTS (default
 // ./test-artifacts; screenshots and logs go to its e2e/ folder).
 
-import { accessSync, readFileSync, realpathSync, constants as fsConstants } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { basename, delimiter, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { DEFAULT_TEST_TIMEOUT_MS, assert, takeRegisteredTests } from './harness.mjs';
-import { groupProcessesOf, runningProcesses, startDemoRuntime, startProcess, stopAllProcesses, stopPids, waitForBusNameReleased } from './processes.mjs';
-import { DEFAULT_WAIT_TIMEOUT_MS, Session, WAIT_POLL_INTERVAL_MS, WebDriverError, driverStatus } from './webdriver.mjs';
+import {
+  TRAY_APP_BINARY,
+  appExecutable,
+  findTauriDriver,
+  groupProcessesOf,
+  isExecutable,
+  nativeWebDriver,
+  runningProcesses,
+  startDemoRuntime,
+  startTauriDriver,
+  stopAllProcesses,
+  stopPids,
+  waitForBusNameReleased,
+} from './processes.mjs';
+import { DEFAULT_WAIT_TIMEOUT_MS, Session, WAIT_POLL_INTERVAL_MS, WebDriverError } from './webdriver.mjs';
 
 const E2E_DIR = dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = resolve(E2E_DIR, '..', '..');
@@ -46,10 +58,6 @@ const REPO_ROOT = resolve(E2E_DIR, '..', '..');
  */
 const SINGLE_INSTANCE_BUS_NAME = `${JSON.parse(readFileSync(join(REPO_ROOT, 'tauri.conf.json'), 'utf8')).identifier}.SingleInstance`;
 
-/** How long tauri-driver (and the WebKitWebDriver it starts) may take to answer /status. */
-const DRIVER_READY_TIMEOUT_MS = 30_000;
-/** How often /status is re-polled while tauri-driver starts. */
-const DRIVER_POLL_INTERVAL_MS = 100;
 /** How many of the app's last log lines a failure prints (the log never holds a secret). */
 const APP_LOG_TAIL_LINES = 15;
 
@@ -67,88 +75,13 @@ function parseArgs(argv) {
   return options;
 }
 
-function isExecutable(path) {
-  try {
-    accessSync(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name) {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir && isExecutable(join(dir, name))) return join(dir, name);
-  }
-  return undefined;
-}
-
 function defaultAppBinary() {
   if (process.env.SUPERCODE_APP_BINARY) return resolve(process.env.SUPERCODE_APP_BINARY);
   const target = process.env.CARGO_TARGET_DIR ? resolve(REPO_ROOT, process.env.CARGO_TARGET_DIR) : join(REPO_ROOT, 'target');
   return join(target, 'debug', 'supercode-tray');
 }
 
-/** The binary `supercode-tray` execs to start the tray app, installed beside it. */
-const TRAY_APP_BINARY = 'supercode-tray-app';
-
-/**
- * The executable of the app's process once it runs. `supercode-tray` (what the tests launch, as
- * a user does) starts the tray by exec'ing `supercode-tray-app` beside it in the same process,
- * so the app process is the one running that file; any other `--app` (MiniBrowser) runs itself.
- */
-function appExecutable(app) {
-  if (basename(app) !== 'supercode-tray') return realpathSync(app);
-  const beside = join(dirname(realpathSync(app)), TRAY_APP_BINARY);
-  return isExecutable(beside) ? realpathSync(beside) : undefined;
-}
-
-function findTauriDriver() {
-  if (process.env.TAURI_DRIVER) return resolve(process.env.TAURI_DRIVER);
-  const local = join(REPO_ROOT, '.tools', 'bin', 'tauri-driver');
-  return isExecutable(local) ? local : findOnPath('tauri-driver');
-}
-
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function startDriver({ tauriDriver, nativeDriver, env, logPath }) {
-  const port = await freePort();
-  let nativePort = await freePort();
-  while (nativePort === port) nativePort = await freePort();
-  const proc = await startProcess(
-    'tauri-driver',
-    tauriDriver,
-    ['--port', String(port), '--native-port', String(nativePort), '--native-driver', nativeDriver],
-    { env, logPath },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + DRIVER_READY_TIMEOUT_MS;
-  for (;;) {
-    if (proc.exited) throw new Error(`tauri-driver exited during start-up (code ${proc.exited.code}); log: ${logPath}`);
-    try {
-      const status = await driverStatus(url);
-      if (status?.ready !== false) return { proc, url };
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      await proc.stop();
-      throw new Error(`tauri-driver did not answer ${url}/status within ${DRIVER_READY_TIMEOUT_MS} ms; log: ${logPath}`);
-    }
-    await sleep(DRIVER_POLL_INTERVAL_MS);
-  }
-}
 
 function slug(text) {
   return text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 80);
@@ -309,7 +242,7 @@ async function main() {
   const options = parseArgs(process.argv.slice(2));
   const app = options.app ? resolve(options.app) : defaultAppBinary();
   const tauriDriver = findTauriDriver();
-  const nativeDriver = process.env.WEBKIT_WEBDRIVER ?? '/usr/bin/WebKitWebDriver';
+  const nativeDriver = nativeWebDriver();
   const artifactsDir = join(resolve(REPO_ROOT, process.env.SUPERCODE_TEST_ARTIFACTS ?? 'test-artifacts'), 'e2e');
 
   if (!isExecutable(app)) skipOrFail(`the app binary ${app} does not exist (build it with: cargo build --bins)`);
@@ -375,7 +308,7 @@ async function main() {
     // The app's own stdout/stderr end up here too (tauri-driver -> WebKitWebDriver -> app).
     const driverLog = join(artifactsDir, `${fileSlug}--tauri-driver.log`);
     try {
-      driver = await startDriver({ tauriDriver, nativeDriver, env, logPath: driverLog });
+      driver = await startTauriDriver({ tauriDriver, nativeDriver, env, logPath: driverLog });
     } catch (error) {
       for (const t of tests) fail(`${basename(file)} › ${t.name}`, error);
       await stopAllProcesses();
