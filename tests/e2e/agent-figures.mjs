@@ -26,6 +26,17 @@
 //
 // All times are CLOCK_MONOTONIC (Node's hrtime here, Python's time.clock_gettime in the two
 // stand-ins), so they compare across the processes.
+//
+// With `--window` it skips the memory and idle runs and measures the same changes with the
+// app's window open: the app is launched through tauri-driver (as the e2e tests launch it),
+// beside `--runtimes` steady runtimes as above, and a MutationObserver injected into its page
+// records when each runtime row's shown state (`data-agent-state`) changes, and when the next
+// animation frame after it starts. "Window" is then state change → the window's DOM shows it:
+// the core, the IPC event and the render. The page reads `performance.timeOrigin +
+// performance.now()`; so does this driver, whose reading differs from hrtime by a constant
+// (both run at CLOCK_MONOTONIC's pace), which turns the page's times into the driver's. The
+// two origins were both taken from CLOCK_REALTIME, so the comparison is off by whatever that
+// clock was stepped or slewed between them; a round-trip check printed with the figures bounds it.
 
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -38,9 +49,21 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import { startNotificationServer } from './notifications.mjs';
-import { startDemoRuntime, startProcess, stopAllProcesses, waitForBusNameReleased } from './processes.mjs';
+import {
+  appExecutable,
+  findTauriDriver,
+  groupProcessesOf,
+  nativeWebDriver,
+  startDemoRuntime,
+  startProcess,
+  startTauriDriver,
+  stopAllProcesses,
+  stopPids,
+  waitForBusNameReleased,
+} from './processes.mjs';
 import { readReceipts, writePrivateFile } from './support.mjs';
 import { startTrayHost } from './tray.mjs';
+import { Session } from './webdriver.mjs';
 
 const run = promisify(execFile);
 
@@ -49,11 +72,22 @@ const UP_TIMEOUT_MS = 120_000;
 const CHANGE_TIMEOUT_MS = 10_000;
 /** How often the driver re-checks a condition it waits for. */
 const POLL_MS = 5;
+/** How long the window may take to show what the runtime says while the driver waits, before
+ *  the first measured change (a debug build's first render of 60 rows on a loaded machine). */
+const WINDOW_TIMEOUT_MS = 60_000;
+/**
+ * How much earlier than its reference a window time may be and still be that change's: the app
+ * can read the runtime's document before this driver's own subscription is handled, and the
+ * page's clock is compared with this one only to about a millisecond (see `clockCheck`).
+ */
+const EARLY_SLACK_MS = 50;
+/** Round trips of `clockCheck`; the quickest one bounds the clocks' difference best. */
+const CLOCK_CHECK_TRIPS = 20;
 /** The app's single-instance bus name (see run.mjs): the next app waits until it is free. */
 const SINGLE_INSTANCE = `${JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'tauri.conf.json'), 'utf8')).identifier}.SingleInstance`;
 
 function parseArgs(argv) {
-  const args = { bin: undefined, runtimes: 50, idleSecs: 60, settleSecs: 10, cycles: 100, measured: 10, phaseMs: 400, artifacts: 'test-artifacts/agent-figures' };
+  const args = { bin: undefined, runtimes: 50, idleSecs: 60, settleSecs: 10, cycles: 100, measured: 10, phaseMs: 400, window: false, artifacts: 'test-artifacts/agent-figures' };
   for (let i = 0; i < argv.length; i++) {
     const value = () => argv[++i];
     switch (argv[i]) {
@@ -64,16 +98,20 @@ function parseArgs(argv) {
       case '--cycles': args.cycles = Number(value()); break;
       case '--measured': args.measured = Number(value()); break;
       case '--phase-ms': args.phaseMs = Number(value()); break;
+      case '--window': args.window = true; break;
       case '--artifacts': args.artifacts = resolve(value()); break;
       default: throw new Error(`unknown argument ${argv[i]}`);
     }
   }
-  if (!args.bin) throw new Error('usage: agent-figures.mjs --bin PATH [--runtimes N] [--idle-secs S] [--settle-secs S] [--cycles N] [--measured N] [--phase-ms MS]');
+  if (!args.bin) throw new Error('usage: agent-figures.mjs --bin PATH [--runtimes N] [--idle-secs S] [--settle-secs S] [--cycles N] [--measured N] [--phase-ms MS] [--window]');
   return args;
 }
 
 /** Milliseconds on CLOCK_MONOTONIC. */
 const now = () => Number(process.hrtime.bigint()) / 1e6;
+/** A web page's clock (`performance.timeOrigin + performance.now()`, epoch milliseconds) minus
+ *  `now()`: fixed in this process, since Node's `performance.now()` is hrtime since its origin. */
+const PAGE_CLOCK_MINUS_NOW = performance.timeOrigin + performance.now() - now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function waitFor(description, probe, timeoutMs = UP_TIMEOUT_MS) {
@@ -176,6 +214,65 @@ class StatusWatch {
   }
 }
 
+/**
+ * Installed in the app's page: records every change of the state each runtime row shows
+ * (`data-agent-state`, absent for `unknown`) as `[at, name, state, frame]` in
+ * `window.__figuresRowStates`. `at` is read in the MutationObserver's callback, which runs as
+ * soon as the script that changed the DOM is done; `frame` when the next animation frame (the
+ * one that paints the change) starts. Both on the page's `performance.timeOrigin +
+ * performance.now()`.
+ */
+const RECORD_ROW_STATES = `
+  if (window.__figuresRowStates) return 'installed';
+  const log = (window.__figuresRowStates = []);
+  const shown = new Map();
+  const scan = () => {
+    const at = performance.timeOrigin + performance.now();
+    const changed = [];
+    for (const row of document.querySelectorAll('[data-testid="runtime-row"]')) {
+      const name = row.querySelector('.row-name')?.textContent;
+      const state = row.dataset.agentState ?? null;
+      if (name === undefined || shown.get(name) === state) continue;
+      shown.set(name, state);
+      changed.push([at, name, state, null]);
+    }
+    if (changed.length === 0) return;
+    log.push(...changed);
+    requestAnimationFrame(() => {
+      const frame = performance.timeOrigin + performance.now();
+      for (const entry of changed) entry[3] = frame;
+    });
+  };
+  scan();
+  new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-agent-state'] });
+  return 'installed';
+`;
+
+/** What `RECORD_ROW_STATES` recorded since the last call (and forgets it), on `now()`'s clock. */
+async function takeRowStates(page) {
+  const taken = await page.execute('return window.__figuresRowStates?.splice(0) ?? null;');
+  if (taken === null) throw new Error('the page lost its recorder (was it reloaded?)');
+  const mine = (t) => (t === null ? undefined : t - PAGE_CLOCK_MINUS_NOW);
+  return taken.map(([at, name, state, frame]) => ({ at: mine(at), name, state, frame: mine(frame) }));
+}
+
+/**
+ * How far the page's clock, turned into `now()`'s, is from `now()`: of `CLOCK_CHECK_TRIPS`
+ * round trips reading it, the quickest, as `{ offset, trip }`. |offset| ≤ trip / 2 plus the
+ * page clock's resolution when both clocks agree.
+ */
+async function clockCheck(page) {
+  let best;
+  for (let i = 0; i < CLOCK_CHECK_TRIPS; i++) {
+    const before = now();
+    const pageAt = await page.execute('return performance.timeOrigin + performance.now();');
+    const after = now();
+    const trip = after - before;
+    if (!best || trip < best.trip) best = { offset: pageAt - PAGE_CLOCK_MINUS_NOW - (before + after) / 2, trip };
+  }
+  return best;
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const root = await mkdtemp(join(tmpdir(), 'supercode-agent-figures-'));
@@ -225,48 +322,39 @@ async function main() {
     const item = await host.itemOf(app.pid, UP_TIMEOUT_MS);
     return { app, item };
   };
+  /** The app launched by tauri-driver with its window open; `page` is its WebDriver session. */
+  const startAppWithWindow = async (env) => {
+    await waitForBusNameReleased(SINGLE_INSTANCE);
+    const tauriDriver = findTauriDriver();
+    const executable = appExecutable(args.bin);
+    if (!tauriDriver || !executable) throw new Error('--window needs tauri-driver (scripts/install-deps.sh --test) and supercode-tray-app beside --bin');
+    // The app inherits tauri-driver's environment, and its stdout and stderr end up in this log.
+    const driver = await startTauriDriver({ tauriDriver, nativeDriver: nativeWebDriver(), env: { ...env, SUPERCODE_TRAY_OPEN_WINDOW: '1' }, logPath: join(args.artifacts, `tauri-driver-${runNo}.log`) });
+    const page = await Session.start(driver.url, { 'tauri:options': { application: args.bin, args: [] } });
+    const pid = await waitFor('the app process', async () => (await groupProcessesOf(driver.proc.pid, executable))[0]);
+    const stop = async () => {
+      await page.delete().catch(() => {}); // the window may be gone already; the process is what matters
+      await stopPids(await groupProcessesOf(driver.proc.pid, executable));
+      await driver.proc.stop();
+    };
+    await host.itemOf(pid, UP_TIMEOUT_MS);
+    return { app: { pid, stop }, page };
+  };
   const addresses = async (env, prefix) => new Map((await readReceipts(env.SUPERCODE_RUNTIME_DIR)).filter((r) => r.runtimeId.startsWith(`demo:${prefix}`)).map((r) => [r.runtimeId.slice('demo:'.length), r.address]));
   const observers = async (address) => {
     const response = await fetch(`http://${address}/supercode/v1/status`, { headers: { authorization: `Bearer ${token}` } });
     return (await response.json()).observers;
   };
+  const waitSubscribed = async (env, prefix) => {
+    const byName = await addresses(env, prefix);
+    await waitFor(`each of the ${byName.size} runtimes to count the app's subscription`, async () => {
+      for (const address of byName.values()) if ((await observers(address)) < 1) return false;
+      return true;
+    });
+  };
 
-  say(`load average at start: ${await load()}`);
-
-  // ---- memory with none, with unsubscribed and with subscribed runtimes ----------------------
-  const memory = {};
-  for (const [label, scenario] of [['none', null], ['no-api', 'no-api'], ['subscribed', 'steady']]) {
-    const env = await freshEnv();
-    const runtimes = scenario ? await startRuntimes(env, `idle-${label}`, args.runtimes, ['--scenario', scenario]) : [];
-    const { app } = await startApp(env);
-    if (scenario === 'steady') {
-      const byName = await addresses(env, `idle-${label}`);
-      await waitFor(`each of the ${args.runtimes} runtimes to count the app's subscription`, async () => {
-        for (const address of byName.values()) if ((await observers(address)) < 1) return false;
-        return true;
-      });
-    }
-    await sleep(args.settleSecs * 1000);
-    memory[label] = await rssKb(app.pid);
-    say(`RSS after ${args.settleSecs} s, ${label === 'none' ? 'no runtime' : `${args.runtimes} runtimes (${label})`}: ${(memory[label] / 1024).toFixed(1)} MiB`);
-
-    if (scenario !== 'steady') {
-      await app.stop();
-      await Promise.all(runtimes.map((r) => r.stop()));
-      continue;
-    }
-
-    // ---- idle CPU with every runtime subscribed ----------------------------------------------
-    const before = await cpuTicks(app.pid);
-    const started = now();
-    await sleep(args.idleSecs * 1000);
-    const ticks = (await cpuTicks(app.pid)) - before;
-    const secs = (now() - started) / 1000;
-    const rssAfter = await rssKb(app.pid);
-    say(`idle CPU, ${args.runtimes} subscribed runtimes, ${secs.toFixed(1)} s: ${ticks} ticks = ${(ticks / ticksPerSec).toFixed(2)} s CPU = ${((100 * ticks) / ticksPerSec / secs).toFixed(2)} % of one core; RSS after it ${(rssAfter / 1024).toFixed(1)} MiB`);
-    say(`memory per subscription: (subscribed - no-api) / ${args.runtimes} = ${((memory.subscribed - memory['no-api']) / args.runtimes).toFixed(1)} KiB; (subscribed - none) / ${args.runtimes} = ${((memory.subscribed - memory.none) / args.runtimes).toFixed(1)} KiB`);
-
-    // ---- latency of state changes, in the same app -------------------------------------------
+  // ---- latency of state changes, in a running app (`page`: its window, when it is open) --------
+  const measureLatency = async (env, app, page) => {
     const events = await startProcess('events --json', args.bin, ['events', '--json'], { env, logPath: join(args.artifacts, 'events.stderr.log') });
     await events.waitForLine(/^\{"type":"snapshot"/, UP_TIMEOUT_MS, 'its first snapshot');
     const measured = await startRuntimes(env, 'measured', args.measured, ['--scenario', 'error', '--phase-delay-ms', String(args.phaseMs)]);
@@ -275,6 +363,15 @@ async function main() {
     // Every measured runtime has failed once (its first alert) and the app follows it.
     await waitFor('every measured runtime in error', () => watches.every((w) => w.latest()?.state === 'error'));
     await waitFor("the app's first alert for each", () => watches.every((w) => notifications.all().some((n) => n.body.startsWith(`${w.name}:`))));
+    if (page) {
+      const installed = await page.execute(RECORD_ROW_STATES);
+      if (installed !== 'installed') throw new Error(`could not install the row recorder: ${installed}`);
+      const rowState = new Map();
+      await waitFor('the window to show every measured runtime in error', async () => {
+        for (const entry of await takeRowStates(page)) rowState.set(entry.name, entry.state);
+        return watches.every((w) => rowState.get(w.name) === 'error');
+      }, WINDOW_TIMEOUT_MS);
+    }
     await sleep(3_500); // the core's alert interval, so the first measured error is alerted at once
 
     // Each events --json line with its arrival time, read as it comes.
@@ -301,7 +398,8 @@ async function main() {
     const core = [];
     const tray = [];
     const shown = [];
-    const missing = { core: 0, tray: 0, notification: 0 };
+    const references = []; // { name, state, at }, for the window, matched after the last cycle
+    const missing = { core: 0, tray: 0, notification: 0, window: 0, frame: 0 };
     const appBus = (await host.itemOf(app.pid)).bus;
     const menuUpdates = () => host.proc.lines.filter((l) => l.startsWith('{"event":"menu-update"')).map((l) => JSON.parse(l)).filter((u) => u.sender === appBus).map((u) => u.at * 1000);
     let previousMatch = now();
@@ -327,11 +425,37 @@ async function main() {
         if (update !== undefined) tray.push(update - reference.at);
         else missing.tray++;
         if (change) previousMatch = change.at;
+        references.push({ name: watch.name, state, at: reference.at });
       }
       if (notified) shown.push(notified.receivedAt * 1000 - failed.at);
       else missing.notification++;
     }
     for (const w of watches) w.stop();
+
+    // The window's changes, read only now so that reading them never competes with a change.
+    // A change's own is the first of that runtime's row changes to its state after the
+    // reference and before the runtime's next `working` (its next cycle).
+    const windowShown = [];
+    const frameStarted = [];
+    let clock;
+    if (page) {
+      await sleep(1_000); // the last change's render and frame
+      const rowChanges = await takeRowStates(page);
+      clock = await clockCheck(page);
+      references.forEach((ref, i) => {
+        const until = references.slice(i + 1).find((r) => r.name === ref.name && r.state === 'working')?.at ?? Infinity;
+        const change = rowChanges.find((c) => c.name === ref.name && c.state === ref.state && c.at > ref.at - EARLY_SLACK_MS && c.at < until);
+        if (!change) {
+          missing.window++;
+          missing.frame++;
+          return;
+        }
+        windowShown.push(change.at - ref.at);
+        if (change.frame !== undefined) frameStarted.push(change.frame - ref.at);
+        else missing.frame++;
+      });
+    }
+
     say(`load average at the end: ${await load()}`);
     say('');
     say('| runtime state change → | n | p50 | p90 | p99 | max | target |');
@@ -339,8 +463,61 @@ async function main() {
     say(summary('core event (`events --json` line)', core, 'p99 ≤ 100 ms'));
     say(summary("tray update (the app's first dbusmenu signal)", tray, 'p99 ≤ 100 ms'));
     say(summary('notification at the server (`error` → "Failed")', shown, 'p99 ≤ 250 ms'));
-    say(`not matched: core ${missing.core}, tray ${missing.tray}, notification ${missing.notification}`);
+    if (page) {
+      say(summary("window's DOM shows it (the row's `data-agent-state`)", windowShown, 'p99 ≤ 100 ms'));
+      say(summary('the animation frame after it starts', frameStarted, '–'));
+    }
+    say(`not matched: core ${missing.core}, tray ${missing.tray}, notification ${missing.notification}${page ? `, window ${missing.window}, frame ${missing.frame}` : ''}`);
+    if (page) {
+      say(`window: earliest ${Math.min(...windowShown).toFixed(1)} ms after its reference; the page's clock - this one's: ${clock.offset.toFixed(2)} ms, measured over a ${clock.trip.toFixed(2)} ms round trip`);
+    }
+    await events.stop();
+    await Promise.all(measured.map((r) => r.stop()));
+  };
+
+  say(`load average at start: ${await load()}`);
+
+  if (args.window) {
+    // ---- the same changes with the window open, beside as many steady runtimes --------------
+    const env = await freshEnv();
+    await startRuntimes(env, 'idle-subscribed', args.runtimes, ['--scenario', 'steady']);
+    const { app, page } = await startAppWithWindow(env);
+    if (args.runtimes > 0) await waitSubscribed(env, 'idle-subscribed');
+    await sleep(args.settleSecs * 1000);
+    say(`window open, ${args.runtimes} steady runtimes subscribed, ${args.measured} measured`);
+    await measureLatency(env, app, page);
     await app.stop();
+  } else {
+    // ---- memory with none, with unsubscribed and with subscribed runtimes --------------------
+    const memory = {};
+    for (const [label, scenario] of [['none', null], ['no-api', 'no-api'], ['subscribed', 'steady']]) {
+      const env = await freshEnv();
+      const runtimes = scenario ? await startRuntimes(env, `idle-${label}`, args.runtimes, ['--scenario', scenario]) : [];
+      const { app } = await startApp(env);
+      if (scenario === 'steady') await waitSubscribed(env, `idle-${label}`);
+      await sleep(args.settleSecs * 1000);
+      memory[label] = await rssKb(app.pid);
+      say(`RSS after ${args.settleSecs} s, ${label === 'none' ? 'no runtime' : `${args.runtimes} runtimes (${label})`}: ${(memory[label] / 1024).toFixed(1)} MiB`);
+
+      if (scenario !== 'steady') {
+        await app.stop();
+        await Promise.all(runtimes.map((r) => r.stop()));
+        continue;
+      }
+
+      // ---- idle CPU with every runtime subscribed --------------------------------------------
+      const before = await cpuTicks(app.pid);
+      const started = now();
+      await sleep(args.idleSecs * 1000);
+      const ticks = (await cpuTicks(app.pid)) - before;
+      const secs = (now() - started) / 1000;
+      const rssAfter = await rssKb(app.pid);
+      say(`idle CPU, ${args.runtimes} subscribed runtimes, ${secs.toFixed(1)} s: ${ticks} ticks = ${(ticks / ticksPerSec).toFixed(2)} s CPU = ${((100 * ticks) / ticksPerSec / secs).toFixed(2)} % of one core; RSS after it ${(rssAfter / 1024).toFixed(1)} MiB`);
+      say(`memory per subscription: (subscribed - no-api) / ${args.runtimes} = ${((memory.subscribed - memory['no-api']) / args.runtimes).toFixed(1)} KiB; (subscribed - none) / ${args.runtimes} = ${((memory.subscribed - memory.none) / args.runtimes).toFixed(1)} KiB`);
+
+      await measureLatency(env, app);
+      await app.stop();
+    }
   }
   await stopAllProcesses();
   await rm(root, { recursive: true, force: true });
