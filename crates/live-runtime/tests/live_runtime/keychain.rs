@@ -129,34 +129,45 @@ fn on_path(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-#[test]
-fn a_locked_keyring_reports_locked_and_never_falls_back_to_plaintext() {
+/// Runs the ignored helper test `child` in a private D-Bus session and HOME whose keyring daemon
+/// `start_keyring` (a shell command, given `$KEYRING_PASSWORD`) starts, and asserts it printed
+/// CHILD_OK; returns its output. `None` (after saying so) when the tools are missing and the
+/// keychain is not required.
+fn run_in_private_keyring(child: &str, start_keyring: &str) -> Option<String> {
     if !(on_path("dbus-run-session") && on_path("gnome-keyring-daemon")) {
         if live_runtime::test_support::keychain_required() {
             panic!("SUPERCODE_REQUIRE_KEYCHAIN=1 but dbus-run-session / gnome-keyring-daemon are missing");
         }
-        eprintln!("SKIPPED a_locked_keyring_reports_locked: dbus-run-session or gnome-keyring-daemon not installed");
-        return;
+        eprintln!("SKIPPED {child}: dbus-run-session or gnome-keyring-daemon not installed");
+        return None;
     }
-    // A private bus with a keyring daemon that is started but never unlocked, on a private HOME.
     let home = tempfile::tempdir().unwrap();
-    let test = "keychain::locked_keyring_child";
+    let test = format!("keychain::{child}");
     let mut command = std::process::Command::new("dbus-run-session");
     command
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "gnome-keyring-daemon --start --components=secrets >/dev/null && exec \"$@\"",
-            "sh",
-        ])
+        .args(["--", "sh", "-c"])
+        .arg(format!("{start_keyring} >/dev/null && exec \"$@\""))
+        .arg("sh")
         .arg(std::env::current_exe().unwrap())
-        .args(crate::common::child_test_args(test))
+        .args(crate::common::child_test_args(&test))
         .env("HOME", home.path())
         .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("KEYRING_PASSWORD", PRIVATE_KEYRING_PASSWORD)
         .env_remove("SUPERCODE_SECRET_STORE");
-    let output = crate::common::run_with_deadline(command, test, Duration::from_secs(120));
-    live_runtime::test_support::assert_child_ok(test, &output);
+    let output = crate::common::run_with_deadline(command, &test, Duration::from_secs(120));
+    Some(live_runtime::test_support::assert_child_ok(&test, &output))
+}
+
+/// The throwaway password of the private keyrings of [`run_in_private_keyring`].
+const PRIVATE_KEYRING_PASSWORD: &str = "private-test-keyring";
+
+#[test]
+fn a_locked_keyring_reports_locked_and_never_falls_back_to_plaintext() {
+    // A keyring daemon that is started but never unlocked.
+    run_in_private_keyring(
+        "locked_keyring_child",
+        "gnome-keyring-daemon --start --components=secrets",
+    );
 }
 
 #[test]
@@ -244,38 +255,13 @@ fn an_item_without_a_target_attribute_is_found_as_keyring_finds_it() {
 
 #[test]
 fn a_restarted_keyring_daemon_is_reached_on_a_fresh_session() {
-    if !(on_path("dbus-run-session") && on_path("gnome-keyring-daemon")) {
-        if live_runtime::test_support::keychain_required() {
-            panic!("SUPERCODE_REQUIRE_KEYCHAIN=1 but dbus-run-session / gnome-keyring-daemon are missing");
-        }
-        eprintln!("SKIPPED a_restarted_keyring_daemon: dbus-run-session or gnome-keyring-daemon not installed");
-        return;
+    // An unlocked keyring the child can restart.
+    let started =
+        "printf %s \"$KEYRING_PASSWORD\" | gnome-keyring-daemon --unlock --components=secrets";
+    if let Some(text) = run_in_private_keyring("restarted_keyring_child", started) {
+        eprintln!("restarted-keyring child output:\n{text}");
     }
-    // A private bus and HOME with an unlocked keyring the child can restart.
-    let home = tempfile::tempdir().unwrap();
-    let test = "keychain::restarted_keyring_child";
-    let mut command = std::process::Command::new("dbus-run-session");
-    command
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "printf %s \"$RESTART_KEYRING_PASSWORD\" | gnome-keyring-daemon --unlock --components=secrets >/dev/null && exec \"$@\"",
-            "sh",
-        ])
-        .arg(std::env::current_exe().unwrap())
-        .args(crate::common::child_test_args(test))
-        .env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("RESTART_KEYRING_PASSWORD", RESTART_KEYRING_PASSWORD)
-        .env_remove("SUPERCODE_SECRET_STORE");
-    let output = crate::common::run_with_deadline(command, test, Duration::from_secs(120));
-    let text = live_runtime::test_support::assert_child_ok(test, &output);
-    eprintln!("restarted-keyring child output:\n{text}");
 }
-
-/// The throwaway password of the restarted-keyring test's private keyring.
-const RESTART_KEYRING_PASSWORD: &str = "restart-test-keyring";
 
 #[test]
 #[ignore = "helper: run in a private D-Bus session by a_restarted_keyring_daemon_is_reached_on_a_fresh_session"]
@@ -298,7 +284,7 @@ fn restarted_keyring_child() {
     let replaced = std::process::Command::new("sh")
         .args([
             "-c",
-            "printf %s \"$RESTART_KEYRING_PASSWORD\" | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null",
+            "printf %s \"$KEYRING_PASSWORD\" | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null",
         ])
         .status()
         .unwrap();
