@@ -33,6 +33,20 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = 
   return el;
 }
 
+/**
+ * Keeps the webview's own context menu (Back, Forward, Stop, Reload) out of the window, as a
+ * native window has none: a right click opens it only over text the user selected (to copy it)
+ * or in a text field (to paste). Installed once on the document.
+ */
+export function suppressBrowserContextMenu(doc: Document): void {
+  doc.addEventListener("contextmenu", (event) => {
+    const target = event.target;
+    const editable = target instanceof HTMLElement && (target.isContentEditable || target.closest("textarea, input:not([type=checkbox]):not([type=radio]):not([type=button])") !== null);
+    const selected = (doc.getSelection()?.toString() ?? "") !== "";
+    if (!editable && !selected) event.preventDefault();
+  });
+}
+
 /** Sets `textContent` only when it differs (keeps text selection and avoids layout work). */
 export function setText(el: Element, text: string): void {
   if (el.textContent !== text) el.textContent = text;

@@ -2,6 +2,7 @@
 // in a plain browser or with `?mock`) and mounts the window.
 import "./styles.css";
 import { mountApp } from "./app";
+import { suppressBrowserContextMenu } from "./dom";
 import { tauriBackend, wantsMock, type Backend } from "./backend";
 
 async function pickBackend(): Promise<Backend> {
@@ -18,6 +19,7 @@ async function pickBackend(): Promise<Backend> {
   return mock;
 }
 
+suppressBrowserContextMenu(document);
 const root = document.getElementById("app");
 if (root) {
   void pickBackend().then((backend) => mountApp(root, backend));

@@ -1,6 +1,6 @@
 // KeyedList: the reconciliation every live update goes through.
 import { describe, expect, it } from "vitest";
-import { h, KeyedList, type KeyedView } from "../src/dom";
+import { h, KeyedList, suppressBrowserContextMenu, type KeyedView } from "../src/dom";
 
 type Item = { id: string, label: string };
 class View implements KeyedView<Item> {
@@ -101,5 +101,48 @@ describe("KeyedList", () => {
         resolve();
       }),
     );
+  });
+});
+
+describe("suppressBrowserContextMenu", () => {
+  // Installed once, as main.ts does; the other tests here do not right-click.
+  suppressBrowserContextMenu(document);
+  function rightClick(build: (doc: Document) => Element, select = false): boolean {
+    const doc = document;
+    doc.body.replaceChildren();
+    doc.getSelection()?.removeAllRanges();
+    const target = build(doc);
+    doc.body.append(target);
+    if (select) doc.getSelection()?.selectAllChildren(target);
+    const event = new MouseEvent("contextmenu", { bubbles: true, cancelable: true, button: 2 });
+    target.dispatchEvent(event);
+    return event.defaultPrevented;
+  }
+
+  it("keeps the webview's menu off buttons, rows and empty space", () => {
+    expect(rightClick((doc) => doc.createElement("button"))).toBe(true);
+    const row = (doc: Document) => {
+      const li = doc.createElement("li");
+      li.textContent = "demo-alpha";
+      return li;
+    };
+    expect(rightClick(row)).toBe(true);
+    expect(rightClick((doc) => doc.createElement("input"))).toBe(false);
+  });
+
+  it("lets it open over selected text and in text fields, not on check boxes", () => {
+    const text = (doc: Document) => {
+      const p = doc.createElement("p");
+      p.textContent = "cargo test --workspace";
+      return p;
+    };
+    expect(rightClick(text, true)).toBe(false);
+    expect(rightClick((doc) => doc.createElement("textarea"))).toBe(false);
+    const box = (doc: Document) => {
+      const input = doc.createElement("input");
+      input.type = "checkbox";
+      return input;
+    };
+    expect(rightClick(box)).toBe(true);
   });
 });
