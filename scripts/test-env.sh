@@ -5,7 +5,8 @@
 #
 # CMD gets
 #   - its own Xvfb server (DISPLAY, free display number chosen by Xvfb itself),
-#   - a private D-Bus session bus (DBUS_SESSION_BUS_ADDRESS, via dbus-run-session),
+#   - a private D-Bus session bus (DBUS_SESSION_BUS_ADDRESS, via dbus-run-session) on which the
+#     host's notification daemon is never activated,
 #   - a gnome-keyring Secret Service on that bus, unlocked with a throwaway password and
 #     checked with a secret-tool store/lookup/clear round trip before CMD starts,
 #   - a fresh HOME and XDG_* directories and a private 0700 XDG_RUNTIME_DIR, so the user's real
@@ -30,6 +31,9 @@ STOP_TIMEOUT_SECS=10
 POLL_INTERVAL_SECS=0.1
 # The keyring is only for tests; the password never protects anything real.
 KEYRING_PASSWORD="supercode-test-keyring"
+# Bus names the host may have a service for that must never be activated in a test session
+# (see the session bus below); tests that need one of them start their own on the bus.
+NEVER_ACTIVATED=(org.freedesktop.Notifications)
 # Label/attributes of the probe secret used to check that the Secret Service answers.
 PROBE_ATTRS=(service supercode-test-env account probe)
 
@@ -196,11 +200,34 @@ read -r -t "$READY_TIMEOUT_SECS" display_number <"$env_dir/displayfd" || true
 export DISPLAY=":$display_number"
 xdpyinfo >/dev/null 2>&1 || die "Xvfb reported display $DISPLAY but xdpyinfo cannot connect"
 
+# The private bus is the host's standard session bus with one change: the host's own desktop
+# services are never started by D-Bus activation inside a test. A notification daemon the host
+# happens to have installed (xfce4-notifyd, for one) would otherwise be activated by the app's
+# first notification, keep org.freedesktop.Notifications for the rest of the run, and draw on
+# the test display; the e2e tests put their own recording server on that name instead.
+# Service directories listed first win, so ours (before the standard ones) shadows the host's
+# with services that fail to start. Other activatable services (xfconfd for the real panel)
+# stay as the host has them.
+SESSION_BUS_CONFIG=/usr/share/dbus-1/session.conf
+[ -r "$SESSION_BUS_CONFIG" ] || die "$SESSION_BUS_CONFIG not found (is dbus installed?)"
+mkdir "$env_dir/dbus-services"
+for name in "${NEVER_ACTIVATED[@]}"; do
+  printf '[D-BUS Service]\nName=%s\nExec=/bin/false\n' "$name" >"$env_dir/dbus-services/$name.service"
+done
+cat >"$env_dir/session-bus.conf" <<EOF_CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <servicedir>$env_dir/dbus-services</servicedir>
+  <include>$SESSION_BUS_CONFIG</include>
+</busconfig>
+EOF_CONF
+
 # In the background, so that a TERM/INT sent to this script is handled at once (bash defers
 # traps while a foreground child runs) and cleanup stops the whole tree. It stays in our process
 # group, so a signal to the group (a CI timeout) reaches it too. `<&0` keeps stdin, which bash
 # would otherwise point at /dev/null for a background command.
-dbus-run-session -- "$self" __inside_dbus "$@" <&0 &
+dbus-run-session --config-file="$env_dir/session-bus.conf" -- "$self" __inside_dbus "$@" <&0 &
 session_pid=$!
 set +e
 wait "$session_pid"
