@@ -200,11 +200,11 @@ read -r -t "$READY_TIMEOUT_SECS" display_number <"$env_dir/displayfd" || true
 export DISPLAY=":$display_number"
 xdpyinfo >/dev/null 2>&1 || die "Xvfb reported display $DISPLAY but xdpyinfo cannot connect"
 
-# The private bus is the host's standard session bus with one change: the host's own desktop
-# services are never started by D-Bus activation inside a test. A notification daemon the host
-# happens to have installed (xfce4-notifyd, for one) would otherwise be activated by the app's
-# first notification, keep org.freedesktop.Notifications for the rest of the run, and draw on
-# the test display; the e2e tests put their own recording server on that name instead.
+# The private bus is the host's standard session bus with one change: the names in
+# NEVER_ACTIVATED are never started by D-Bus activation inside a test. A notification daemon
+# the host happens to have installed (xfce4-notifyd, for one) would otherwise be activated by
+# the app's first notification, keep org.freedesktop.Notifications for the rest of the run, and
+# draw on the test display; the e2e tests put their own recording server on that name instead.
 # Service directories listed first win, so ours (before the standard ones) shadows the host's
 # with services that fail to start. Other activatable services (xfconfd for the real panel)
 # stay as the host has them.
@@ -212,7 +212,8 @@ SESSION_BUS_CONFIG=/usr/share/dbus-1/session.conf
 [ -r "$SESSION_BUS_CONFIG" ] || die "$SESSION_BUS_CONFIG not found (is dbus installed?)"
 mkdir "$env_dir/dbus-services"
 for name in "${NEVER_ACTIVATED[@]}"; do
-  printf '[D-BUS Service]\nName=%s\nExec=/bin/false\n' "$name" >"$env_dir/dbus-services/$name.service"
+  printf '[D-BUS Service]\nName=%s\nExec=/bin/false\n' "$name" \
+    >"$env_dir/dbus-services/$name.service"
 done
 cat >"$env_dir/session-bus.conf" <<EOF_CONF
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
