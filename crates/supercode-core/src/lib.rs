@@ -32,7 +32,8 @@ pub mod revive;
 pub mod view;
 pub mod watch;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub use error::{CoreError, Refusal};
 pub use locations::Locations;
@@ -83,11 +84,54 @@ pub struct Supercode {
     sink: Option<EventSink>,
     background: background::Background,
     agents: Arc<agents::Agents>,
+    watching: Arc<Watching>,
+}
+
+/// The running watcher as the core's other calls see it. While one runs it is the core's one
+/// source of snapshots (see [`watch::PassRequests`]): [`Supercode::snapshot`] gives what it read
+/// last, and an action asks it for a pass instead of publishing a snapshot of its own.
+#[derive(Default)]
+struct Watching {
+    /// How many watchers run (the app runs one).
+    running: AtomicUsize,
+    /// What a watcher read last, agent states included; `None` until its first pass.
+    latest: Mutex<Option<Snapshot>>,
+    requests: watch::PassRequests,
+}
+
+impl Watching {
+    fn latest(&self) -> std::sync::MutexGuard<'_, Option<Snapshot>> {
+        self.latest.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Held by a running watcher (in its pass observer): while it lives the core defers to that
+/// watcher, and when the watcher ends, its last read is no longer given out as current.
+struct WatchingGuard(Arc<Watching>);
+
+impl WatchingGuard {
+    fn start(watching: &Arc<Watching>) -> Self {
+        watching.running.fetch_add(1, Ordering::SeqCst);
+        Self(watching.clone())
+    }
+
+    fn record(&self, snapshot: &Snapshot) {
+        *self.0.latest() = Some(snapshot.clone());
+    }
+}
+
+impl Drop for WatchingGuard {
+    fn drop(&mut self) {
+        let mut latest = self.0.latest();
+        if self.0.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            *latest = None;
+        }
+    }
 }
 
 impl Supercode {
-    /// Builds the core over `locations`; every event (from the watcher, and a fresh snapshot
-    /// after each action) goes to `sink`.
+    /// Builds the core over `locations`; every event (from the watcher, and the inventory after
+    /// each action) goes to `sink`.
     pub fn new(locations: Locations, sink: impl Fn(CoreEvent) + Send + Sync + 'static) -> Self {
         Self::build(locations, Some(Arc::new(sink)))
     }
@@ -108,6 +152,7 @@ impl Supercode {
             approvals: approvals::ApprovalBoard::default(),
             sink,
             background: background::Background::default(),
+            watching: Arc::default(),
         }
     }
 
@@ -140,8 +185,13 @@ impl Supercode {
         &self.locations
     }
 
-    /// The whole inventory now. Reading reconciles: receipts of dead processes are removed.
+    /// The whole inventory now: while [`Supercode::watch`] runs, what the watcher read last
+    /// (the one source, so this never shows an older inventory than an event already did);
+    /// otherwise a fresh read, which reconciles: receipts of dead processes are removed.
     pub fn snapshot(&self) -> Snapshot {
+        if let Some(latest) = self.watching.latest().clone() {
+            return latest;
+        }
         let mut snapshot = inventory::snapshot(&self.locations, &self.approvals);
         self.proxies.retain_live(&snapshot);
         self.agents.apply(&mut snapshot);
@@ -329,24 +379,38 @@ impl Supercode {
     /// runtimes it does not list as running: a proxy then does not outlive its runtime while
     /// nobody asks for a list, even for a runtime that came and went between two scans (whose
     /// going changes nothing the watcher had published).
+    ///
+    /// While it runs it is the only publisher of snapshots, and [`Supercode::snapshot`] gives
+    /// what it read last.
     pub fn watch(&self) -> WatchHandle {
         let proxies = self.proxies.clone();
         if let Some(sink) = &self.sink {
             self.agents.set_sink(sink.clone());
         }
+        let watching = WatchingGuard::start(&self.watching);
         watch::start_with_agents(
             self.locations.clone(),
             self.approvals.clone(),
             self.sink.clone().unwrap_or_else(|| Arc::new(|_| {})),
-            Box::new(move |snapshot| proxies.retain_live(snapshot)),
+            Box::new(move |snapshot| {
+                proxies.retain_live(snapshot);
+                watching.record(snapshot);
+            }),
             self.background.enlist(),
+            self.watching.requests.clone(),
             Some(self.agents.clone()),
         )
     }
 
-    /// Sends a fresh snapshot to the sink, if there is one.
+    /// Shows the effect of an action: a running watcher is asked for a pass (it publishes what
+    /// changed), and without one a fresh snapshot goes to the sink, if there is one.
     fn publish(&self) {
-        if let Some(sink) = &self.sink {
+        let Some(sink) = &self.sink else {
+            return;
+        };
+        if self.watching.running.load(Ordering::SeqCst) > 0 {
+            self.watching.requests.request();
+        } else {
             sink(CoreEvent::Snapshot(self.snapshot()));
         }
     }

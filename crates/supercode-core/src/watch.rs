@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
@@ -150,6 +151,25 @@ impl Changes {
 /// are not published.
 pub type PassObserver = Box<dyn Fn(&Snapshot) + Send>;
 
+/// Asks a running watcher for a full pass as soon as it can take one. An action that changed
+/// the inventory asks for one instead of publishing a snapshot of its own: the watcher stays the
+/// one publisher, so snapshots reach the shells in the order they were read. (A snapshot read by
+/// the action's thread could reach them after a newer one of the watcher's, which would then
+/// show the past until the next change.) A request made during a pass is kept for the next one.
+#[derive(Clone, Debug, Default)]
+pub struct PassRequests(Arc<Notify>);
+
+impl PassRequests {
+    /// Asks for a full pass (requests before it is taken count as one).
+    pub fn request(&self) {
+        self.0.notify_one();
+    }
+
+    async fn requested(&self) {
+        self.0.notified().await;
+    }
+}
+
 /// Starts the watcher on its own thread; it publishes a snapshot at once and on every change, and
 /// hands every snapshot it takes to `on_pass`. It stops when `part.stop` is cancelled (by the
 /// handle's drop or the core's shutdown) and drops `part.running` once it has stopped.
@@ -160,19 +180,29 @@ pub fn start(
     on_pass: PassObserver,
     part: Enlisted,
 ) -> WatchHandle {
-    start_with_agents(locations, approvals, sink, on_pass, part, None)
+    start_with_agents(
+        locations,
+        approvals,
+        sink,
+        on_pass,
+        part,
+        PassRequests::default(),
+        None,
+    )
 }
 
-/// [`start`], with the agent-state subscriptions: every pass starts and stops them
-/// ([`Agents::sync`]) and fills in the running runtimes' states before the snapshot is compared
-/// and published, and a subscription whose shown state changed wakes a pass. The subscriptions
-/// run on the watcher's thread and end with it.
+/// [`start`], taking a full pass whenever `requests` asks for one, and with the agent-state
+/// subscriptions: every pass starts and stops them ([`Agents::sync`]) and fills in the running
+/// runtimes' states before the snapshot is compared and published, and a subscription whose
+/// shown state changed wakes a pass. The subscriptions run on the watcher's thread and end
+/// with it.
 pub fn start_with_agents(
     locations: Locations,
     approvals: ApprovalBoard,
     sink: EventSink,
     on_pass: PassObserver,
     part: Enlisted,
+    requests: PassRequests,
     agents: Option<Arc<Agents>>,
 ) -> WatchHandle {
     let Enlisted { stop, running } = part;
@@ -195,6 +225,7 @@ pub fn start_with_agents(
                 approvals,
                 sink,
                 on_pass,
+                requests,
                 agents.clone(),
                 token,
             ));
@@ -218,6 +249,7 @@ async fn run(
     approvals: ApprovalBoard,
     sink: EventSink,
     on_pass: PassObserver,
+    requests: PassRequests,
     agents: Option<Arc<Agents>>,
     cancel: CancellationToken,
 ) {
@@ -268,6 +300,7 @@ async fn run(
         tokio::select! {
             () = cancel.cancelled() => break,
             _ = tick.tick() => changes.full = true,
+            () = requests.requested() => changes.full = true,
             // A shown agent state changed: a pass that re-reads nothing publishes it.
             () = agent_state_changed(agents.as_deref()) => {}
             cue = rx.recv() => {

@@ -326,3 +326,55 @@ fn every_pass_reaches_the_pass_observer_even_when_it_publishes_nothing() {
     );
     assert!(after.len() >= 2, "{after:?}");
 }
+
+// Regression test (CI, the e2e secrets test): revive published a snapshot read on its own
+// thread. Read before the revived runtime's receipt existed, it could reach the window after the
+// watcher's newer one, and the window then showed the catalog entry without the new receipt
+// until the next change. While a watcher runs it is the one publisher: an action asks it for a
+// pass, and `snapshot()` gives what it read last.
+#[test]
+fn while_watching_actions_are_published_by_the_watcher_and_snapshot_gives_its_last_read() {
+    let fx = Fixture::new();
+    canon_local::get_or_create_pending_registration(fx.canon(), "newbie", Some("claude-code"))
+        .unwrap();
+    let threads: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let (record, mut events) = recorder();
+    let seen_on = threads.clone();
+    let core = fx.core_with(move |event| {
+        if matches!(event, CoreEvent::Snapshot(_)) {
+            let thread = std::thread::current().name().map(str::to_owned);
+            seen_on.lock().unwrap().push(thread);
+        }
+        record(event);
+    });
+    let watch = core.watch();
+    events.wait_for_snapshot("the registration", TIMEOUT, |s| {
+        s.pending.iter().any(|p| p.profile == "newbie")
+    });
+
+    core.reject("newbie").unwrap();
+    let (_, after) = events.wait_for_snapshot("the dismissal", TIMEOUT, |s| s.pending.is_empty());
+    assert_eq!(
+        core.snapshot(),
+        after,
+        "snapshot() gives what the watcher read last"
+    );
+    {
+        let threads = threads.lock().unwrap();
+        assert!(
+            threads.len() >= 2
+                && threads
+                    .iter()
+                    .all(|t| t.as_deref() == Some("supercode-watch")),
+            "every snapshot came from the watcher's thread: {threads:?}"
+        );
+    }
+
+    // Without a watcher, snapshot() reads afresh (what it gave last is no longer current).
+    watch.stop();
+    let (registration, _listener) = register(fx.receipts(), "later", "tok", None);
+    assert!(
+        find(&core.snapshot(), registration.endpoint().as_str()).is_some(),
+        "a receipt registered after the watcher stopped is listed"
+    );
+}
