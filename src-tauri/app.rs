@@ -334,7 +334,7 @@ fn toggle_agent_alerts<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             );
         }
     }
-    tray::refresh(app, app.state::<Supercode>().snapshot())
+    tray::redraw(app)
 }
 
 fn toggle_autostart<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
@@ -351,7 +351,7 @@ fn toggle_autostart<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             &format!("Could not change the setting: {e}"),
         );
     }
-    tray::refresh(app, app.state::<Supercode>().snapshot())
+    tray::redraw(app)
 }
 
 /// A confirmation the tray menu asks the window to show, because a menu cannot ask.

@@ -467,16 +467,26 @@ fn pending_entry(pending: &PendingView) -> Entry {
 
 /// What the tray shows now, so a refresh can tell what changed, and the menu that shows it.
 struct Shown<R: Runtime> {
+    /// The inventory it shows, kept for a [`redraw`].
+    snapshot: Snapshot,
     view: TrayView,
     menu: Menu<R>,
 }
 
-/// The tray's state: what it shows, and the newest snapshot not yet shown.
+/// The tray's state: what it shows, and what to show next.
 struct TrayShown<R: Runtime> {
     shown: Mutex<Shown<R>>,
-    /// Set by [`refresh`]; taken by the main thread. A burst of snapshots while the main thread
-    /// is busy is shown once, as its newest, instead of once per snapshot in turn.
-    next: Mutex<Option<Snapshot>>,
+    /// Set by [`refresh`] and [`redraw`]; taken by the main thread. A burst of snapshots while
+    /// the main thread is busy is shown once, as its newest, instead of once per snapshot in turn.
+    next: Mutex<Option<Next>>,
+}
+
+/// What the main thread shows next.
+enum Next {
+    /// A newer inventory.
+    Snapshot(Snapshot),
+    /// The inventory shown now, again (a setting the menu shows changed).
+    Redraw,
 }
 
 /// Creates the tray icon for `snapshot`; menu clicks go to `on_menu`.
@@ -498,7 +508,11 @@ pub fn create<R: Runtime>(
         })
         .build(app)?;
     app.manage(TrayShown {
-        shown: Mutex::new(Shown { view, menu }),
+        shown: Mutex::new(Shown {
+            snapshot: snapshot.clone(),
+            view,
+            menu,
+        }),
         next: Mutex::new(None),
     });
     Ok(())
@@ -509,21 +523,43 @@ pub fn create<R: Runtime>(
 /// that arrives before the main thread got to the one before replaces it, so a newer inventory is
 /// never overwritten by an older one and a burst costs one update, not one per snapshot.
 pub fn refresh<R: Runtime>(app: &AppHandle<R>, snapshot: Snapshot) -> tauri::Result<()> {
+    queue(app, Next::Snapshot(snapshot))
+}
+
+/// Shows the inventory the tray shows now again, for a setting its menu shows that changed. It
+/// reads no inventory of its own: a read made on this thread could be older than a snapshot the
+/// watcher hands [`refresh`] meanwhile, and it would then overwrite it.
+pub fn redraw<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    queue(app, Next::Redraw)
+}
+
+fn queue<R: Runtime>(app: &AppHandle<R>, next: Next) -> tauri::Result<()> {
     let Some(state) = app.try_state::<TrayShown<R>>() else {
         return Ok(());
     };
-    let waiting = lock(&state.next).replace(snapshot).is_some();
-    if waiting {
-        // The main thread has not taken the last one yet: it will take this one instead.
-        return Ok(());
+    {
+        let mut slot = lock(&state.next);
+        let waiting = slot.is_some();
+        // A snapshot waiting to be shown is shown with the new settings anyway: a redraw leaves it.
+        if !(waiting && matches!(next, Next::Redraw)) {
+            *slot = Some(next);
+        }
+        if waiting {
+            // The main thread has not taken the last one yet: it will take this one instead.
+            return Ok(());
+        }
     }
     let handle = app.clone();
     app.run_on_main_thread(move || {
         let state = handle.state::<TrayShown<R>>();
-        let Some(snapshot) = lock(&state.next).take() else {
+        let Some(next) = lock(&state.next).take() else {
             return;
         };
-        if let Err(e) = show(&handle, &state, &snapshot) {
+        let mut shown = lock(&state.shown);
+        if let Next::Snapshot(snapshot) = next {
+            shown.snapshot = snapshot;
+        }
+        if let Err(e) = show(&handle, &mut shown) {
             tracing::warn!("could not update the tray: {e}");
         }
     })
@@ -533,16 +569,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn show<R: Runtime>(
-    app: &AppHandle<R>,
-    state: &TrayShown<R>,
-    snapshot: &Snapshot,
-) -> tauri::Result<()> {
+/// Brings the tray in line with `shown.snapshot`.
+fn show<R: Runtime>(app: &AppHandle<R>, shown: &mut Shown<R>) -> tauri::Result<()> {
     let Some(tray) = app.tray_by_id(TRAY_ID) else {
         return Ok(());
     };
-    let view = TrayView::of(snapshot, toggles(app));
-    let mut shown = lock(&state.shown);
+    let view = TrayView::of(&shown.snapshot, toggles(app));
     if shown.view.state != view.state {
         tray.set_icon(Some(view.icon()?))?;
     }
