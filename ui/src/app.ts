@@ -100,13 +100,32 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   const runtimesSection = h("section", { class: "section", attrs: { "aria-labelledby": "runtimes-title" } }, h("div", { class: "section-head" }, runtimesHeading, runtimesCount), runtimesList);
   runtimesSection.hidden = true;
 
+  // The backend's snapshots have one source, its watcher, and come as events in the order it
+  // read them. A fetch's answer has no place in that order: an event that arrives while the fetch
+  // is in flight may be newer than the answer, or older, but then the answer itself is still to
+  // come as an event (the backend keeps what its watcher read before it sends it). So an answer
+  // is shown only if no event arrived meanwhile; otherwise it could put the window in the past
+  // until the next change.
+  let events = 0;
+  const fetchSnapshot = async (): Promise<Snapshot | null> => {
+    const seen = events;
+    const s = await backend.snapshot();
+    return events === seen ? s : null;
+  };
   const refresh = async () => {
     try {
-      apply(await backend.snapshot());
+      const s = await fetchSnapshot();
+      if (s) apply(s);
     } catch {
       // A failed refresh after an action is not worth a banner: the event stream keeps the list current.
     }
   };
+  // A runtime revived from the catalog comes back under a new id (its new receipt), so its old
+  // row, which shows the outcome, goes once the backend has read that receipt: the outcome is
+  // then said at the top. Kept a minute at most, so a row that goes much later for another
+  // reason is not announced as revived.
+  const announceWhenGone = new Map<string, { message: string; until: number }>();
+  const ANNOUNCE_WITHIN_MS = 60_000;
   // What a failed action's code asks of the window. `notFound` and `refused` mean the list it
   // acted on was out of date: refresh it. A thing not found is gone, and its row with it, so
   // its message is also said at the top. Every failure still reaches the row as its error.
@@ -134,11 +153,8 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
         revive: (id, planDigest, allowEnv) =>
           backend.revive(id, planDigest, allowEnv).then(
             (outcome) => {
-              // A runtime revived from the catalog comes back under a new id (its new receipt), so
-              // its old row, which would show the outcome, is about to go: say it at the top too.
-              void refresh().then(() => {
-                if (!runtimeRows.get(id)) setNotice(outcome.message);
-              });
+              announceWhenGone.set(id, { message: outcome.message, until: now().getTime() + ANNOUNCE_WITHIN_MS });
+              void refresh();
               return outcome;
             },
             failed,
@@ -242,6 +258,11 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     show(runtimesSection, !isEmpty);
     setText(runtimesCount, String(s.runtimes.length));
     const lostRuntimeFocus = runtimeRows.reconcile(s.runtimes);
+    for (const [id, { message, until }] of announceWhenGone) {
+      if (runtimeRows.get(id) && now().getTime() <= until) continue;
+      if (!runtimeRows.get(id)) setNotice(message);
+      announceWhenGone.delete(id);
+    }
 
     show(pendingSection, s.pending.length > 0);
     setText(pendingCount, String(s.pending.length));
@@ -262,13 +283,10 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   }
 
   // Subscribe before the first fetch so no change between the two is missed.
-  // An event that arrives while the fetch is in flight is at least as fresh as
-  // the fetch's answer, so the answer is then dropped.
-  let sawEvent = false;
   let unlisten: (() => void) | null = null;
   const subscribed = backend
     .onSnapshot((s) => {
-      sawEvent = true;
+      events += 1;
       apply(s);
     })
     .then(
@@ -280,10 +298,9 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     );
 
   async function load(): Promise<void> {
-    sawEvent = false;
     try {
-      const s = await backend.snapshot();
-      if (!sawEvent) apply(s);
+      const s = await fetchSnapshot();
+      if (s) apply(s);
     } catch (e) {
       show(loading, false);
       setBanner(`Could not load runtimes: ${toCommandError(e).message}`, true);

@@ -64,6 +64,10 @@ export class MockBackend implements Backend {
   /** Every call, in order. */
   readonly calls: MockCall[] = [];
   private state: Snapshot;
+  /** The state last pushed to subscribers: what `snapshot()` answers, as the app's watcher's last read is. */
+  private published: Snapshot;
+  /** While set, pushes wait (the watcher has not read the change yet); see `holdEvents`. */
+  private eventsHeld = false;
   private readonly listeners = new Set<(s: Snapshot) => void>();
   private readonly failures = new Map<MockAction, CommandError>();
   private readonly holds = new Map<MockAction, Gate & { wait: Promise<void> }>();
@@ -76,6 +80,7 @@ export class MockBackend implements Backend {
 
   constructor(initial: Snapshot, options: MockOptions = {}) {
     this.state = settle(clone(initial));
+    this.published = clone(this.state);
     this.latencyMs = options.latencyMs ?? 0;
     this.approvalMs = options.approvalMs ?? 0;
   }
@@ -98,9 +103,23 @@ export class MockBackend implements Backend {
     this.emit();
   }
 
-  /** Pushes the current snapshot to subscribers. */
+  /** Pushes the current snapshot to subscribers (later, while events are held). */
   emit(): void {
+    if (this.eventsHeld) return;
+    this.published = clone(this.state);
     for (const cb of this.listeners) cb(clone(this.state));
+  }
+
+  /**
+   * Holds back every push, as a watcher that has not read a change yet would, until the returned
+   * function is called, which pushes the state then.
+   */
+  holdEvents(): () => void {
+    this.eventsHeld = true;
+    return () => {
+      this.eventsHeld = false;
+      this.emit();
+    };
   }
 
   /** Makes the next call of `action` reject with `error`. */
@@ -152,9 +171,11 @@ export class MockBackend implements Backend {
     return found;
   }
 
+  /** What was last pushed, as of the call (the answer travels while later events may not). */
   async snapshot(): Promise<Snapshot> {
+    const answer = clone(this.published);
     await this.begin("snapshot");
-    return clone(this.state);
+    return answer;
   }
 
   async attach(id: string): Promise<void> {

@@ -442,6 +442,52 @@ describe("revive of a catalog runtime that comes back under a new id", () => {
     expect(notice.textContent).toContain(revivable.name);
     expect(m.root.querySelector(`[data-runtime-id="${revivable.id}"]`)).toBeNull();
   });
+
+  it("announces it when the old row goes only after the revive answered", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const revivable = demoSnapshot(NOW).runtimes.find((r) => r.revive.available && r.origin === "catalog");
+    if (!revivable) throw new Error("the demo snapshot needs a revivable catalog runtime");
+    // The catalog entry says running before the watcher has read the new receipt.
+    const watcherReads = m.mock.holdEvents();
+    const panel = await openRevive(m, revivable.id);
+    const snapshots = m.mock.calls.filter((c) => c.action === "snapshot").length;
+    click(byTestId(panel, "confirm-accept"));
+    await vi.waitFor(() => expect(m!.mock.calls.filter((c) => c.action === "snapshot").length).toBe(snapshots + 1));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(m.root.querySelector(`[data-runtime-id="${revivable.id}"]`)).not.toBeNull();
+    expect(shown(m.root, "app-notice")).toBe(false);
+    watcherReads();
+    const notice = await vi.waitFor(() => byTestId(m!.root, "app-notice"));
+    expect(notice.textContent).toContain(revivable.name);
+    expect(m.root.querySelector(`[data-runtime-id="${revivable.id}"]`)).toBeNull();
+  });
+});
+
+// The window shows the backend's snapshots in the order its watcher read them.
+describe("a fetch and the event stream", () => {
+  it("an answer that an event overtook does not put the window back in the past", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const attachable = demoSnapshot(NOW).runtimes.find((r) => r.attach.available);
+    if (!attachable) throw new Error("the demo snapshot needs an attachable runtime");
+    const goes = demoSnapshot(NOW).runtimes.find((r) => r.id !== attachable.id);
+    if (!goes) throw new Error("the demo snapshot needs a second runtime");
+    const snapshots = () => m!.mock.calls.filter((c) => c.action === "snapshot").length;
+    const before = snapshots();
+    // A refused attach refreshes the list; its answer is read now and held in transit.
+    const inTransit = m.mock.hold("snapshot");
+    m.mock.failNext("attach", { code: "refused", message: "It stopped a moment ago." });
+    click(byTestId(row(m.root, attachable.id), "action-attach"));
+    await vi.waitFor(() => expect(snapshots()).toBe(before + 1));
+    // Meanwhile the watcher reads that a runtime went, and its event arrives first.
+    m.mock.update((s) => {
+      s.runtimes = s.runtimes.filter((r) => r.id !== goes.id);
+    });
+    expect(m.root.querySelector(`[data-runtime-id="${goes.id}"]`)).toBeNull();
+    inTransit.release();
+    await vi.waitFor(() => expect(row(m!.root, attachable.id).querySelector('[data-testid="row-error"]')?.textContent).toContain("It stopped a moment ago."));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(m.root.querySelector(`[data-runtime-id="${goes.id}"]`), "the older answer was not shown").toBeNull();
+  });
 });
 
 // Issue 14: the window branches on the error codes it keeps.
