@@ -189,6 +189,71 @@ pub fn remove_any(path: &Path) {
     }
 }
 
+/// A receipt file gone wrong in one of the ways a reader must refuse (and say why) without
+/// losing any other receipt: what the property tests of the per-file cache and of the watcher
+/// put in a receipt's place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostileReceipt {
+    /// Cut off mid-object.
+    NotJson,
+    /// A format version from the future.
+    FutureVersion,
+    /// An address off loopback.
+    RemoteAddress,
+    /// Another endpoint's receipt saved under this one's name.
+    WrongName,
+    /// A symlink to a valid receipt elsewhere.
+    SymlinkToFile,
+    /// A directory where the file should be.
+    Directory,
+}
+
+impl HostileReceipt {
+    /// Every kind, for a strategy to pick from.
+    pub const ALL: [Self; 6] = [
+        Self::NotJson,
+        Self::FutureVersion,
+        Self::RemoteAddress,
+        Self::WrongName,
+        Self::SymlinkToFile,
+        Self::Directory,
+    ];
+
+    /// Puts this kind at `path`, replacing whatever is there, made from `valid` (the receipt that
+    /// belongs at `path`) or `other` (another endpoint's valid receipt). A symlink points at
+    /// `outside/target_name`, written there. Files are written in place with mode 0600.
+    pub fn write(
+        self,
+        path: &Path,
+        valid: &Value,
+        other: &Value,
+        outside: &Path,
+        target_name: &str,
+    ) {
+        let pretty = |value: &Value| serde_json::to_vec_pretty(value).unwrap();
+        let with = |field: &str, value: Value| {
+            let mut changed = valid.clone();
+            changed[field] = value;
+            pretty(&changed)
+        };
+        remove_any(path);
+        match self {
+            Self::NotJson => write_file_mode(path, b"{\"version\":1,", 0o600),
+            Self::FutureVersion => write_file_mode(path, &with("version", json!(2)), 0o600),
+            Self::RemoteAddress => {
+                write_file_mode(path, &with("address", json!("10.9.8.7:80")), 0o600);
+            }
+            Self::WrongName => write_file_mode(path, &pretty(other), 0o600),
+            Self::SymlinkToFile => {
+                let target = outside.join(target_name);
+                write_file_mode(&target, &pretty(valid), 0o600);
+                std::os::unix::fs::symlink(target, path).expect("create the symlink");
+            }
+            Self::Directory => std::fs::create_dir(path).expect("create the directory"),
+        }
+    }
+}
+
 /// The OS keychain if a Secret Service answers; `None` (with a `SKIPPED` message) otherwise,
 /// unless `SUPERCODE_REQUIRE_KEYCHAIN=1`, in which case an unusable keychain fails the test.
 pub fn keychain_or_skip(test: &str) -> Option<SecretStore> {

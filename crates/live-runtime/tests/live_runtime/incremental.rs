@@ -5,9 +5,9 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 
-use live_runtime::test_support::remove_any;
+use live_runtime::test_support::{remove_any, HostileReceipt};
 use live_runtime::{
     list_live_runtimes, LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir, ReceiptFiles, ReceiptScan,
 };
@@ -52,7 +52,7 @@ enum Op {
     },
     Hostile {
         slot: usize,
-        kind: Hostile,
+        kind: HostileReceipt,
     },
     /// Mode 0644 (refused) or back to 0600, on a regular file only.
     Chmod {
@@ -69,17 +69,6 @@ enum Op {
     },
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Hostile {
-    NotJson,
-    FutureVersion,
-    RemoteAddress,
-    /// Another slot's receipt saved under this slot's name.
-    WrongName,
-    SymlinkToFile,
-    Directory,
-}
-
 fn op() -> impl Strategy<Value = Op> {
     let slot = 0..SLOTS;
     let process = 0..PROCESSES;
@@ -88,14 +77,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(slot, process, at)| Op::Write { slot, process, at }),
         1 => (slot.clone(), process.clone()).prop_map(|(slot, process)| Op::Stale { slot, process }),
         2 => slot.clone().prop_map(|slot| Op::Remove { slot }),
-        2 => (slot.clone(), prop_oneof![
-                Just(Hostile::NotJson),
-                Just(Hostile::FutureVersion),
-                Just(Hostile::RemoteAddress),
-                Just(Hostile::WrongName),
-                Just(Hostile::SymlinkToFile),
-                Just(Hostile::Directory),
-            ])
+        2 => (slot.clone(), proptest::sample::select(&HostileReceipt::ALL[..]))
             .prop_map(|(slot, kind)| Op::Hostile { slot, kind }),
         1 => (slot.clone(), any::<bool>()).prop_map(|(slot, private)| Op::Chmod { slot, private }),
         1 => (slot, process.clone()).prop_map(|(slot, process)| Op::Temp { slot, process }),
@@ -163,40 +145,15 @@ impl Case {
                 changed.insert(self.name(slot));
             }
             Op::Hostile { slot, kind } => {
-                let path = self.dir.path().join(self.name(slot));
                 let valid = self.receipt(slot, 0, self.identities[0].start_time, REGISTERED_AT[0]);
-                match kind {
-                    Hostile::NotJson => self.put(slot, b"{\"version\":1,", 0o600),
-                    Hostile::FutureVersion => {
-                        let mut future = valid;
-                        future["version"] = json!(2);
-                        self.put(slot, &pretty(&future), 0o600);
-                    }
-                    Hostile::RemoteAddress => {
-                        let mut remote = valid;
-                        remote["address"] = json!("10.9.8.7:80");
-                        self.put(slot, &pretty(&remote), 0o600);
-                    }
-                    Hostile::WrongName => {
-                        let other = self.receipt(
-                            (slot + 1) % SLOTS,
-                            0,
-                            self.identities[0].start_time,
-                            REGISTERED_AT[0],
-                        );
-                        self.put(slot, &pretty(&other), 0o600);
-                    }
-                    Hostile::SymlinkToFile => {
-                        let target =
-                            write_file(self.outside.path(), "real.json", &pretty(&valid), 0o600);
-                        remove_any(&path);
-                        symlink(target, &path).unwrap();
-                    }
-                    Hostile::Directory => {
-                        remove_any(&path);
-                        fs::create_dir(&path).unwrap();
-                    }
-                }
+                let other = self.receipt(
+                    (slot + 1) % SLOTS,
+                    0,
+                    self.identities[0].start_time,
+                    REGISTERED_AT[0],
+                );
+                let path = self.dir.path().join(self.name(slot));
+                kind.write(&path, &valid, &other, self.outside.path(), "real.json");
                 changed.insert(self.name(slot));
             }
             Op::Chmod { slot, private } => {

@@ -10,15 +10,15 @@
 //! receipt the watcher missed would make the two differ, since the full read removes it.
 
 use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use canon_local::LocalRuntimeStatus;
-use live_runtime::test_support::{remove_any, write_file_mode};
+use live_runtime::test_support::{remove_any, write_file_mode, HostileReceipt};
 use live_runtime::{LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir};
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 use supercode_core::view::{RuntimeStatus, Snapshot};
 use supercode_core::watch::RECONCILE_INTERVAL;
 use supercode_core::{CoreEvent, Supercode, WatchHandle};
@@ -56,7 +56,7 @@ enum Op {
     },
     Hostile {
         slot: usize,
-        kind: Hostile,
+        kind: HostileReceipt,
     },
     /// Mode 0644 (refused) or back to 0600, on a regular file only.
     Chmod {
@@ -77,16 +77,6 @@ enum Op {
     },
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Hostile {
-    NotJson,
-    RemoteAddress,
-    /// Another slot's receipt saved under this slot's name.
-    WrongName,
-    SymlinkToFile,
-    Directory,
-}
-
 fn op() -> impl Strategy<Value = Op> {
     let slot = 0..SLOTS;
     let process = 0..PROCESSES;
@@ -94,13 +84,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (slot.clone(), process.clone()).prop_map(|(slot, process)| Op::Write { slot, process }),
         1 => (slot.clone(), process.clone()).prop_map(|(slot, process)| Op::Stale { slot, process }),
         2 => slot.clone().prop_map(|slot| Op::Remove { slot }),
-        2 => (slot.clone(), prop_oneof![
-                Just(Hostile::NotJson),
-                Just(Hostile::RemoteAddress),
-                Just(Hostile::WrongName),
-                Just(Hostile::SymlinkToFile),
-                Just(Hostile::Directory),
-            ])
+        2 => (slot.clone(), proptest::sample::select(&HostileReceipt::ALL[..]))
             .prop_map(|(slot, kind)| Op::Hostile { slot, kind }),
         1 => (slot.clone(), any::<bool>()).prop_map(|(slot, private)| Op::Chmod { slot, private }),
         1 => (slot, process.clone()).prop_map(|(slot, process)| Op::Temp { slot, process }),
@@ -201,33 +185,22 @@ impl Run {
             }
             Op::Remove { slot } => remove_any(&self.path(slot)),
             Op::Hostile { slot, kind } => {
-                let path = self.path(slot);
                 let me = ProcessIdentity::current();
                 let valid = self.receipt(slot, me.pid, me.start_time, &name);
-                remove_any(&path);
-                match kind {
-                    Hostile::NotJson => write_private(&path, b"{\"version\":1,"),
-                    Hostile::RemoteAddress => {
-                        let mut remote = valid;
-                        remote["address"] = json!("10.9.8.7:80");
-                        write_private(&path, &pretty(&remote));
-                    }
-                    Hostile::WrongName => {
-                        let other = receipt(
-                            &self.endpoints[(slot + 1) % SLOTS],
-                            me.pid,
-                            me.start_time,
-                            &name,
-                        );
-                        write_private(&path, &pretty(&other));
-                    }
-                    Hostile::SymlinkToFile => {
-                        let target = self.outside.path().join(format!("step{step}.json"));
-                        write_private(&target, &pretty(&valid));
-                        symlink(target, &path).unwrap();
-                    }
-                    Hostile::Directory => fs::create_dir(&path).unwrap(),
-                }
+                let other = receipt(
+                    &self.endpoints[(slot + 1) % SLOTS],
+                    me.pid,
+                    me.start_time,
+                    &name,
+                );
+                let target = format!("step{step}.json");
+                kind.write(
+                    &self.path(slot),
+                    &valid,
+                    &other,
+                    self.outside.path(),
+                    &target,
+                );
             }
             Op::Chmod { slot, private } => {
                 let path = self.path(slot);
@@ -397,7 +370,7 @@ fn every_kind_of_change_leaves_the_watchers_snapshot_equal_to_a_full_read() {
         },
         Op::Hostile {
             slot: 3,
-            kind: Hostile::RemoteAddress,
+            kind: HostileReceipt::RemoteAddress,
         },
         Op::Chmod {
             slot: 1,
@@ -412,7 +385,7 @@ fn every_kind_of_change_leaves_the_watchers_snapshot_equal_to_a_full_read() {
         Op::Kill { process: 2 },
         Op::Hostile {
             slot: 0,
-            kind: Hostile::Directory,
+            kind: HostileReceipt::Directory,
         },
         Op::Remove { slot: 3 },
         Op::Write {
