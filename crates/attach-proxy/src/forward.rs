@@ -555,6 +555,13 @@ async fn retry_on_fresh_connection(
     }
 }
 
+/// The two headers that make a message a WebSocket upgrade (hop-by-hop, so the proxy sets them
+/// itself on each side instead of passing the browser's or the runtime's on).
+fn mark_websocket_upgrade(headers: &mut HeaderMap) {
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+}
+
 /// Forwards a WebSocket handshake on a dedicated runtime connection and, if the runtime switches
 /// protocols, splices the two upgraded connections together.
 async fn forward_upgrade(
@@ -565,12 +572,7 @@ async fn forward_upgrade(
     let browser_side = hyper::upgrade::on(&mut request);
     let (mut parts, _empty_body) = request.into_parts();
     rewrite_request_headers(shared, &mut parts.headers, cookies);
-    parts
-        .headers
-        .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-    parts
-        .headers
-        .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    mark_websocket_upgrade(&mut parts.headers);
     parts.uri = origin_form(parts.uri);
     parts.version = Version::HTTP_11;
 
@@ -609,12 +611,7 @@ async fn forward_upgrade(
     });
     let (mut parts, _) = response.into_parts();
     rewrite_response_headers(&mut parts.headers);
-    parts
-        .headers
-        .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-    parts
-        .headers
-        .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    mark_websocket_upgrade(&mut parts.headers);
     Response::from_parts(parts, ProxyBody::Empty)
 }
 

@@ -2,7 +2,6 @@
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::time::timeout;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::support::*;
@@ -90,15 +89,7 @@ async fn sse_events_arrive_incrementally_through_the_proxy() {
 async fn websocket_echo_works_through_the_proxy() {
     let rig = Rig::start().await;
     let cookie = rig.session_cookie().await;
-    let mut request = format!("ws://{}/api/ws", rig.proxy_addr())
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("cookie", cookie.parse().unwrap());
-    request
-        .headers_mut()
-        .insert("origin", rig.origin().parse().unwrap());
+    let request = rig.ws_request(&cookie, Some(&rig.origin()));
     let (mut socket, response) = timeout(STEP_TIMEOUT, tokio_tungstenite::connect_async(request))
         .await
         .expect("handshake in time")

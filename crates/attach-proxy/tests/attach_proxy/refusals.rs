@@ -6,7 +6,6 @@ use std::time::Duration;
 use attach_proxy::AttachOptions;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Error as WsError;
 
 use crate::support::*;
@@ -167,17 +166,7 @@ async fn cross_site_websocket_upgrade_is_refused() {
     let rig = Rig::start().await;
     let cookie = rig.session_cookie().await;
     for origin in [Some("http://attacker.example"), None] {
-        let mut request = format!("ws://{}/api/ws", rig.proxy_addr())
-            .into_client_request()
-            .unwrap();
-        request
-            .headers_mut()
-            .insert("cookie", cookie.parse().unwrap());
-        if let Some(origin) = origin {
-            request
-                .headers_mut()
-                .insert("origin", origin.parse().unwrap());
-        }
+        let request = rig.ws_request(&cookie, origin);
         let result = timeout(STEP_TIMEOUT, tokio_tungstenite::connect_async(request))
             .await
             .expect("answer in time");

@@ -77,6 +77,25 @@ impl Rig {
         set_cookie.split(';').next().unwrap().trim().to_owned()
     }
 
+    /// A WebSocket handshake request for the runtime's echo socket through the proxy, sending
+    /// `cookie` and, when given, `origin`.
+    pub fn ws_request(
+        &self,
+        cookie: &str,
+        origin: Option<&str>,
+    ) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request = format!("ws://{}/api/ws", self.proxy_addr())
+            .into_client_request()
+            .unwrap();
+        let headers = request.headers_mut();
+        headers.insert("cookie", cookie.parse().unwrap());
+        if let Some(origin) = origin {
+            headers.insert("origin", origin.parse().unwrap());
+        }
+        request
+    }
+
     /// A cookie-keeping client that has followed a fresh attach URL.
     pub async fn attached_client(&self) -> reqwest::Client {
         let client = cookie_client();
