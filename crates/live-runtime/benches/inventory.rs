@@ -22,7 +22,7 @@
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -232,12 +232,21 @@ struct SizeResult {
     steady_floor: Stats,
 }
 
-fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult {
+/// A private receipt directory in a new temp dir (kept alive by the returned guard), with the
+/// file secret store, and the mix of receipts for `size` (not written yet).
+fn receipt_dir_for(
+    size: usize,
+    live: &[ProcessIdentity],
+) -> (tempfile::TempDir, PathBuf, ReceiptDir, Receipts) {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("receipts");
     fs::DirBuilder::new().mode(0o700).create(&path).unwrap();
     let dir = ReceiptDir::new(&path, SecretStore::file(tmp.path().join("secrets")));
-    let receipts = make_for(size, live);
+    (tmp, path, dir, make_for(size, live))
+}
+
+fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult {
+    let (_tmp, path, dir, receipts) = receipt_dir_for(size, live);
     write_all(&path, &receipts.live);
     write_all(&path, &receipts.corrupt);
 
@@ -290,11 +299,7 @@ fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult 
 
 /// One changed receipt in a directory of `size`: rewrite it (untimed), then `read_receipt` it.
 fn bench_single_file(size: usize, quick: bool, live: &[ProcessIdentity]) -> Stats {
-    let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("receipts");
-    fs::DirBuilder::new().mode(0o700).create(&path).unwrap();
-    let dir = ReceiptDir::new(&path, SecretStore::file(tmp.path().join("secrets")));
-    let receipts = make_for(size, live);
+    let (_tmp, path, dir, receipts) = receipt_dir_for(size, live);
     write_all(&path, &receipts.live);
     write_all(&path, &receipts.dead);
     write_all(&path, &receipts.corrupt);

@@ -37,7 +37,7 @@ use live_runtime::{LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir, SecretStore
 use supercode_core::approvals::ApprovalBoard;
 use supercode_core::inventory::{self, Sources};
 use supercode_core::view::Snapshot;
-use supercode_core::{CoreEvent, Locations, Supercode};
+use supercode_core::{CoreEvent, Locations, Supercode, WatchHandle};
 
 /// How long one trial may wait for its snapshot before the run is declared broken: far above
 /// any plausible latency, so only a real failure hits it.
@@ -82,15 +82,7 @@ fn main() {
         sleepers.push(child);
     }
 
-    let (tx, rx) = mpsc::channel::<(Instant, Snapshot)>();
-    let tx = Mutex::new(tx);
-    let core = Supercode::new(locations, move |event| {
-        if let CoreEvent::Snapshot(snapshot) = event {
-            let _ = tx.lock().unwrap().send((Instant::now(), snapshot));
-        }
-    });
-    let watch = core.watch();
-    let mut events = Events { rx };
+    let (_core, watch, mut events) = watched(locations);
     events.until(|s| s.runtimes.len() == background);
 
     let me = ProcessIdentity::current();
@@ -202,15 +194,7 @@ fn scale_run(sizes: &[usize], trials: usize) {
         });
 
         let threads_before = threads();
-        let (tx, rx) = mpsc::channel::<(Instant, Snapshot)>();
-        let tx = Mutex::new(tx);
-        let core = Supercode::new(locations, move |event| {
-            if let CoreEvent::Snapshot(snapshot) = event {
-                let _ = tx.lock().unwrap().send((Instant::now(), snapshot));
-            }
-        });
-        let watch = core.watch();
-        let mut events = Events { rx };
+        let (_core, watch, mut events) = watched(locations);
         events.until(|s| s.runtimes.len() == live);
         let watcher = new_thread_named("supercode-watch", &threads_before);
         let notifier = new_thread_named("notify-rs inoti", &threads_before);
@@ -451,6 +435,20 @@ impl OpenSpy {
 
 struct Events {
     rx: mpsc::Receiver<(Instant, Snapshot)>,
+}
+
+/// A core over `locations` with its watcher started, and the snapshots it publishes, each with
+/// when it arrived.
+fn watched(locations: Locations) -> (Supercode, WatchHandle, Events) {
+    let (tx, rx) = mpsc::channel::<(Instant, Snapshot)>();
+    let tx = Mutex::new(tx);
+    let core = Supercode::new(locations, move |event| {
+        if let CoreEvent::Snapshot(snapshot) = event {
+            let _ = tx.lock().unwrap().send((Instant::now(), snapshot));
+        }
+    });
+    let watch = core.watch();
+    (core, watch, Events { rx })
 }
 
 impl Events {

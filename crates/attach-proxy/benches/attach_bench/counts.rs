@@ -104,22 +104,20 @@ pub async fn count_per_message(counter: Counter) {
         Counter::Instructions => 0,
         Counter::Syscalls => 2,
     };
-    let (runtime, proxy) = (
-        per(&requests, 0, "total", PROFILE_EXTRA_REQUESTS),
-        per(&requests, 1, "total", PROFILE_EXTRA_REQUESTS),
+    // One row: the count per message of `run` (n messages) for the runtime and the proxy.
+    let row = |what: &str, run: &RunCounts, n: usize| {
+        let (runtime, proxy) = (per(run, 0, "total", n), per(run, 1, "total", n));
+        println!(
+            "| {what} (n={n}) | {runtime:.digits$} | {proxy:.digits$} | {:.2} |",
+            proxy / runtime
+        );
+    };
+    row(
+        "per GET /api/health, sequential on one keep-alive conn",
+        &requests,
+        PROFILE_EXTRA_REQUESTS,
     );
-    println!(
-        "| per GET /api/health, sequential on one keep-alive conn (n={PROFILE_EXTRA_REQUESTS}) | {runtime:.digits$} | {proxy:.digits$} | {:.2} |",
-        proxy / runtime
-    );
-    let (runtime, proxy) = (
-        per(&bodies, 0, "total", PROFILE_EXTRA_BODIES),
-        per(&bodies, 1, "total", PROFILE_EXTRA_BODIES),
-    );
-    println!(
-        "| per 10 MB body (n={PROFILE_EXTRA_BODIES}) | {runtime:.digits$} | {proxy:.digits$} | {:.2} |",
-        proxy / runtime
-    );
+    row("per 10 MB body", &bodies, PROFILE_EXTRA_BODIES);
     println!();
     if counter == Counter::Syscalls {
         for (who, name) in [(0, "runtime"), (1, "attach-proxy")] {

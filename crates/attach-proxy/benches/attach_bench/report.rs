@@ -87,6 +87,16 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.digits$}"))
 }
 
+/// A figure of the process between client and runtime: `-` for the row that has none (direct).
+fn fmt_middle(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+/// The figures of one cell, as `a / b / …`.
+fn slashed(figures: &[String]) -> String {
+    figures.join(" / ")
+}
+
 /// Prints one placement's table, how it was measured, the per-round spread and each proxy
 /// against direct.
 pub fn print_measurement(
@@ -115,45 +125,33 @@ pub fn print_measurement(
         &|r| fmt_opt(r.rps, 0),
     );
     line("latency under that load p50 / p99 (µs)", &|r| {
-        format!(
-            "{} / {}",
-            fmt_opt(r.load_p50_us, 0),
-            fmt_opt(r.load_p99_us, 0)
-        )
+        slashed(&[fmt_opt(r.load_p50_us, 0), fmt_opt(r.load_p99_us, 0)])
     });
     line(
         "CPU per request under that load, wrk / runtime / proxy (µs)",
         &|r| {
-            format!(
-                "{} / {} / {}",
+            slashed(&[
                 fmt_opt(r.wrk_cpu_us, 1),
                 fmt_opt(r.runtime_cpu_us, 1),
-                r.middle_cpu_us
-                    .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
-            )
+                fmt_middle(r.middle_cpu_us, 1),
+            ])
         },
     );
     line("of which in the kernel, wrk / runtime (µs)", &|r| {
-        format!(
-            "{} / {}",
-            fmt_opt(r.wrk_kernel_us, 1),
-            fmt_opt(r.runtime_kernel_us, 1)
-        )
+        slashed(&[fmt_opt(r.wrk_kernel_us, 1), fmt_opt(r.runtime_kernel_us, 1)])
     });
     line(
         "CPU busy under that load, wrk + runtime / proxy (% of one core)",
         &|r| {
-            format!(
-                "{} / {}",
+            slashed(&[
                 fmt_opt(r.client_runtime_busy, 0),
-                r.middle_busy
-                    .map_or_else(|| "-".to_owned(), |v| format!("{v:.0}"))
-            )
+                fmt_middle(r.middle_busy, 0),
+            ])
         },
     );
     line(
         "CPU 0 / CPU 1 busy under that load, all processes (%)",
-        &|r| format!("{} / {}", fmt_opt(r.cpu0_busy, 0), fmt_opt(r.cpu1_busy, 0)),
+        &|r| slashed(&[fmt_opt(r.cpu0_busy, 0), fmt_opt(r.cpu1_busy, 0)]),
     );
     line(
         &format!(
@@ -170,8 +168,7 @@ pub fn print_measurement(
             "{:.1} / {:.1} / {}",
             r.blob_client_cpu_ms,
             r.blob_runtime_cpu_ms,
-            r.blob_middle_cpu_ms
-                .map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"))
+            fmt_middle(r.blob_middle_cpu_ms, 1)
         )
     });
     line(
