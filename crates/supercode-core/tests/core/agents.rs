@@ -31,8 +31,19 @@ impl Runtime {
 }
 
 async fn start(fixture: &Fixture, name: &str, scenario: Scenario) -> Runtime {
+    start_paced(fixture, name, scenario, demo_runtime::PHASE_DELAY).await
+}
+
+/// [`start`], with the scenario's timed phases `phase_delay` apart.
+async fn start_paced(
+    fixture: &Fixture,
+    name: &str,
+    scenario: Scenario,
+    phase_delay: Duration,
+) -> Runtime {
     let mut config = DemoConfig::new(name, Sensitive::new(CANARY.to_owned()));
     config.scenario = scenario;
+    config.phase_delay = phase_delay;
     let server = demo_runtime::serve(config).await.unwrap();
     let address = *server.local_addr().expose();
     let registration = register_at(fixture.receipts(), name, CANARY, None, address);
@@ -100,7 +111,16 @@ async fn the_approval_scenario_is_followed_and_approved_through_act() {
     let fixture = Fixture::new();
     let (core, _watch, mut events) = watched(&fixture, quick());
     let idle = start(&fixture, "idle-one", Scenario::Steady).await;
-    let runtime = start(&fixture, "approver", Scenario::Approval).await;
+    // The first phase must outlast the subscription's start (the receipt seen, the token read
+    // from the keychain, the stream opened) on a loaded machine, or its first document is
+    // already the second phase: a second is not always enough while the whole suite runs.
+    let runtime = start_paced(
+        &fixture,
+        "approver",
+        Scenario::Approval,
+        Duration::from_secs(3),
+    )
+    .await;
     let endpoint = runtime.endpoint();
 
     wait_state(&mut events, &endpoint, AgentState::Working).await;
