@@ -325,6 +325,21 @@ printf '%s\\n' "$1" > "$tmp" && mv "$tmp" "${urlFile}"
 }
 
 /**
+ * Waits until the stand-in browser of `writeRecordingBrowser` has been given a URL, and returns
+ * it (trimmed). Polls with `t.waitUntil`, since the app opens the browser in the background.
+ */
+export function waitForBrowserUrl(t, browser, timeoutMs) {
+  return t.waitUntil('the browser to be given a URL', async () => {
+    try {
+      return (await readFile(browser.urlFile, 'utf8')).trim();
+    } catch (error) {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    }
+  }, timeoutMs);
+}
+
+/**
  * GETs `url` like a browser that keeps cookies: redirects are followed by hand (`redirect:
  * "manual"`) within the same origin, and every `Set-Cookie` is sent back on later requests.
  * Returns `{ status, body, cookies, hops }` of the last response.
