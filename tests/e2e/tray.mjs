@@ -31,6 +31,8 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** How long a freshly started app may take to register its tray item: a debug build starting a
  *  webview on a loaded 2-core CI machine is slow. */
 export const ITEM_REGISTERED_TIMEOUT_MS = 60_000;
+/** How long the app process may take to appear after the session request launches it. */
+const APP_STARTED_TIMEOUT_MS = 60_000;
 /** How long the menu or icon may take to show a change the app noticed (a rescan, a rebuild). */
 export const TRAY_UPDATE_TIMEOUT_MS = 30_000;
 /** How often the menu and icon are re-read while waiting for a change. */
@@ -89,6 +91,26 @@ export class TrayHost {
     const item = await waitUntil(`the app (pid ${pid}) to register a tray item with the watcher`, async () => (await this.items()).find((i) => i.pid === pid), timeoutMs);
     return new TrayItem(this, item);
   }
+}
+
+/**
+ * Launches the app of a file whose `env` sets `SUPERCODE_TRAY_OPEN_WINDOW=0` and waits for its
+ * process and its tray item. tauri-driver completes the session request only once a webview
+ * exists, so that request is left pending: returns `{ session, settled(), pid, tray }`, where
+ * `session` resolves once a window exists and `settled()` says whether it has yet.
+ */
+export async function openAppInTray(t, host) {
+  let settled = false;
+  const session = t.openApp().finally(() => {
+    settled = true;
+  });
+  session.catch(() => {}); // awaited later; a failure before that surfaces there
+  const [pid] = await t.waitUntil('the app process to start', async () => {
+    const pids = await t.appPids();
+    return pids.length > 0 ? pids : undefined;
+  }, APP_STARTED_TIMEOUT_MS);
+  const tray = await host.itemOf(pid);
+  return { session, settled: () => settled, pid, tray };
 }
 
 /** One registered StatusNotifierItem: its properties, icon and menu. */
