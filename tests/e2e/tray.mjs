@@ -15,17 +15,10 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { startProcess } from './processes.mjs';
+import { startStandIn } from './processes.mjs';
 
 const HOST_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'tray-host.py');
 
-/** The Python whose GObject introspection (python3-gi) the host needs: the system one, since a
- *  pyenv or venv python3 earlier on PATH has no `gi`. */
-const SYSTEM_PYTHON = process.env.SUPERCODE_TRAY_HOST_PYTHON ?? '/usr/bin/python3';
-
-/** How long the host may take to own the watcher name after it starts (a Python start on a
- *  loaded CI machine). */
-const HOST_READY_TIMEOUT_MS = 30_000;
 /** One request to the host: it waits up to 20 s for the app's D-Bus answer itself. */
 const REQUEST_TIMEOUT_MS = 30_000;
 /** How long a freshly started app may take to register its tray item: a debug build starting a
@@ -47,16 +40,9 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function startTrayHost({ artifactsDir, fileSlug, menuUpdates = false }) {
   // menuUpdates: also announce every dbusmenu LayoutUpdated / ItemsPropertiesUpdated signal,
   // with its CLOCK_MONOTONIC arrival time, as `{"event":"menu-update",...}` lines (the benchmark).
-  const proc = await startProcess('tray host', SYSTEM_PYTHON, [HOST_SCRIPT, ...(menuUpdates ? ['--menu-updates'] : [])], {
+  const proc = await startStandIn('tray host', HOST_SCRIPT, menuUpdates ? ['--menu-updates'] : [], {
     logPath: join(artifactsDir, `${fileSlug}--tray-host.stderr.log`),
-    stdin: 'pipe',
   });
-  const ready = await proc.waitForLine(/^\{"event":"(ready|error)"/, HOST_READY_TIMEOUT_MS, 'its "ready" line');
-  const event = JSON.parse(ready);
-  if (event.event !== 'ready') {
-    await proc.stop();
-    throw new Error(`tray host: ${event.message}`);
-  }
   return new TrayHost(proc);
 }
 
