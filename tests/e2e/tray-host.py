@@ -32,6 +32,8 @@ gi.require_version("Gio", "2.0")
 gi.require_version("GLib", "2.0")
 from gi.repository import Gio, GLib  # noqa: E402
 
+from stand_in import connection_pid, emit, own_name  # noqa: E402
+
 WATCHER_NAME = "org.kde.StatusNotifierWatcher"
 WATCHER_PATH = "/StatusNotifierWatcher"
 ITEM_INTERFACE = "org.kde.StatusNotifierItem"
@@ -57,11 +59,6 @@ WATCHER_XML = """
   </interface>
 </node>
 """
-
-
-def emit(message):
-    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
 
 
 def plain(value):
@@ -128,18 +125,9 @@ class TrayHost:
                 self.bus.signal_subscribe(
                     None, "com.canonical.dbusmenu", signal, None, None, Gio.DBusSignalFlags.NONE, self.on_menu_update,
                 )
-        Gio.bus_own_name_on_connection(
-            self.bus, WATCHER_NAME, Gio.BusNameOwnerFlags.DO_NOT_QUEUE, self.on_name_acquired, self.on_name_lost,
-        )
+        own_name(self.bus, WATCHER_NAME, loop, "tray host")
 
     # ---- the watcher ------------------------------------------------------------------------
-
-    def on_name_acquired(self, _bus, name):
-        emit({"event": "ready", "name": name})
-
-    def on_name_lost(self, _bus, name):
-        emit({"event": "error", "message": f"could not own {name} (another tray host on this bus?)"})
-        self.loop.quit()
 
     def on_method(self, _bus, sender, _path, _interface, method, params, invocation):
         (service,) = params.unpack()
@@ -154,11 +142,7 @@ class TrayHost:
             item = {"service": key, "bus": bus_name, "path": path, "pid": None}
             self.items.append(item)
             invocation.return_value(None)
-            self.bus.call(
-                "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                "GetConnectionUnixProcessID", GLib.Variant("(s)", (bus_name,)), GLib.VariantType("(u)"),
-                Gio.DBusCallFlags.NONE, CALL_TIMEOUT_MS, None, self.on_registered_pid, item,
-            )
+            connection_pid(self.bus, bus_name, CALL_TIMEOUT_MS, lambda pid, error: self.on_registered_pid(item, pid, error))
         elif method == "RegisterStatusNotifierHost":
             self.hosts.add(service)
             invocation.return_value(None)
@@ -166,11 +150,11 @@ class TrayHost:
         else:
             invocation.return_dbus_error("org.freedesktop.DBus.Error.UnknownMethod", f"no method {method}")
 
-    def on_registered_pid(self, bus, result, item):
-        try:
-            (item["pid"],) = bus.call_finish(result).unpack()
-        except GLib.Error as error:
-            item["pid_error"] = error.message
+    def on_registered_pid(self, item, pid, error):
+        if error is None:
+            item["pid"] = pid
+        else:
+            item["pid_error"] = error
         self.bus.emit_signal(None, WATCHER_PATH, WATCHER_NAME, "StatusNotifierItemRegistered", GLib.Variant("(s)", (item["service"],)))
         self.items_changed()
         emit({"event": "registered", "item": item})
