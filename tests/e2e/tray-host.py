@@ -61,10 +61,23 @@ WATCHER_XML = """
 """
 
 
+def digest(data):
+    """Bytes as {bytes, sha256}: what a test compares (icons, images) without kilobytes of JSON."""
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def vardict_items(variant):
+    """The (key, value) pairs of an a{sv} GVariant, each value still a GVariant: unpacked whole,
+    PyGObject would turn every byte array in it into a list of ints."""
+    for i in range(variant.n_children()):
+        entry = variant.get_child_value(i)
+        yield entry.get_child_value(0).get_string(), entry.get_child_value(1).get_variant()
+
+
 def plain(value):
     """A GVariant (already unpacked by PyGObject) as JSON-friendly data; byte arrays are hashed."""
     if isinstance(value, (bytes, bytearray)):
-        return {"bytes": len(value), "sha256": hashlib.sha256(value).hexdigest()}
+        return digest(value)
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -81,8 +94,7 @@ def pixmaps(variant):
         result.append({
             "width": entry.get_child_value(0).get_int32(),
             "height": entry.get_child_value(1).get_int32(),
-            "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
+            **digest(data),
         })
     return result
 
@@ -90,15 +102,10 @@ def pixmaps(variant):
 def layout_node(variant):
     """One dbusmenu layout node, (ia{sv}av), as {id, properties, children}."""
     item_id = variant.get_child_value(0).get_int32()
-    props = variant.get_child_value(1)
     properties = {}
-    for i in range(props.n_children()):
-        entry = props.get_child_value(i)
-        key = entry.get_child_value(0).get_string()
-        value = entry.get_child_value(1).get_variant()
+    for key, value in vardict_items(variant.get_child_value(1)):
         if value.get_type_string() == "ay":
-            data = value.get_data_as_bytes().get_data()
-            properties[key] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            properties[key] = digest(value.get_data_as_bytes().get_data())
         else:
             properties[key] = plain(value.unpack())
     children_variant = variant.get_child_value(2)
@@ -248,12 +255,8 @@ class TrayHost:
             reply(error=f"bad request: {error!r}")
 
     def properties_result(self, variant):
-        props = variant.get_child_value(0)
         result = {}
-        for i in range(props.n_children()):
-            entry = props.get_child_value(i)
-            key = entry.get_child_value(0).get_string()
-            value = entry.get_child_value(1).get_variant()
+        for key, value in vardict_items(variant.get_child_value(0)):
             result[key] = pixmaps(value) if value.get_type_string() == "a(iiay)" else plain(value.unpack())
         return result
 
