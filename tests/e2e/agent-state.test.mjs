@@ -25,6 +25,7 @@ import {
   recorded,
   rowSelector,
   startRecording,
+  waitForBrowserUrl,
   waitForText,
   writePrivateFile,
   writeRecordingBrowser,
@@ -332,7 +333,7 @@ test('a runtime without the status API shows unknown, with nothing broken', asyn
   assert.equal(row.id, entry.id);
 
   await item.click(`Attach ${name} (demo)`);
-  const url = (await t.waitUntil('the browser to be given a URL', async () => (await readFile(browser.urlFile, 'utf8').catch(() => '')).trim() || undefined, TRAY_UPDATE_TIMEOUT_MS));
+  const url = await waitForBrowserUrl(t, browser, TRAY_UPDATE_TIMEOUT_MS);
   const page = await browse(url);
   assert.equal(page.status, 200, 'Attach opened the runtime page');
   assert.ok(page.body.includes(`<h1 id="runtime-name">${name}</h1>`), "the runtime's own page");

@@ -2,13 +2,11 @@
 // (`canon-test-server`), through to the saved profile and the acknowledgement.
 
 import { execFile } from 'node:child_process';
-import { access, constants as fsConstants } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 import { assert, test } from './harness.mjs';
 import { notificationTexts, startNotificationServer } from './notifications.mjs';
-import { startProcess } from './processes.mjs';
 import {
   canary,
   findLeaks,
@@ -16,6 +14,7 @@ import {
   pendingRows,
   readJsonIfExists,
   recorded,
+  startCanonTestServer,
   startRecording,
   writePendingRegistrations,
 } from './support.mjs';
@@ -26,12 +25,10 @@ const PROFILE = 'nova';
 const API_KEY = canary('api-key');
 /** Status polls answered `pending` before `approved` (the app polls every 2 s). */
 const PENDING_POLLS = 2;
-/** How long the fake Canon may take to announce its address. */
-const SERVER_READY_TIMEOUT_MS = 30_000;
 /** Submit + 3 polls 2 s apart takes about 6 s; a loaded CI machine gets ten times that. */
 const APPROVAL_TIMEOUT_MS = 60_000;
 
-let canonBaseUrl;
+let canon;
 let host;
 let notifications;
 
@@ -42,26 +39,8 @@ let notifications;
 export async function env({ app, artifactsDir, fileSlug }) {
   host = await startTrayHost({ artifactsDir, fileSlug });
   notifications = await startNotificationServer({ artifactsDir, fileSlug });
-  const server = process.env.CANON_TEST_SERVER ?? join(dirname(app), 'canon-test-server');
-  try {
-    await access(server, fsConstants.X_OK);
-  } catch {
-    throw new Error(`${server} not found; build it with: cargo build -p canon-local --features test-server --bin canon-test-server`);
-  }
-  const proc = await startProcess('canon-test-server', server, ['--pending-polls', String(PENDING_POLLS)], {
-    // The key goes to the server through its environment, never on a command line.
-    env: { ...process.env, CANON_TEST_API_KEY: API_KEY },
-    logPath: join(artifactsDir, `${fileSlug}--canon-test-server.stderr.log`),
-  });
-  const line = await proc.waitForLine(/^listening http:\/\/127\.0\.0\.1:\d+$/, SERVER_READY_TIMEOUT_MS, 'its "listening" line');
-  canonBaseUrl = line.slice('listening '.length);
-  return { CANON_BASE_URL: canonBaseUrl };
-}
-
-async function serverState() {
-  const response = await fetch(`${canonBaseUrl}/__test/state`, { signal: AbortSignal.timeout(10_000) });
-  assert.equal(response.status, 200);
-  return response.json();
+  canon = await startCanonTestServer({ app, artifactsDir, fileSlug }, { apiKey: API_KEY, pendingPolls: PENDING_POLLS });
+  return { CANON_BASE_URL: canon.baseUrl };
 }
 
 /** The API key the app stored in the keychain for `profile`, or null. */
@@ -106,7 +85,7 @@ test('approving a pending registration saves the issued key and acknowledges it'
   assert.ok(!(PROFILE in pending), 'the pending entry was cleared');
   assert.ok((await keychainApiKey(PROFILE)) === API_KEY, 'the keychain holds the API key (value withheld)');
 
-  const state = await serverState();
+  const state = await canon.state();
   assert.equal(state.registrations.length, 1, 'Canon saw one registration');
   const [registration] = state.registrations;
   assert.equal(registration.localRegistrationId, written[PROFILE].localRegistrationId, 'submitted under the idempotency key from the file');

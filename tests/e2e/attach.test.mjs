@@ -1,11 +1,11 @@
 // Choosing a runtime opens it (issue 5): Attach in the window hands the browser a one-time URL
 // on the attach proxy, which lands an authenticated browser on the runtime's own page.
 
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { assert, test } from './harness.mjs';
-import { browse, clickInRow, paintedScreenshot, receiptOf, rowSelector, waitForRow, writeRecordingBrowser } from './support.mjs';
+import { browse, clickInRow, paintedScreenshot, receiptOf, rowSelector, waitForBrowserUrl, waitForRow, writeRecordingBrowser } from './support.mjs';
 
 const NAME = 'attach-me';
 
@@ -27,14 +27,7 @@ test('attach opens a one-time URL that reaches the runtime page once', async (t)
   const row = await waitForRow(app, `${NAME} listed as running`, NAME, (r) => r.status === 'running');
 
   await clickInRow(app, row.id, '[data-testid="action-attach"]');
-  const url = await t.waitUntil('the browser to be given a URL', async () => {
-    try {
-      return (await readFile(browser.urlFile, 'utf8')).trim();
-    } catch (error) {
-      if (error.code === 'ENOENT') return undefined;
-      throw error;
-    }
-  });
+  const url = await waitForBrowserUrl(t, browser);
   assert.equal((await stat(browser.urlFile)).mode & 0o777, 0o600, 'the recorded URL file is private');
   const match = /^http:\/\/127\.0\.0\.1:(\d+)\/__attach\/([0-9A-Za-z_-]+)$/.exec(url);
   assert.ok(match, 'the URL is http://127.0.0.1:PORT/__attach/CODE (value withheld)');

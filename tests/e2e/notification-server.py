@@ -24,7 +24,6 @@ cannot be. Nothing is read from stdin; SIGTERM or stdin closing stops it.
 Uses the system Python's GObject introspection (Debian: python3-gi, gir1.2-glib-2.0).
 """
 
-import json
 import sys
 import time
 
@@ -33,6 +32,8 @@ import gi
 gi.require_version("Gio", "2.0")
 gi.require_version("GLib", "2.0")
 from gi.repository import Gio, GLib  # noqa: E402
+
+from stand_in import connection_pid, emit, own_name  # noqa: E402
 
 SERVER_NAME = "org.freedesktop.Notifications"
 SERVER_PATH = "/org/freedesktop/Notifications"
@@ -71,29 +72,14 @@ SERVER_XML = """
 """
 
 
-def emit(message):
-    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
-
-
 class NotificationServer:
     def __init__(self, loop):
-        self.loop = loop
         self.bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
         self.last_id = 0
         self.issued = set()
         info = Gio.DBusNodeInfo.new_for_xml(SERVER_XML).interfaces[0]
         self.bus.register_object(SERVER_PATH, info, self.on_method, None, None)
-        Gio.bus_own_name_on_connection(
-            self.bus, SERVER_NAME, Gio.BusNameOwnerFlags.DO_NOT_QUEUE, self.on_name_acquired, self.on_name_lost,
-        )
-
-    def on_name_acquired(self, _bus, name):
-        emit({"event": "ready", "name": name})
-
-    def on_name_lost(self, _bus, name):
-        emit({"event": "error", "message": f"could not own {name} (another notification server on this bus?)"})
-        self.loop.quit()
+        own_name(self.bus, SERVER_NAME, loop, "notification server")
 
     def on_method(self, _bus, sender, _path, _interface, method, params, invocation):
         if method == "Notify":
@@ -140,18 +126,14 @@ class NotificationServer:
             "pid": None,
         }
         invocation.return_value(GLib.Variant("(u)", (notification_id,)))
-        self.bus.call(
-            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-            "GetConnectionUnixProcessID", GLib.Variant("(s)", (sender,)), GLib.VariantType("(u)"),
-            Gio.DBusCallFlags.NONE, CALL_TIMEOUT_MS, None, self.on_sender_pid, notification,
-        )
+        connection_pid(self.bus, sender, CALL_TIMEOUT_MS, lambda pid, error: self.on_sender_pid(notification, pid, error))
 
-    def on_sender_pid(self, bus, result, notification):
-        try:
-            (notification["pid"],) = bus.call_finish(result).unpack()
-        except GLib.Error as error:
+    def on_sender_pid(self, notification, pid, error):
+        if error is None:
+            notification["pid"] = pid
+        else:
             # The sender may already have left the bus; the notification still counts.
-            notification["pidError"] = error.message
+            notification["pidError"] = error
         emit({"event": "notify", "notification": notification})
 
 

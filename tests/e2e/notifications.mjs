@@ -13,16 +13,10 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { startProcess } from './processes.mjs';
+import { startStandIn } from './processes.mjs';
 
 const SERVER_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'notification-server.py');
 
-/** The Python with GObject introspection (python3-gi): the system one, as for the tray host. */
-const SYSTEM_PYTHON = process.env.SUPERCODE_TRAY_HOST_PYTHON ?? '/usr/bin/python3';
-
-/** How long the server may take to own its bus name after it starts (a Python start on a loaded
- *  CI machine). */
-const SERVER_READY_TIMEOUT_MS = 30_000;
 /**
  * How long a notification may take to arrive after the app noticed what it is about. The watcher
  * reacts within a second; the plugin sends from a blocking task over its own D-Bus connection,
@@ -39,16 +33,9 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * test file's `env(ctx)`, so it owns the name before the app starts and lives until the file ends.
  */
 export async function startNotificationServer({ artifactsDir, fileSlug }) {
-  const proc = await startProcess('notification server', SYSTEM_PYTHON, [SERVER_SCRIPT], {
+  const proc = await startStandIn('notification server', SERVER_SCRIPT, [], {
     logPath: join(artifactsDir, `${fileSlug}--notification-server.stderr.log`),
-    // Its stdin closing (this process gone) stops it too.
-    stdin: 'pipe',
   });
-  const ready = JSON.parse(await proc.waitForLine(/^\{"event":"(ready|error)"/, SERVER_READY_TIMEOUT_MS, 'its "ready" line'));
-  if (ready.event !== 'ready') {
-    await proc.stop();
-    throw new Error(`notification server: ${ready.message}`);
-  }
   return new NotificationServer(proc);
 }
 

@@ -8,11 +8,11 @@
 // for approval" is told as "Registration waiting". No notification carries a token.
 
 import { randomUUID } from 'node:crypto';
-import { access, constants as fsConstants, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 
 import { assert, test } from './harness.mjs';
-import { isRunning, startProcess } from './processes.mjs';
+import { isRunning } from './processes.mjs';
 import {
   canary,
   findLeaks,
@@ -20,6 +20,7 @@ import {
   pendingRows,
   readJsonIfExists,
   runtimeRows,
+  startCanonTestServer,
   waitForRow,
   writeCanonJson,
   writePendingRegistrations,
@@ -36,8 +37,6 @@ const POLL_TOKEN = canary('poll-token');
 /** Status polls answered `pending`: more than the test can ever make (one every 2 s), so the
  *  submitted registration stays waiting for approval. */
 const PENDING_FOREVER = 1_000_000;
-/** How long the fake Canon may take to announce its address. */
-const SERVER_READY_TIMEOUT_MS = 30_000;
 /** How long the submission to the fake Canon may take after Approve (one HTTP round trip; a
  *  loaded CI machine gets plenty). */
 const SUBMIT_TIMEOUT_MS = 60_000;
@@ -49,7 +48,7 @@ const STOPPED = 'Runtime stopped';
 const WAITING = 'Registration waiting';
 
 let notifications;
-let canonBaseUrl;
+let canon;
 
 /**
  * The notification server must own its name before the app starts; the fake Canon, which keeps
@@ -57,20 +56,8 @@ let canonBaseUrl;
  */
 export async function env({ app, artifactsDir, fileSlug }) {
   notifications = await startNotificationServer({ artifactsDir, fileSlug });
-  const server = process.env.CANON_TEST_SERVER ?? join(dirname(app), 'canon-test-server');
-  try {
-    await access(server, fsConstants.X_OK);
-  } catch {
-    throw new Error(`${server} not found; build it with: cargo build -p canon-local --features test-server --bin canon-test-server`);
-  }
-  const proc = await startProcess('canon-test-server', server, ['--pending-polls', String(PENDING_FOREVER)], {
-    // The key goes to the server through its environment, never on a command line.
-    env: { ...process.env, CANON_TEST_API_KEY: API_KEY },
-    logPath: join(artifactsDir, `${fileSlug}--canon-test-server.stderr.log`),
-  });
-  const line = await proc.waitForLine(/^listening http:\/\/127\.0\.0\.1:\d+$/, SERVER_READY_TIMEOUT_MS, 'its "listening" line');
-  canonBaseUrl = line.slice('listening '.length);
-  return { CANON_BASE_URL: canonBaseUrl };
+  canon = await startCanonTestServer({ app, artifactsDir, fileSlug }, { apiKey: API_KEY, pendingPolls: PENDING_FOREVER });
+  return { CANON_BASE_URL: canon.baseUrl };
 }
 
 /** Asserts that no notification holds any of `secrets` or a loopback address. */
@@ -79,12 +66,6 @@ function assertNoLeaks(secrets) {
   assert.deepEqual(findLeaks(texts, secrets), [], 'no notification carries a secret');
   const ports = texts.flatMap(({ text }) => [...loopbackPorts(text)]);
   assert.deepEqual(ports, [], 'no notification names a loopback address');
-}
-
-async function serverState() {
-  const response = await fetch(`${canonBaseUrl}/__test/state`, { signal: AbortSignal.timeout(10_000) });
-  assert.equal(response.status, 200);
-  return response.json();
 }
 
 // Proves: SIGKILLing a live runtime makes the app send one "Runtime stopped" notification that
@@ -142,7 +123,7 @@ test('a registration submitted for approval is notified as waiting, by profile',
     assert.equal(told.body, `The agent registration "${profile}" is waiting for approval.`);
     assert.ok(notifications.all().findIndex((n) => n.id === told.id) >= before, 'the notification came after Approve');
 
-    const state = await serverState();
+    const state = await canon.state();
     assert.equal(state.registrations.length, 1, 'Canon saw one registration');
     assert.equal(state.registrations[0].requestId, submitted.requestId, 'the file names the request Canon issued');
     assert.equal(state.registrations[0].acked, false, 'still waiting: never approved, never acknowledged');

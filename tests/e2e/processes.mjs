@@ -33,6 +33,13 @@ const DRIVER_READY_TIMEOUT_MS = 30_000;
 /** How often /status is re-polled while tauri-driver starts. */
 const DRIVER_POLL_INTERVAL_MS = 100;
 
+/** The Python whose GObject introspection (python3-gi) the stand-in desktop services need: the
+ *  system one, since a pyenv or venv python3 earlier on PATH has no `gi`. */
+const SYSTEM_PYTHON = process.env.SUPERCODE_TRAY_HOST_PYTHON ?? '/usr/bin/python3';
+/** How long a stand-in may take to own its bus name after it starts (a Python start on a loaded
+ *  CI machine). */
+const STAND_IN_READY_TIMEOUT_MS = 30_000;
+
 const running = new Set();
 
 /** A child process started with `startProcess`, in its own process group. */
@@ -150,6 +157,22 @@ export async function startDemoRuntime({ app, name, workspace, args = [], env, l
   } catch (error) {
     await proc.stop();
     throw error;
+  }
+  return proc;
+}
+
+/**
+ * Starts a stand-in desktop service (`script`: tray-host.py, notification-server.py) with the
+ * system Python, and waits until it says it owns its bus name (`{"event":"ready"}`); on
+ * `{"event":"error"}` it stops it and throws that message. It gets a stdin (requests to it; its
+ * closing, when this process is gone, stops it too).
+ */
+export async function startStandIn(name, script, args, { logPath }) {
+  const proc = await startProcess(name, SYSTEM_PYTHON, [script, ...args], { logPath, stdin: 'pipe' });
+  const ready = JSON.parse(await proc.waitForLine(/^\{"event":"(ready|error)"/, STAND_IN_READY_TIMEOUT_MS, 'its "ready" line'));
+  if (ready.event !== 'ready') {
+    await proc.stop();
+    throw new Error(`${name}: ${ready.message}`);
   }
   return proc;
 }

@@ -24,6 +24,7 @@ import {
   runtimeRows,
   startRecording,
   stopDetachedRuntimes,
+  waitForBrowserUrl,
   waitForRow,
   waitForText,
   writeCanonJson,
@@ -83,14 +84,7 @@ test('no token, API key or runtime address reaches the webview, a log or a comma
     // Attach: the proxy now holds the token and uses it on every forwarded request.
     const plainRow = (await runtimeRows(app)).find((r) => r.name === PLAIN);
     await clickInRow(app, plainRow.id, '[data-testid="action-attach"]');
-    const url = await t.waitUntil('the browser to be given a URL', async () => {
-      try {
-        return (await readFile(browser.urlFile, 'utf8')).trim();
-      } catch (error) {
-        if (error.code === 'ENOENT') return undefined;
-        throw error;
-      }
-    });
+    const url = await waitForBrowserUrl(t, browser);
     const proxyPort = Number(new URL(url).port);
     const page = await browse(url);
     assert.equal(page.status, 200, 'the attached page was served (the token was used)');

@@ -16,15 +16,13 @@ import { promisify } from 'node:util';
 import { assert, test } from './harness.mjs';
 import { groupProcessesOf, isRunning, startProcess } from './processes.mjs';
 import { markPage, pageStillMarked, paintedScreenshot } from './support.mjs';
-import { startTrayHost } from './tray.mjs';
+import { openAppInTray, startTrayHost } from './tray.mjs';
 
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The bus name the single-instance guard owns (as run.mjs computes it). */
 const SINGLE_INSTANCE_BUS_NAME = `${JSON.parse(readFileSync(join(REPO_ROOT, 'tauri.conf.json'), 'utf8')).identifier}.SingleInstance`;
 /** The window's title (tauri.conf.json / app.rs), as X reports it. */
 const WINDOW_TITLE = 'Supercode Tray';
-/** How long the app process may take to appear after the session request launches it. */
-const APP_STARTED_TIMEOUT_MS = 60_000;
 /**
  * How long the second launch may take to exit. It only reads its environment, meets the taken
  * bus name and makes one D-Bus call, but it is a debug build that loads GTK and WebKit first on a
@@ -62,21 +60,12 @@ async function busNameOwnerPid(name) {
 
 /** Launches the app with no window; `session` resolves once a window exists (file comment). */
 async function launchWithoutWindow(t) {
-  let settled = false;
-  const session = t.openApp().finally(() => {
-    settled = true;
-  });
-  session.catch(() => {}); // awaited later; a failure before that surfaces there
-  const [pid] = await t.waitUntil('the app process to start', async () => {
-    const pids = await t.appPids();
-    return pids.length > 0 ? pids : undefined;
-  }, APP_STARTED_TIMEOUT_MS);
+  const { session, settled, pid } = await openAppInTray(t, host);
   // The item reaches the watcher only once the app's set-up returned, after the plugins' set-up:
   // by now the single-instance name is owned, and a start-up window would exist.
-  await host.itemOf(pid);
   assert.equal(await busNameOwnerPid(SINGLE_INSTANCE_BUS_NAME), pid, `the running app owns ${SINGLE_INSTANCE_BUS_NAME}`);
   assert.deepEqual(await windowsTitled(WINDOW_TITLE), [], 'no window is open before the second launch');
-  assert.equal(settled, false, 'no WebDriver session before the second launch (the app has no webview)');
+  assert.equal(settled(), false, 'no WebDriver session before the second launch (the app has no webview)');
   return { session, pid };
 }
 

@@ -1,18 +1,23 @@
 // What the app's end-to-end tests share beyond the harness: reading and writing the files the
 // app watches (receipts, `$CANON_HOME`), looking at the window's rows, recording everything the
-// backend sends to the webview, a one-time-URL "browser", and searching for leaked secrets.
+// backend sends to the webview, a one-time-URL "browser", the fake Canon, and searching for
+// leaked secrets.
 //
 // Secrets found by these helpers are never put in an assertion message: a failing search says
 // where it found one, not what it found.
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { chmod, mkdir, open, readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { access, chmod, constants as fsConstants, mkdir, open, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
-import { isRunning, stopPids } from './processes.mjs';
+import { assert } from './harness.mjs';
+import { isRunning, startProcess, stopPids } from './processes.mjs';
 
 /** How long the window may take to show a change the backend noticed (an event, a re-render). */
 export const UI_UPDATE_TIMEOUT_MS = 30_000;
+
+/** How long the fake Canon may take to announce its address. */
+const CANON_READY_TIMEOUT_MS = 30_000;
 
 /** A fresh, unmistakable secret value whose leaks the tests look for. */
 export function canary(label) {
@@ -320,6 +325,21 @@ printf '%s\\n' "$1" > "$tmp" && mv "$tmp" "${urlFile}"
 }
 
 /**
+ * Waits until the stand-in browser of `writeRecordingBrowser` has been given a URL, and returns
+ * it (trimmed). Polls with `t.waitUntil`, since the app opens the browser in the background.
+ */
+export function waitForBrowserUrl(t, browser, timeoutMs) {
+  return t.waitUntil('the browser to be given a URL', async () => {
+    try {
+      return (await readFile(browser.urlFile, 'utf8')).trim();
+    } catch (error) {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    }
+  }, timeoutMs);
+}
+
+/**
  * GETs `url` like a browser that keeps cookies: redirects are followed by hand (`redirect:
  * "manual"`) within the same origin, and every `Set-Cookie` is sent back on later requests.
  * Returns `{ status, body, cookies, hops }` of the last response.
@@ -348,6 +368,38 @@ export async function browse(url, { cookies = new Map(), maxHops = 5 } = {}) {
     return { status: response.status, body: await response.text(), cookies, hops };
   }
   throw new Error(`more than ${maxHops} redirects`);
+}
+
+// ---- the fake Canon --------------------------------------------------------------------------
+
+/**
+ * Starts the fake Canon (`canon-test-server`, beside the app binary or at `$CANON_TEST_SERVER`),
+ * which issues `apiKey` after answering `pendingPolls` status polls `pending`. Call it from a test
+ * file's `env(ctx)` and point the app at it with `CANON_BASE_URL: canon.baseUrl`. Returns
+ * `{ baseUrl, state() }`; `state()` is what the server recorded (registrations, polls, acks).
+ */
+export async function startCanonTestServer({ app, artifactsDir, fileSlug }, { apiKey, pendingPolls }) {
+  const server = process.env.CANON_TEST_SERVER ?? join(dirname(app), 'canon-test-server');
+  try {
+    await access(server, fsConstants.X_OK);
+  } catch {
+    throw new Error(`${server} not found; build it with: cargo build -p canon-local --features test-server --bin canon-test-server`);
+  }
+  const proc = await startProcess('canon-test-server', server, ['--pending-polls', String(pendingPolls)], {
+    // The key goes to the server through its environment, never on a command line.
+    env: { ...process.env, CANON_TEST_API_KEY: apiKey },
+    logPath: join(artifactsDir, `${fileSlug}--canon-test-server.stderr.log`),
+  });
+  const line = await proc.waitForLine(/^listening http:\/\/127\.0\.0\.1:\d+$/, CANON_READY_TIMEOUT_MS, 'its "listening" line');
+  const baseUrl = line.slice('listening '.length);
+  return { baseUrl, state: () => canonTestState(baseUrl) };
+}
+
+/** What the fake Canon at `baseUrl` recorded (`/__test/state`), asserting it answered 200. */
+async function canonTestState(baseUrl) {
+  const response = await fetch(`${baseUrl}/__test/state`, { signal: AbortSignal.timeout(10_000) });
+  assert.equal(response.status, 200);
+  return response.json();
 }
 
 // ---- looking for leaks -----------------------------------------------------------------------

@@ -32,6 +32,8 @@ gi.require_version("Gio", "2.0")
 gi.require_version("GLib", "2.0")
 from gi.repository import Gio, GLib  # noqa: E402
 
+from stand_in import connection_pid, emit, own_name  # noqa: E402
+
 WATCHER_NAME = "org.kde.StatusNotifierWatcher"
 WATCHER_PATH = "/StatusNotifierWatcher"
 ITEM_INTERFACE = "org.kde.StatusNotifierItem"
@@ -59,15 +61,23 @@ WATCHER_XML = """
 """
 
 
-def emit(message):
-    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+def digest(data):
+    """Bytes as {bytes, sha256}: what a test compares (icons, images) without kilobytes of JSON."""
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def vardict_items(variant):
+    """The (key, value) pairs of an a{sv} GVariant, each value still a GVariant: unpacked whole,
+    PyGObject would turn every byte array in it into a list of ints."""
+    for i in range(variant.n_children()):
+        entry = variant.get_child_value(i)
+        yield entry.get_child_value(0).get_string(), entry.get_child_value(1).get_variant()
 
 
 def plain(value):
     """A GVariant (already unpacked by PyGObject) as JSON-friendly data; byte arrays are hashed."""
     if isinstance(value, (bytes, bytearray)):
-        return {"bytes": len(value), "sha256": hashlib.sha256(value).hexdigest()}
+        return digest(value)
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -84,8 +94,7 @@ def pixmaps(variant):
         result.append({
             "width": entry.get_child_value(0).get_int32(),
             "height": entry.get_child_value(1).get_int32(),
-            "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
+            **digest(data),
         })
     return result
 
@@ -93,15 +102,10 @@ def pixmaps(variant):
 def layout_node(variant):
     """One dbusmenu layout node, (ia{sv}av), as {id, properties, children}."""
     item_id = variant.get_child_value(0).get_int32()
-    props = variant.get_child_value(1)
     properties = {}
-    for i in range(props.n_children()):
-        entry = props.get_child_value(i)
-        key = entry.get_child_value(0).get_string()
-        value = entry.get_child_value(1).get_variant()
+    for key, value in vardict_items(variant.get_child_value(1)):
         if value.get_type_string() == "ay":
-            data = value.get_data_as_bytes().get_data()
-            properties[key] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            properties[key] = digest(value.get_data_as_bytes().get_data())
         else:
             properties[key] = plain(value.unpack())
     children_variant = variant.get_child_value(2)
@@ -128,18 +132,9 @@ class TrayHost:
                 self.bus.signal_subscribe(
                     None, "com.canonical.dbusmenu", signal, None, None, Gio.DBusSignalFlags.NONE, self.on_menu_update,
                 )
-        Gio.bus_own_name_on_connection(
-            self.bus, WATCHER_NAME, Gio.BusNameOwnerFlags.DO_NOT_QUEUE, self.on_name_acquired, self.on_name_lost,
-        )
+        own_name(self.bus, WATCHER_NAME, loop, "tray host")
 
     # ---- the watcher ------------------------------------------------------------------------
-
-    def on_name_acquired(self, _bus, name):
-        emit({"event": "ready", "name": name})
-
-    def on_name_lost(self, _bus, name):
-        emit({"event": "error", "message": f"could not own {name} (another tray host on this bus?)"})
-        self.loop.quit()
 
     def on_method(self, _bus, sender, _path, _interface, method, params, invocation):
         (service,) = params.unpack()
@@ -154,11 +149,7 @@ class TrayHost:
             item = {"service": key, "bus": bus_name, "path": path, "pid": None}
             self.items.append(item)
             invocation.return_value(None)
-            self.bus.call(
-                "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                "GetConnectionUnixProcessID", GLib.Variant("(s)", (bus_name,)), GLib.VariantType("(u)"),
-                Gio.DBusCallFlags.NONE, CALL_TIMEOUT_MS, None, self.on_registered_pid, item,
-            )
+            connection_pid(self.bus, bus_name, CALL_TIMEOUT_MS, lambda pid, error: self.on_registered_pid(item, pid, error))
         elif method == "RegisterStatusNotifierHost":
             self.hosts.add(service)
             invocation.return_value(None)
@@ -166,11 +157,11 @@ class TrayHost:
         else:
             invocation.return_dbus_error("org.freedesktop.DBus.Error.UnknownMethod", f"no method {method}")
 
-    def on_registered_pid(self, bus, result, item):
-        try:
-            (item["pid"],) = bus.call_finish(result).unpack()
-        except GLib.Error as error:
-            item["pid_error"] = error.message
+    def on_registered_pid(self, item, pid, error):
+        if error is None:
+            item["pid"] = pid
+        else:
+            item["pid_error"] = error
         self.bus.emit_signal(None, WATCHER_PATH, WATCHER_NAME, "StatusNotifierItemRegistered", GLib.Variant("(s)", (item["service"],)))
         self.items_changed()
         emit({"event": "registered", "item": item})
@@ -264,12 +255,8 @@ class TrayHost:
             reply(error=f"bad request: {error!r}")
 
     def properties_result(self, variant):
-        props = variant.get_child_value(0)
         result = {}
-        for i in range(props.n_children()):
-            entry = props.get_child_value(i)
-            key = entry.get_child_value(0).get_string()
-            value = entry.get_child_value(1).get_variant()
+        for key, value in vardict_items(variant.get_child_value(0)):
             result[key] = pixmaps(value) if value.get_type_string() == "a(iiay)" else plain(value.unpack())
         return result
 

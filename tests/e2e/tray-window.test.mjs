@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { assert, test } from './harness.mjs';
 import { isRunning } from './processes.mjs';
 import { paintedScreenshot, stopDetachedRuntimes, waitForText, writeAgents } from './support.mjs';
-import { startTrayHost } from './tray.mjs';
+import { openAppInTray, startTrayHost } from './tray.mjs';
 
 // These tests are about the menu entries of plain runtimes ("Attach NAME (KIND)"): their demo
 // runtimes do not serve the status API, so an agent state arriving mid-test cannot turn an entry
@@ -24,8 +24,6 @@ const PLAIN = ['--scenario', 'no-api'];
 
 /** The window's title (tauri.conf.json / app.rs), as X reports it. */
 const WINDOW_TITLE = 'Supercode Tray';
-/** How long the app process may take to appear after the session request launches it. */
-const APP_STARTED_TIMEOUT_MS = 60_000;
 /**
  * How soon a killed runtime's Attach entry must leave the menu. The app watches each running pid,
  * so this takes well under a second; 8 s leaves room for a loaded CI machine while staying below
@@ -53,21 +51,12 @@ async function mappedWindowTitles() {
  * says whether it has yet.
  */
 async function launchWithoutWindow(t) {
-  let settled = false;
-  const session = t.openApp().finally(() => {
-    settled = true;
-  });
-  session.catch(() => {}); // awaited later; a failure before that surfaces there
-  const [pid] = await t.waitUntil('the app process to start', async () => {
-    const pids = await t.appPids();
-    return pids.length > 0 ? pids : undefined;
-  }, APP_STARTED_TIMEOUT_MS);
-  const tray = await host.itemOf(pid);
+  const launched = await openAppInTray(t, host);
   // The tray is built in the app's set-up, before the window would be opened; the item reaches
   // the watcher only after set-up returned. So by now a start-up window would exist.
   assert.ok(!(await mappedWindowTitles()).includes(WINDOW_TITLE), 'no window is open before the click');
-  assert.equal(settled, false, 'no WebDriver session before the click (the app has no webview)');
-  return { session, settled: () => settled, pid, tray };
+  assert.equal(launched.settled(), false, 'no WebDriver session before the click (the app has no webview)');
+  return launched;
 }
 
 // Proves: an app started without its window creates it when "Open Supercode Tray" is clicked in

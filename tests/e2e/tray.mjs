@@ -15,22 +15,17 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { startProcess } from './processes.mjs';
+import { startStandIn } from './processes.mjs';
 
 const HOST_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'tray-host.py');
 
-/** The Python whose GObject introspection (python3-gi) the host needs: the system one, since a
- *  pyenv or venv python3 earlier on PATH has no `gi`. */
-const SYSTEM_PYTHON = process.env.SUPERCODE_TRAY_HOST_PYTHON ?? '/usr/bin/python3';
-
-/** How long the host may take to own the watcher name after it starts (a Python start on a
- *  loaded CI machine). */
-const HOST_READY_TIMEOUT_MS = 30_000;
 /** One request to the host: it waits up to 20 s for the app's D-Bus answer itself. */
 const REQUEST_TIMEOUT_MS = 30_000;
 /** How long a freshly started app may take to register its tray item: a debug build starting a
  *  webview on a loaded 2-core CI machine is slow. */
 export const ITEM_REGISTERED_TIMEOUT_MS = 60_000;
+/** How long the app process may take to appear after the session request launches it. */
+const APP_STARTED_TIMEOUT_MS = 60_000;
 /** How long the menu or icon may take to show a change the app noticed (a rescan, a rebuild). */
 export const TRAY_UPDATE_TIMEOUT_MS = 30_000;
 /** How often the menu and icon are re-read while waiting for a change. */
@@ -45,16 +40,9 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function startTrayHost({ artifactsDir, fileSlug, menuUpdates = false }) {
   // menuUpdates: also announce every dbusmenu LayoutUpdated / ItemsPropertiesUpdated signal,
   // with its CLOCK_MONOTONIC arrival time, as `{"event":"menu-update",...}` lines (the benchmark).
-  const proc = await startProcess('tray host', SYSTEM_PYTHON, [HOST_SCRIPT, ...(menuUpdates ? ['--menu-updates'] : [])], {
+  const proc = await startStandIn('tray host', HOST_SCRIPT, menuUpdates ? ['--menu-updates'] : [], {
     logPath: join(artifactsDir, `${fileSlug}--tray-host.stderr.log`),
-    stdin: 'pipe',
   });
-  const ready = await proc.waitForLine(/^\{"event":"(ready|error)"/, HOST_READY_TIMEOUT_MS, 'its "ready" line');
-  const event = JSON.parse(ready);
-  if (event.event !== 'ready') {
-    await proc.stop();
-    throw new Error(`tray host: ${event.message}`);
-  }
   return new TrayHost(proc);
 }
 
@@ -89,6 +77,26 @@ export class TrayHost {
     const item = await waitUntil(`the app (pid ${pid}) to register a tray item with the watcher`, async () => (await this.items()).find((i) => i.pid === pid), timeoutMs);
     return new TrayItem(this, item);
   }
+}
+
+/**
+ * Launches the app of a file whose `env` sets `SUPERCODE_TRAY_OPEN_WINDOW=0` and waits for its
+ * process and its tray item. tauri-driver completes the session request only once a webview
+ * exists, so that request is left pending: returns `{ session, settled(), pid, tray }`, where
+ * `session` resolves once a window exists and `settled()` says whether it has yet.
+ */
+export async function openAppInTray(t, host) {
+  let settled = false;
+  const session = t.openApp().finally(() => {
+    settled = true;
+  });
+  session.catch(() => {}); // awaited later; a failure before that surfaces there
+  const [pid] = await t.waitUntil('the app process to start', async () => {
+    const pids = await t.appPids();
+    return pids.length > 0 ? pids : undefined;
+  }, APP_STARTED_TIMEOUT_MS);
+  const tray = await host.itemOf(pid);
+  return { session, settled: () => settled, pid, tray };
 }
 
 /** One registered StatusNotifierItem: its properties, icon and menu. */

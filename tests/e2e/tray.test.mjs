@@ -11,7 +11,7 @@ import { join } from 'node:path';
 
 import { assert, test } from './harness.mjs';
 import { isRunning } from './processes.mjs';
-import { browse, receiptOf, writeCanonJson, writePendingRegistrations, writeRecordingBrowser } from './support.mjs';
+import { browse, receiptOf, waitForBrowserUrl, writeCanonJson, writePendingRegistrations, writeRecordingBrowser } from './support.mjs';
 import { menuLabels, startTrayHost, TRAY_UPDATE_TIMEOUT_MS } from './tray.mjs';
 
 // These tests are about the menu entries of plain runtimes ("Attach NAME (KIND)"): their demo
@@ -131,7 +131,7 @@ test('clicking Attach in the tray opens the runtime page through the proxy', asy
   const { tray } = await openTray(t);
   await tray.click(attachLabel(name));
 
-  const url = (await t.waitUntil('the browser to be given a URL', () => readIfExists(browser.urlFile), TRAY_UPDATE_TIMEOUT_MS)).trim();
+  const url = await waitForBrowserUrl(t, browser, TRAY_UPDATE_TIMEOUT_MS);
   assert.equal((await stat(browser.urlFile)).mode & 0o777, 0o600, 'the recorded URL file is private');
   const match = /^http:\/\/127\.0\.0\.1:(\d+)\/__attach\/([0-9A-Za-z_-]+)$/.exec(url);
   assert.ok(match, 'the URL is http://127.0.0.1:PORT/__attach/CODE (value withheld)');
