@@ -196,7 +196,17 @@ test('Notify me when an agent needs me is on by default, toggles and is remember
   await second.tray.waitForMenu('the item still unchecked after a restart', (m) => checked(m) === false);
   await second.tray.click(AGENT_ALERTS);
   await second.tray.waitForMenu('the item checked again', (m) => checked(m) === true);
-  assert.deepEqual(JSON.parse(await readFile(settings, 'utf8')), { notifyWhenAgentNeedsYou: true });
+  // GTK checks a check item itself when it is clicked, so the menu can show the click before the
+  // app has handled it: wait for the app to save the new value.
+  const resaved = await t.waitUntil(
+    'the setting to be saved as on',
+    async () => {
+      const text = await readIfExists(settings);
+      return text !== undefined && JSON.parse(text).notifyWhenAgentNeedsYou !== false ? text : undefined;
+    },
+    TRAY_UPDATE_TIMEOUT_MS,
+  );
+  assert.deepEqual(JSON.parse(resaved), { notifyWhenAgentNeedsYou: true });
 });
 
 // Proves: "Open logs folder" asks the desktop (xdg-open) to open the app's log folder, the
