@@ -105,8 +105,8 @@ impl Watching {
     }
 }
 
-/// Held by a running watcher (in its pass observer): while it lives the core defers to that
-/// watcher, and when the watcher ends, its last read is no longer given out as current.
+/// Held by a running watcher (in its sink): while it lives the core defers to that watcher, and
+/// when the watcher ends, its last read is no longer given out as current.
 struct WatchingGuard(Arc<Watching>);
 
 impl WatchingGuard {
@@ -387,15 +387,24 @@ impl Supercode {
         if let Some(sink) = &self.sink {
             self.agents.set_sink(sink.clone());
         }
+        // What the watcher publishes is recorded before it goes out, so `snapshot()` never
+        // answers an inventory older than an event already sent. Only published snapshots are
+        // recorded: a pass that changes nothing leaves the record equal to it, and costs no copy.
         let watching = WatchingGuard::start(&self.watching);
+        let sink = self.sink.clone();
+        let published: EventSink = Arc::new(move |event| {
+            if let CoreEvent::Snapshot(snapshot) = &event {
+                watching.record(snapshot);
+            }
+            if let Some(sink) = &sink {
+                sink(event);
+            }
+        });
         watch::start_with_agents(
             self.locations.clone(),
             self.approvals.clone(),
-            self.sink.clone().unwrap_or_else(|| Arc::new(|_| {})),
-            Box::new(move |snapshot| {
-                proxies.retain_live(snapshot);
-                watching.record(snapshot);
-            }),
+            published,
+            Box::new(move |snapshot| proxies.retain_live(snapshot)),
             self.background.enlist(),
             self.watching.requests.clone(),
             Some(self.agents.clone()),
