@@ -22,7 +22,7 @@
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -237,18 +237,19 @@ struct SizeResult {
 fn receipt_dir_for(
     size: usize,
     live: &[ProcessIdentity],
-) -> (tempfile::TempDir, PathBuf, ReceiptDir, Receipts) {
+) -> (tempfile::TempDir, ReceiptDir, Receipts) {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("receipts");
     fs::DirBuilder::new().mode(0o700).create(&path).unwrap();
     let dir = ReceiptDir::new(&path, SecretStore::file(tmp.path().join("secrets")));
-    (tmp, path, dir, make_for(size, live))
+    (tmp, dir, make_for(size, live))
 }
 
 fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult {
-    let (_tmp, path, dir, receipts) = receipt_dir_for(size, live);
-    write_all(&path, &receipts.live);
-    write_all(&path, &receipts.corrupt);
+    let (_tmp, dir, receipts) = receipt_dir_for(size, live);
+    let path = dir.path();
+    write_all(path, &receipts.live);
+    write_all(path, &receipts.corrupt);
 
     let reps = repetitions(size, quick);
     let mut list_samples = Vec::with_capacity(reps);
@@ -257,10 +258,10 @@ fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult 
     let mut steady_floor_samples = Vec::with_capacity(reps);
     // One warm-up round of each, untimed, so both start with a warm page cache.
     for round in 0..=reps {
-        write_all(&path, &receipts.dead);
+        write_all(path, &receipts.dead);
 
         let started = Instant::now();
-        let parsed = floor::read_and_parse(&path);
+        let parsed = floor::read_and_parse(path);
         let floor = started.elapsed();
         assert_eq!(parsed, receipts.live.len() + receipts.dead.len());
 
@@ -271,7 +272,7 @@ fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult 
         assert_eq!(list.ignored.len(), receipts.corrupt.len());
 
         let started = Instant::now();
-        let parsed = floor::read_and_parse(&path);
+        let parsed = floor::read_and_parse(path);
         let steady_floor = started.elapsed();
         assert_eq!(parsed, receipts.live.len());
 
@@ -299,15 +300,16 @@ fn bench_size(size: usize, quick: bool, live: &[ProcessIdentity]) -> SizeResult 
 
 /// One changed receipt in a directory of `size`: rewrite it (untimed), then `read_receipt` it.
 fn bench_single_file(size: usize, quick: bool, live: &[ProcessIdentity]) -> Stats {
-    let (_tmp, path, dir, receipts) = receipt_dir_for(size, live);
-    write_all(&path, &receipts.live);
-    write_all(&path, &receipts.dead);
-    write_all(&path, &receipts.corrupt);
+    let (_tmp, dir, receipts) = receipt_dir_for(size, live);
+    let path = dir.path();
+    write_all(path, &receipts.live);
+    write_all(path, &receipts.dead);
+    write_all(path, &receipts.corrupt);
     let (name, bytes) = receipts.live[receipts.live.len() / 2].clone();
     let reps = single_file_repetitions(quick);
     let mut samples = Vec::with_capacity(reps);
     for round in 0..=reps {
-        write_file(&path, &name, &bytes);
+        write_file(path, &name, &bytes);
         let started = Instant::now();
         let scan = read_receipt(&dir, &name).unwrap();
         let elapsed = started.elapsed();
