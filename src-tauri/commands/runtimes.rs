@@ -6,10 +6,11 @@ use supercode_core::view::{ActOutcome, CommandError, ReviveOutcome, RevivePlanVi
 use supercode_core::Supercode;
 use tauri::State;
 
-/// The whole inventory as the window shows it.
+/// The whole inventory as the window shows it: what the watcher published last, so the answer is
+/// never older than an event the window already has.
 #[tauri::command(async)]
 pub fn snapshot(core: State<'_, Supercode>) -> Snapshot {
-    core.snapshot()
+    core.current()
 }
 
 /// Opens a live runtime in the user's browser; the URL never passes through the webview.

@@ -88,8 +88,8 @@ pub struct Supercode {
 }
 
 /// The running watcher as the core's other calls see it. While one runs it is the core's one
-/// source of snapshots (see [`watch::PassRequests`]): [`Supercode::snapshot`] gives what it read
-/// last, and an action asks it for a pass instead of publishing a snapshot of its own.
+/// source of snapshots (see [`watch::PassRequests`]): [`Supercode::current`] gives what it
+/// published last, and an action asks it for a pass instead of publishing a snapshot of its own.
 #[derive(Default)]
 struct Watching {
     /// How many watchers run (the app runs one).
@@ -185,13 +185,19 @@ impl Supercode {
         &self.locations
     }
 
-    /// The whole inventory now: while [`Supercode::watch`] runs, what the watcher read last
-    /// (the one source, so this never shows an older inventory than an event already did);
-    /// otherwise a fresh read, which reconciles: receipts of dead processes are removed.
-    pub fn snapshot(&self) -> Snapshot {
+    /// The inventory the shells show now: while [`Supercode::watch`] runs, what the watcher
+    /// published last (the one source of events, so this is never older than an event already
+    /// sent); otherwise a fresh read ([`Supercode::snapshot`]).
+    pub fn current(&self) -> Snapshot {
         if let Some(latest) = self.watching.latest().clone() {
             return latest;
         }
+        self.snapshot()
+    }
+
+    /// The whole inventory read now, whether or not a watcher runs. Reading reconciles: receipts
+    /// of dead processes are removed.
+    pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = inventory::snapshot(&self.locations, &self.approvals);
         self.proxies.retain_live(&snapshot);
         self.agents.apply(&mut snapshot);
@@ -380,14 +386,14 @@ impl Supercode {
     /// nobody asks for a list, even for a runtime that came and went between two scans (whose
     /// going changes nothing the watcher had published).
     ///
-    /// While it runs it is the only publisher of snapshots, and [`Supercode::snapshot`] gives
-    /// what it read last.
+    /// While it runs it is the only publisher of snapshots, and [`Supercode::current`] gives
+    /// what it published last.
     pub fn watch(&self) -> WatchHandle {
         let proxies = self.proxies.clone();
         if let Some(sink) = &self.sink {
             self.agents.set_sink(sink.clone());
         }
-        // What the watcher publishes is recorded before it goes out, so `snapshot()` never
+        // What the watcher publishes is recorded before it goes out, so `current()` never
         // answers an inventory older than an event already sent. Only published snapshots are
         // recorded: a pass that changes nothing leaves the record equal to it, and costs no copy.
         let watching = WatchingGuard::start(&self.watching);

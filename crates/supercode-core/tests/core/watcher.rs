@@ -331,9 +331,9 @@ fn every_pass_reaches_the_pass_observer_even_when_it_publishes_nothing() {
 // thread. Read before the revived runtime's receipt existed, it could reach the window after the
 // watcher's newer one, and the window then showed the catalog entry without the new receipt
 // until the next change. While a watcher runs it is the one publisher: an action asks it for a
-// pass, and `snapshot()` gives what it read last.
+// pass, and `current()` gives what it published last.
 #[test]
-fn while_watching_actions_are_published_by_the_watcher_and_snapshot_gives_its_last_read() {
+fn while_watching_actions_are_published_by_the_watcher_and_current_gives_its_last_one() {
     let fx = Fixture::new();
     canon_local::get_or_create_pending_registration(fx.canon(), "newbie", Some("claude-code"))
         .unwrap();
@@ -355,9 +355,9 @@ fn while_watching_actions_are_published_by_the_watcher_and_snapshot_gives_its_la
     core.reject("newbie").unwrap();
     let (_, after) = events.wait_for_snapshot("the dismissal", TIMEOUT, |s| s.pending.is_empty());
     assert_eq!(
-        core.snapshot(),
+        core.current(),
         after,
-        "snapshot() gives what the watcher read last"
+        "current() gives what the watcher published last"
     );
     {
         let threads = threads.lock().unwrap();
@@ -370,11 +370,11 @@ fn while_watching_actions_are_published_by_the_watcher_and_snapshot_gives_its_la
         );
     }
 
-    // Without a watcher, snapshot() reads afresh (what it gave last is no longer current).
+    // Without a watcher, current() reads afresh (what it published last is no longer current).
     watch.stop();
     let (registration, _listener) = register(fx.receipts(), "later", "tok", None);
     assert!(
-        find(&core.snapshot(), registration.endpoint().as_str()).is_some(),
+        find(&core.current(), registration.endpoint().as_str()).is_some(),
         "a receipt registered after the watcher stopped is listed"
     );
 }
