@@ -50,9 +50,11 @@ export function runCli(t, args, { transcript } = {}) {
   });
 }
 
-/** `supercode-tray list --json`, parsed. */
+/** `supercode-tray list --json`, parsed; with `{ scan: true }`, `list --json --scan` (read by the
+ *  CLI itself, even while the app runs and would answer). */
 export async function listJson(t, options) {
-  const { code, stdout, stderr } = await runCli(t, ['list', '--json'], options);
+  const args = ['list', '--json', ...(options?.scan ? ['--scan'] : [])];
+  const { code, stdout, stderr } = await runCli(t, args, options);
   if (code !== 0) throw new Error(`list --json exited ${code}: ${stderr.trim()}`);
   return JSON.parse(stdout);
 }

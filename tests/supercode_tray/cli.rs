@@ -1005,3 +1005,312 @@ fn list_shows_agent_state_act_approves_and_events_streams_the_change() {
     assert_clean("the CLI's output", &printed, &[TOKEN_CANARY]);
     assert_clean("the log", &home.files_text("logs"), &[TOKEN_CANARY]);
 }
+
+/// The tray app's part that answers `list` (`supercode_cli::control`), over a home's
+/// directories: the real core, its watcher and the control socket, in this process (what the
+/// app runs, without its window and tray).
+struct ListeningApp {
+    runtime: tokio::runtime::Runtime,
+    core: std::sync::Arc<supercode_core::Supercode>,
+    socket: PathBuf,
+}
+
+impl ListeningApp {
+    /// Starts it and waits until it listens.
+    fn start(home: &Home) -> Self {
+        let app = Self::unstarted(home);
+        let serving = app.core.clone();
+        app.runtime
+            .spawn(async move { supercode_cli::control::serve(&serving).await });
+        wait_until("the control socket", START_TIMEOUT, || {
+            app.socket.exists().then_some(())
+        });
+        app
+    }
+
+    /// Starts it where it must refuse to listen, and checks that it gave up at once.
+    fn refusing_to_listen(home: &Home) -> Self {
+        let app = Self::unstarted(home);
+        let serve = supercode_cli::control::serve(&app.core);
+        let gave_up = app
+            .runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(5), serve).await });
+        assert!(
+            gave_up.is_ok(),
+            "the app listened at {}",
+            app.socket.display()
+        );
+        app
+    }
+
+    /// The core and its watcher, not yet serving.
+    fn unstarted(home: &Home) -> Self {
+        let locations = supercode_core::Locations {
+            receipts: live_runtime::ReceiptDir::new(
+                home.path("receipts"),
+                live_runtime::SecretStore::file(home.path("secrets")),
+            ),
+            canon: canon_local::CanonHome::at(home.path("canon")).unwrap(),
+            log_dir: home.path("logs"),
+            state_dir: home.path("state"),
+        };
+        let socket = supercode_cli::control::socket_path(&locations);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let core = std::sync::Arc::new(supercode_core::Supercode::new(locations, |_| {}));
+        std::mem::forget(core.watch());
+        Self {
+            runtime,
+            core,
+            socket,
+        }
+    }
+}
+
+impl Drop for ListeningApp {
+    fn drop(&mut self) {
+        self.runtime.block_on(self.core.shutdown());
+    }
+}
+
+/// `list --json`, and whether the tray app answered it (the command's log says so).
+fn list_json_answered(home: &Home, args: &[&str], printed: &mut String) -> (Value, bool) {
+    let before = home.files_text("logs").matches(ANSWERED_BY_APP).count();
+    let output = home.run(args, printed);
+    assert!(output.status.success(), "{output:?}");
+    let answered = home.files_text("logs").matches(ANSWERED_BY_APP).count() > before;
+    (serde_json::from_slice(&output.stdout).unwrap(), answered)
+}
+
+/// What the command logs when the running app answered its `list`.
+const ANSWERED_BY_APP: &str = "list answered by the running tray app";
+
+fn ids_and_statuses(list: &Value) -> Vec<(String, String)> {
+    let mut rows: Vec<_> = runtimes(list)
+        .iter()
+        .map(|r| (r["id"].to_string(), r["status"].to_string()))
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Issue 16, target 1: with the app running, `list` is its answer (what the tray shows, without
+/// reading every file again), the same runtimes a scan finds; and it misses nothing that changed
+/// just before it was asked: a runtime registered, or one killed with SIGKILL, the moment
+/// before `list` is in the answer, as it is in a scan's.
+#[test]
+fn with_the_app_running_list_is_its_answer_and_misses_no_change_made_just_before() {
+    let home = Home::new();
+    let app = ListeningApp::start(&home);
+    let token_file = home.path("token");
+    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let mut printed = String::new();
+
+    let mut demos = Vec::new();
+    for name in ["first", "second", "third"] {
+        // Asked the moment the runtime printed its endpoint (its receipt is written by then).
+        demos.push(home.start_demo(name, &token_file));
+        let (list, answered) = list_json_answered(&home, &["list", "--json"], &mut printed);
+        assert!(answered, "the app did not answer `list`");
+        for demo in &demos {
+            assert_eq!(
+                status_of(&list, &demo.endpoint),
+                Some("running"),
+                "{name}: {list:#}"
+            );
+        }
+        let (scanned, by_app) =
+            list_json_answered(&home, &["list", "--json", "--scan"], &mut printed);
+        assert!(!by_app, "--scan asked the app");
+        assert_eq!(ids_and_statuses(&list), ids_and_statuses(&scanned));
+    }
+
+    let mut first = demos.remove(0);
+    first.kill();
+    let (list, answered) = list_json_answered(&home, &["list", "--json"], &mut printed);
+    assert!(answered);
+    assert_eq!(status_of(&list, &first.endpoint), None, "{list:#}");
+    assert_eq!(runtimes(&list).len(), 2, "{list:#}");
+
+    // The table is the app's answer too.
+    let before = home.files_text("logs").matches(ANSWERED_BY_APP).count();
+    let table = home.run(&["list"], &mut printed);
+    assert!(table.status.success());
+    assert!(String::from_utf8_lossy(&table.stdout).contains("second"));
+    assert!(home.files_text("logs").matches(ANSWERED_BY_APP).count() > before);
+
+    assert_clean("the command's output", &printed, &[TOKEN_CANARY]);
+    assert!(
+        !printed.contains("127.0.0.1"),
+        "an address was printed: {printed}"
+    );
+    drop(app);
+}
+
+/// The command asks the app only where nothing about the answer is uncertain, and otherwise reads
+/// the files itself, promptly: an app over another `$CANON_HOME`, a socket nobody answers on, a
+/// socket directory open to other users or a symlink to one.
+#[test]
+fn list_reads_the_files_itself_when_the_app_is_not_the_one_to_ask() {
+    let home = Home::new();
+    let token_file = home.path("token");
+    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let demo = home.start_demo("solo", &token_file);
+    let mut printed = String::new();
+    let listed = |home: &Home, printed: &mut String| {
+        let started = std::time::Instant::now();
+        let (list, answered) = list_json_answered(home, &["list", "--json"], printed);
+        assert_eq!(
+            status_of(&list, &demo.endpoint),
+            Some("running"),
+            "{list:#}"
+        );
+        (answered, started.elapsed())
+    };
+
+    // Nothing listens on a socket left by an app that stopped (or on none at all).
+    let app = ListeningApp::start(&home);
+    let socket = app.socket.clone();
+    drop(app);
+    assert!(
+        socket.exists(),
+        "the stopped app's socket file stays, as after a crash"
+    );
+    assert!(!listed(&home, &mut printed).0);
+
+    // An app over another $CANON_HOME does not answer for this one.
+    let app = ListeningApp::start(&home);
+    let mut other_canon = home.command(&["list", "--json"]);
+    std::fs::create_dir_all(home.path("other-canon")).unwrap();
+    other_canon.env("CANON_HOME", home.path("other-canon"));
+    let output = other_canon.output().unwrap();
+    assert!(output.status.success());
+    let list: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        list["canonHome"],
+        home.path("other-canon").display().to_string()
+    );
+    assert!(home
+        .files_text("logs")
+        .contains("the tray app did not answer list: refused the command reads other directories"));
+    assert!(
+        listed(&home, &mut printed).0,
+        "the app answers for its own directories"
+    );
+    drop(app);
+
+    // A socket that accepts and never answers: the command gives up on it and reads the files.
+    std::fs::remove_file(&socket).unwrap();
+    let silent = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let (answered, took) = listed(&home, &mut printed);
+    assert!(!answered);
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert!(home
+        .files_text("logs")
+        .contains("the tray app did not answer within"));
+    drop(silent);
+
+    // A socket directory open to others: the app does not listen there and the command does not
+    // ask there.
+    std::fs::remove_file(&socket).unwrap();
+    let control = socket.parent().unwrap().to_path_buf();
+    std::fs::set_permissions(
+        &control,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let app = ListeningApp::refusing_to_listen(&home);
+    assert!(
+        !socket.exists(),
+        "the app listened in a directory open to others"
+    );
+    let open = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    assert!(!listed(&home, &mut printed).0);
+    drop((open, app));
+
+    // A symlink in the directory's place, to a directory of the user's own: not followed.
+    std::fs::remove_dir_all(&control).unwrap();
+    let elsewhere = home.path("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::set_permissions(
+        &elsewhere,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &control).unwrap();
+    let app = ListeningApp::refusing_to_listen(&home);
+    assert!(
+        !elsewhere.join("socket").exists(),
+        "the app followed the symlink"
+    );
+    assert!(!listed(&home, &mut printed).0);
+    drop(app);
+    assert_clean("the command's output", &printed, &[TOKEN_CANARY]);
+}
+
+#[test]
+#[ignore = "run by another_user_cannot_ask_the_app_for_the_list, as the other user"]
+fn as_the_other_user_at_the_control_socket() {
+    attach_proxy::other_user::run_requested_role();
+}
+
+/// Threat model, other OS users: another user of the machine cannot reach the app's control
+/// socket (its directory is closed to them), and were that directory opened by mistake, the app
+/// still answers them nothing (it asks the kernel who connected).
+#[test]
+fn another_user_cannot_ask_the_app_for_the_list() {
+    let Some(other) = attach_proxy::other_user::OtherUser::get() else {
+        return;
+    };
+    let home = Home::new();
+    let token_file = home.path("token");
+    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let _demo = home.start_demo("private", &token_file);
+    let app = ListeningApp::start(&home);
+    // Let the other user as far as the control directory: only that directory stops them.
+    for dir in [home.dir.path().to_path_buf(), home.path("state")] {
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    let question = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "json": true,
+        "receiptDir": home.path("receipts").display().to_string(),
+        "canonHome": home.path("canon").display().to_string(),
+        "secretStore": live_runtime::SecretStore::file(home.path("secrets")).describe(),
+    })
+    .to_string()
+        + "\n";
+    let talk = attach_proxy::other_user::Role::TalkUnix {
+        path: app.socket.clone(),
+        send: question.clone(),
+    };
+    let entry = "cli::as_the_other_user_at_the_control_socket";
+    let result = other.run(entry, &talk);
+    assert_eq!(result, "connected=false error=PermissionDenied");
+
+    let control = app.socket.parent().unwrap();
+    std::fs::set_permissions(control, std::os::unix::fs::PermissionsExt::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(
+        &app.socket,
+        std::os::unix::fs::PermissionsExt::from_mode(0o666),
+    )
+    .unwrap();
+    let result = other.run(entry, &talk);
+    assert_eq!(
+        result, "connected=true received=0 text=",
+        "the app answered another user"
+    );
+
+    // The same question from this user is answered: the refusal above was the peer check.
+    let mut own = std::os::unix::net::UnixStream::connect(&app.socket).unwrap();
+    std::io::Write::write_all(&mut own, question.as_bytes()).unwrap();
+    let mut answer = String::new();
+    own.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("ok\n"), "{answer}");
+    assert!(answer.contains("private"));
+    assert!(!answer.contains(TOKEN_CANARY));
+}

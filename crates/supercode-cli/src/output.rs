@@ -32,6 +32,11 @@ struct ListJson<'a> {
 /// `list`: a table, or `{version, receiptDir, canonHome, secretStore, runtimes: [...], ignored: [...],
 /// warnings: [...]}`.
 pub fn print_list(snapshot: &Snapshot, json: bool) {
+    emit(&render_list(snapshot, json));
+}
+
+/// What [`print_list`] prints (the app renders it too, to answer `list`: `control`).
+pub fn render_list(snapshot: &Snapshot, json: bool) -> String {
     let mut out = String::new();
     if json {
         let doc = ListJson {
@@ -44,8 +49,7 @@ pub fn print_list(snapshot: &Snapshot, json: bool) {
             warnings: &snapshot.warnings,
         };
         print_json(&mut out, &doc);
-        emit(&out);
-        return;
+        return out;
     }
     if snapshot.runtimes.is_empty() {
         let _ = writeln!(
@@ -81,7 +85,12 @@ pub fn print_list(snapshot: &Snapshot, json: bool) {
         let _ = writeln!(out, "warning {}: {}", warning.file, warning.reason);
     }
     let _ = writeln!(out, "Secret store: {}", snapshot.secret_store.description);
-    emit(&out);
+    out
+}
+
+/// Prints text another process rendered with [`render_list`].
+pub fn print_rendered(text: &str) {
+    emit(text);
 }
 
 /// The agent's state as the API names it (`needs-approval`...), `-` for a runtime not running.

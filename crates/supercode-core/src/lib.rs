@@ -195,6 +195,20 @@ impl Supercode {
         self.snapshot()
     }
 
+    /// [`Supercode::current`] once the running watcher has taken in every change cued before the
+    /// call (a receipt written or removed, a process exited): what a caller gets that must not
+    /// miss a runtime registered just before it asked, like the CLI's `list` answered by the
+    /// app. `None` when no watcher runs, or it did not get there within `wait`.
+    pub async fn caught_up(&self, wait: std::time::Duration) -> Option<Snapshot> {
+        if self.watching.running.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        tokio::time::timeout(wait, self.watching.requests.catch_up())
+            .await
+            .ok()?;
+        self.watching.latest().clone()
+    }
+
     /// The whole inventory read now, whether or not a watcher runs. Reading reconciles: receipts
     /// of dead processes are removed.
     pub fn snapshot(&self) -> Snapshot {

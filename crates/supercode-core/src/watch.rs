@@ -15,6 +15,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -151,22 +152,55 @@ impl Changes {
 /// are not published.
 pub type PassObserver = Box<dyn Fn(&Snapshot) + Send>;
 
-/// Asks a running watcher for a full pass as soon as it can take one. An action that changed
-/// the inventory asks for one instead of publishing a snapshot of its own: the watcher stays the
-/// one publisher, so snapshots reach the shells in the order they were read. (A snapshot read by
-/// the action's thread could reach them after a newer one of the watcher's, which would then
-/// show the past until the next change.) A request made during a pass is kept for the next one.
+/// Asks a running watcher for a pass. An action that changed the inventory asks for a full one
+/// instead of publishing a snapshot of its own: the watcher stays the one publisher, so
+/// snapshots reach the shells in the order they were read. (A snapshot read by the action's
+/// thread could reach them after a newer one of the watcher's, which would then show the past
+/// until the next change.) A request made during a pass is kept for the next one.
 #[derive(Clone, Debug, Default)]
-pub struct PassRequests(Arc<Notify>);
+pub struct PassRequests(Arc<Requests>);
+
+#[derive(Debug, Default)]
+struct Requests {
+    full: Notify,
+    catch_up: Notify,
+    /// The number of the last pass begun (passes are numbered from 1).
+    begun: AtomicU64,
+    /// The number of the last pass ended.
+    ended: tokio::sync::watch::Sender<u64>,
+}
 
 impl PassRequests {
     /// Asks for a full pass (requests before it is taken count as one).
     pub fn request(&self) {
-        self.0.notify_one();
+        self.0.full.notify_one();
+    }
+
+    /// Resolves once a pass that began after the call has ended, so every cue queued before the
+    /// call (a file event, a process exit) is in what the watcher published. That pass is
+    /// incremental: it skips the debounce and re-reads only what the cues name, so it costs
+    /// little however many receipts there are. Never resolves if no watcher runs: bound it.
+    pub async fn catch_up(&self) {
+        let mut ended = self.0.ended.subscribe();
+        let before = self.0.begun.load(Ordering::SeqCst);
+        self.0.catch_up.notify_one();
+        let _ = ended.wait_for(|&last| last > before).await;
     }
 
     async fn requested(&self) {
-        self.0.notified().await;
+        self.0.full.notified().await;
+    }
+
+    async fn catch_up_asked(&self) {
+        self.0.catch_up.notified().await;
+    }
+
+    fn begin(&self) -> u64 {
+        self.0.begun.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    fn end(&self, pass: u64) {
+        self.0.ended.send_replace(pass);
     }
 }
 
@@ -267,6 +301,11 @@ async fn run(
     );
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        // Every cue queued before a pass begins is in it ([`PassRequests::catch_up`]).
+        let number = requests.begin();
+        while let Ok(cue) = rx.try_recv() {
+            changes.note(cue, &locations);
+        }
         // Watch first, then read: a file created after the read is then always cued, even in a
         // directory that was just (re)created, which a full read then covers.
         let renew = changes.full;
@@ -296,11 +335,14 @@ async fn run(
         }
         exits.track(&snapshot, &tx);
         last = Some(snapshot);
+        requests.end(number);
 
         tokio::select! {
             () = cancel.cancelled() => break,
             _ = tick.tick() => changes.full = true,
             () = requests.requested() => changes.full = true,
+            // Someone needs every change cued so far taken in now: no debounce.
+            () = requests.catch_up_asked() => {}
             // A shown agent state changed: a pass that re-reads nothing publishes it.
             () = agent_state_changed(agents.as_deref()) => {}
             cue = rx.recv() => {
