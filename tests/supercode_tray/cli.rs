@@ -1171,14 +1171,14 @@ fn list_reads_the_files_itself_when_the_app_is_not_the_one_to_ask() {
         (answered, started.elapsed())
     };
 
-    // Nothing listens on a socket left by an app that stopped (or on none at all).
+    // An app that stopped removes its socket; one that crashed leaves it, and nothing listens.
     let app = ListeningApp::start(&home);
     let socket = app.socket.clone();
     drop(app);
-    assert!(
-        socket.exists(),
-        "the stopped app's socket file stays, as after a crash"
-    );
+    assert!(!socket.exists(), "the stopped app left its socket");
+    assert!(!listed(&home, &mut printed).0);
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
     assert!(!listed(&home, &mut printed).0);
 
     // An app over another $CANON_HOME does not answer for this one.
@@ -1203,7 +1203,6 @@ fn list_reads_the_files_itself_when_the_app_is_not_the_one_to_ask() {
     drop(app);
 
     // A socket that accepts and never answers: the command gives up on it and reads the files.
-    std::fs::remove_file(&socket).unwrap();
     let silent = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let (answered, took) = listed(&home, &mut printed);
     assert!(!answered);

@@ -178,8 +178,8 @@ async fn ask(path: &Path, question: &Question) -> io::Result<Option<String>> {
 /// app's shutdown cancels it). Logs and returns at once if the socket cannot be set up safely.
 pub async fn serve(core: &Supercode) {
     let path = socket_path(core.locations());
-    let listener = match listen(&path) {
-        Ok(listener) => listener,
+    let (listener, _socket) = match listen(&path) {
+        Ok(listening) => listening,
         Err(e) => {
             tracing::warn!(
                 "`list` will read the files itself: no control socket at {}: {e}",
@@ -214,7 +214,7 @@ pub async fn serve(core: &Supercode) {
 
 /// Makes the socket's directory (the user's alone), replaces a socket left by an app that
 /// stopped, and listens.
-fn listen(path: &Path) -> io::Result<UnixListener> {
+fn listen(path: &Path) -> io::Result<(UnixListener, Socket)> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("no directory"))?;
@@ -241,7 +241,29 @@ fn listen(path: &Path) -> io::Result<UnixListener> {
     }
     let listener = UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
+    let inode = std::fs::symlink_metadata(path)?.ino();
+    Ok((
+        listener,
+        Socket {
+            path: path.to_owned(),
+            inode,
+        },
+    ))
+}
+
+/// The socket file the app listens on, removed when it stops listening unless another app has
+/// replaced it since.
+struct Socket {
+    path: PathBuf,
+    inode: u64,
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.ino() == self.inode) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 async fn answer(core: &Supercode, stream: UnixStream) {

@@ -168,23 +168,48 @@ struct Requests {
     begun: AtomicU64,
     /// The number of the last pass ended.
     ended: tokio::sync::watch::Sender<u64>,
+    /// Cues sent to the watcher ([`CueSender`]), and how many of them the last pass begun took in.
+    cued: AtomicU64,
+    taken: AtomicU64,
+    /// Full passes asked for, and how many of them had been asked when the last one was taken.
+    asked: AtomicU64,
+    asked_taken: AtomicU64,
 }
 
 impl PassRequests {
     /// Asks for a full pass (requests before it is taken count as one).
     pub fn request(&self) {
+        self.0.asked.fetch_add(1, Ordering::SeqCst);
         self.0.full.notify_one();
     }
 
-    /// Resolves once a pass that began after the call has ended, so every cue queued before the
-    /// call (a file event, a process exit) is in what the watcher published. That pass is
-    /// incremental: it skips the debounce and re-reads only what the cues name, so it costs
-    /// little however many receipts there are. Never resolves if no watcher runs: bound it.
+    /// Resolves once what the watcher published holds every change cued before the call (a file
+    /// event, a process exit, an action's request for a pass): at once when every such cue was
+    /// taken in by a pass that has ended, else when a pass that began after the call has ended.
+    /// That pass skips the debounce and re-reads only what the cues name. Never resolves if no
+    /// watcher runs: bound it.
     pub async fn catch_up(&self) {
-        let mut ended = self.0.ended.subscribe();
-        let before = self.0.begun.load(Ordering::SeqCst);
-        self.0.catch_up.notify_one();
-        let _ = ended.wait_for(|&last| last > before).await;
+        let requests = &self.0;
+        let mut ended = requests.ended.subscribe();
+        let cued = requests.cued.load(Ordering::SeqCst);
+        let asked = requests.asked.load(Ordering::SeqCst);
+        loop {
+            let begun = requests.begun.load(Ordering::SeqCst);
+            let taken = requests.taken.load(Ordering::SeqCst) >= cued
+                && requests.asked_taken.load(Ordering::SeqCst) >= asked;
+            let idle = *ended.borrow_and_update() == begun;
+            // Passes end in the order they begin: once the last one begun has ended, so has the
+            // one that took the cues in.
+            if taken && idle && begun > 0 {
+                return;
+            }
+            // The pass under way, or (when none is) the next one, which this asks for.
+            let awaited = if idle { begun + 1 } else { begun };
+            if idle {
+                requests.catch_up.notify_one();
+            }
+            let _ = ended.wait_for(|&last| last >= awaited).await;
+        }
     }
 
     async fn requested(&self) {
@@ -195,12 +220,34 @@ impl PassRequests {
         self.0.catch_up.notified().await;
     }
 
-    fn begin(&self) -> u64 {
+    /// A pass begins that has taken in the first `noted` cues, and every full pass asked so far
+    /// if it is a full one.
+    fn begin(&self, noted: u64, full: bool) -> u64 {
+        if full {
+            let asked = self.0.asked.load(Ordering::SeqCst);
+            self.0.asked_taken.store(asked, Ordering::SeqCst);
+        }
+        self.0.taken.store(noted, Ordering::SeqCst);
         self.0.begun.fetch_add(1, Ordering::SeqCst) + 1
     }
 
     fn end(&self, pass: u64) {
         self.0.ended.send_replace(pass);
+    }
+}
+
+/// Where the watcher's cues are sent from (file events, exit waiters), counting them for
+/// [`PassRequests::catch_up`]: counted before sending, so a cue in the channel is always counted.
+#[derive(Clone)]
+struct CueSender {
+    tx: UnboundedSender<Cue>,
+    requests: PassRequests,
+}
+
+impl CueSender {
+    fn send(&self, cue: Cue) {
+        self.requests.0.cued.fetch_add(1, Ordering::SeqCst);
+        let _ = self.tx.send(cue);
     }
 }
 
@@ -288,6 +335,12 @@ async fn run(
     cancel: CancellationToken,
 ) {
     let (tx, mut rx) = unbounded_channel();
+    let tx = CueSender {
+        tx,
+        requests: requests.clone(),
+    };
+    // Cues taken out of the channel so far.
+    let mut noted: u64 = 0;
     let mut dirs = DirWatch::new(&locations, tx.clone());
     let mut exits = ExitWatch::default();
     let mut sources: Option<Sources> = None;
@@ -302,10 +355,11 @@ async fn run(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Every cue queued before a pass begins is in it ([`PassRequests::catch_up`]).
-        let number = requests.begin();
         while let Ok(cue) = rx.try_recv() {
+            noted += 1;
             changes.note(cue, &locations);
         }
+        let number = requests.begin(noted, changes.full);
         // Watch first, then read: a file created after the read is then always cued, even in a
         // directory that was just (re)created, which a full read then covers.
         let renew = changes.full;
@@ -347,10 +401,12 @@ async fn run(
             () = agent_state_changed(agents.as_deref()) => {}
             cue = rx.recv() => {
                 if let Some(cue) = cue {
+                    noted += 1;
                     changes.note(cue, &locations);
                 }
                 tokio::time::sleep(DEBOUNCE).await;
                 while let Ok(cue) = rx.try_recv() {
+                    noted += 1;
                     changes.note(cue, &locations);
                 }
             }
@@ -541,7 +597,7 @@ struct DirWatch {
 }
 
 impl DirWatch {
-    fn new(locations: &Locations, tx: UnboundedSender<Cue>) -> Option<Self> {
+    fn new(locations: &Locations, tx: CueSender) -> Option<Self> {
         let receipts = locations.receipts.path().to_path_buf();
         let canon = locations.canon.root().to_path_buf();
         let interesting: Arc<[PathBuf]> = Arc::from(vec![receipts.clone(), canon.clone()]);
@@ -561,7 +617,7 @@ impl DirWatch {
                 Ok(_) => None,
             };
             if let Some(cue) = cue {
-                let _ = tx.send(cue);
+                tx.send(cue);
             }
         })
         .map_err(|e| {
@@ -661,7 +717,7 @@ struct ExitWatch {
 }
 
 impl ExitWatch {
-    fn track(&mut self, snapshot: &Snapshot, tx: &UnboundedSender<Cue>) {
+    fn track(&mut self, snapshot: &Snapshot, tx: &CueSender) {
         let running: HashSet<u32> = snapshot
             .runtimes
             .iter()
@@ -698,7 +754,7 @@ impl Drop for ExitWatch {
 
 /// Waits for `pid` to exit without polling: a pidfd becomes readable when its process exits.
 #[cfg(target_os = "linux")]
-fn wait_for_exit(pid: u32, tx: UnboundedSender<Cue>) -> Option<tokio::task::JoinHandle<()>> {
+fn wait_for_exit(pid: u32, tx: CueSender) -> Option<tokio::task::JoinHandle<()>> {
     use rustix::process::{pidfd_open, Pid, PidfdFlags};
     use tokio::io::unix::AsyncFd;
     let raw = i32::try_from(pid).ok()?;
@@ -711,13 +767,13 @@ fn wait_for_exit(pid: u32, tx: UnboundedSender<Cue>) -> Option<tokio::task::Join
             let fd = AsyncFd::new(fd).ok()?;
             Some(tokio::spawn(async move {
                 if fd.readable().await.is_ok() {
-                    let _ = tx.send(Cue::Exited(pid));
+                    tx.send(Cue::Exited(pid));
                 }
             }))
         }
         // Already gone: re-read its receipts now.
         Err(rustix::io::Errno::SRCH) => {
-            let _ = tx.send(Cue::Exited(pid));
+            tx.send(Cue::Exited(pid));
             None
         }
         // No pidfd support (old kernel, sandbox): the reconcile tick notices the exit instead.
@@ -730,6 +786,6 @@ fn wait_for_exit(pid: u32, tx: UnboundedSender<Cue>) -> Option<tokio::task::Join
 
 /// No pidfd here: exits are noticed by the reconcile tick.
 #[cfg(not(target_os = "linux"))]
-fn wait_for_exit(_pid: u32, _tx: UnboundedSender<Cue>) -> Option<tokio::task::JoinHandle<()>> {
+fn wait_for_exit(_pid: u32, _tx: CueSender) -> Option<tokio::task::JoinHandle<()>> {
     None
 }
