@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -174,6 +174,15 @@ struct Requests {
     /// Full passes asked for, and how many of them had been asked when the last one was taken.
     asked: AtomicU64,
     asked_taken: AtomicU64,
+    /// `taken` and `asked_taken` as they were when the last pass ended began: what the snapshot
+    /// published last holds.
+    published: Mutex<(u64, u64)>,
+}
+
+impl Requests {
+    fn published(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
+        self.published.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl PassRequests {
@@ -184,10 +193,10 @@ impl PassRequests {
     }
 
     /// Resolves once what the watcher published holds every change cued before the call (a file
-    /// event, a process exit, an action's request for a pass): at once when every such cue was
-    /// taken in by a pass that has ended, else when a pass that began after the call has ended.
-    /// That pass skips the debounce and re-reads only what the cues name. Never resolves if no
-    /// watcher runs: bound it.
+    /// event, a process exit, an action's request for a pass): at once when a pass that has
+    /// ended took every such cue in (even while another pass, the tick's say, is under way), else
+    /// once one that does has ended; with no pass under way it asks for one, which skips the
+    /// debounce and re-reads only what the cues name. Never resolves if no watcher runs: bound it.
     pub async fn catch_up(&self) {
         let requests = &self.0;
         let mut ended = requests.ended.subscribe();
@@ -195,12 +204,10 @@ impl PassRequests {
         let asked = requests.asked.load(Ordering::SeqCst);
         loop {
             let begun = requests.begun.load(Ordering::SeqCst);
-            let taken = requests.taken.load(Ordering::SeqCst) >= cued
-                && requests.asked_taken.load(Ordering::SeqCst) >= asked;
-            let idle = *ended.borrow_and_update() == begun;
-            // Passes end in the order they begin: once the last one begun has ended, so has the
-            // one that took the cues in.
-            if taken && idle && begun > 0 {
+            let last_ended = *ended.borrow_and_update();
+            let idle = last_ended == begun;
+            let (taken, asked_taken) = *requests.published();
+            if last_ended > 0 && taken >= cued && asked_taken >= asked {
                 return;
             }
             // The pass under way, or (when none is) the next one, which this asks for.
@@ -231,8 +238,18 @@ impl PassRequests {
         self.0.begun.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    fn end(&self, pass: u64) {
+    /// The pass `pass` ended; it had taken in what [`PassRequests::begin`] recorded.
+    fn end(&self, pass: u64, took: (u64, u64)) {
+        *self.0.published() = took;
         self.0.ended.send_replace(pass);
+    }
+
+    /// What the pass that began last had taken in: its cues and its full-pass requests.
+    fn taken(&self) -> (u64, u64) {
+        (
+            self.0.taken.load(Ordering::SeqCst),
+            self.0.asked_taken.load(Ordering::SeqCst),
+        )
     }
 }
 
@@ -359,7 +376,9 @@ async fn run(
             noted += 1;
             changes.note(cue, &locations);
         }
+        let started = tokio::time::Instant::now();
         let number = requests.begin(noted, changes.full);
+        let took = requests.taken();
         // Watch first, then read: a file created after the read is then always cued, even in a
         // directory that was just (re)created, which a full read then covers.
         let renew = changes.full;
@@ -389,7 +408,9 @@ async fn run(
         }
         exits.track(&snapshot, &tx);
         last = Some(snapshot);
-        requests.end(number);
+        requests.end(number, took);
+        // When the next pass woken by an agent state may begin (see that arm below).
+        let agent_pass_at = tokio::time::Instant::now() + started.elapsed();
 
         tokio::select! {
             () = cancel.cancelled() => break,
@@ -397,14 +418,24 @@ async fn run(
             () = requests.requested() => changes.full = true,
             // Someone needs every change cued so far taken in now: no debounce.
             () = requests.catch_up_asked() => {}
-            // A shown agent state changed: a pass that re-reads nothing publishes it.
-            () = agent_state_changed(agents.as_deref()) => {}
+            // A shown agent state changed: a pass that re-reads nothing publishes it. Such
+            // passes take at most half of this thread, which the subscriptions run on too: when
+            // thousands of runtimes change at once (all of them starting, or not answering) the
+            // subscriptions still get on, and the shells get fewer, larger updates. With few
+            // runtimes a pass takes a millisecond, so this waits next to nothing.
+            () = agent_state_changed(agents.as_deref()) => {
+                tokio::time::sleep_until(agent_pass_at).await;
+            }
             cue = rx.recv() => {
                 if let Some(cue) = cue {
                     noted += 1;
                     changes.note(cue, &locations);
                 }
-                tokio::time::sleep(DEBOUNCE).await;
+                // A question waiting for this change ends the debounce.
+                tokio::select! {
+                    () = tokio::time::sleep(DEBOUNCE) => {}
+                    () = requests.catch_up_asked() => {}
+                }
                 while let Ok(cue) = rx.try_recv() {
                     noted += 1;
                     changes.note(cue, &locations);
