@@ -22,9 +22,11 @@
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use supercode_core::view::Snapshot;
 use supercode_core::{Locations, Supercode};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -189,6 +191,7 @@ pub async fn serve(core: &Supercode) {
         }
     };
     tracing::info!("answering `list` at {}", path.display());
+    let mut last = None;
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -203,7 +206,7 @@ pub async fn serve(core: &Supercode) {
             continue;
         }
         // One at a time: `list` is asked rarely, and every wait is bounded.
-        if tokio::time::timeout(ANSWER_TIMEOUT, answer(core, stream))
+        if tokio::time::timeout(ANSWER_TIMEOUT, answer(core, stream, &mut last))
             .await
             .is_err()
         {
@@ -266,42 +269,79 @@ impl Drop for Socket {
     }
 }
 
-async fn answer(core: &Supercode, stream: UnixStream) {
+/// The last answer rendered, kept for the next question about the same inventory: a script
+/// that polls `list` at 10,000 runtimes then costs a comparison and a copy, not a render of
+/// 10 MB of JSON each time.
+struct Rendered {
+    snapshot: Snapshot,
+    json: bool,
+    text: Arc<str>,
+}
+
+async fn answer(core: &Supercode, stream: UnixStream, last: &mut Option<Rendered>) {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     let mut reader = BufReader::new(read.take(MAX_QUESTION));
     let read = tokio::time::timeout(QUESTION_TIMEOUT, reader.read_line(&mut line)).await;
     let reply = match read {
         Ok(Ok(_)) => match serde_json::from_str::<Question>(line.trim_end()) {
-            Ok(question) => reply_to(core, &question).await,
-            Err(e) => format!("{REFUSED} not a question: {e}\n"),
+            Ok(question) => reply_to(core, &question, last).await,
+            Err(e) => Err(format!("not a question: {e}")),
         },
-        Ok(Err(e)) => format!("{REFUSED} unreadable question: {e}\n"),
-        Err(_) => format!("{REFUSED} no question within {QUESTION_TIMEOUT:?}\n"),
+        Ok(Err(e)) => Err(format!("unreadable question: {e}")),
+        Err(_) => Err(format!("no question within {QUESTION_TIMEOUT:?}")),
     };
-    if let Err(e) = write.write_all(reply.as_bytes()).await {
+    let written = match reply {
+        Ok(text) => {
+            let status = format!("{ANSWERED}\n");
+            match write.write_all(status.as_bytes()).await {
+                Ok(()) => write.write_all(text.as_bytes()).await,
+                Err(e) => Err(e),
+            }
+        }
+        Err(why) => {
+            write
+                .write_all(format!("{REFUSED} {why}\n").as_bytes())
+                .await
+        }
+    };
+    if let Err(e) = written {
         tracing::debug!("the command left before its answer: {e}");
     }
     let _ = write.shutdown().await;
 }
 
-async fn reply_to(core: &Supercode, question: &Question) -> String {
+/// `list`'s output for `question`, or why the app does not answer it.
+async fn reply_to(
+    core: &Supercode,
+    question: &Question,
+    last: &mut Option<Rendered>,
+) -> Result<Arc<str>, String> {
     let ours = Question::for_list(core.locations(), question.json);
     if *question != ours {
-        let why = if question.version != ours.version {
+        return Err(if question.version != ours.version {
             format!(
                 "the command is version {}, the app {}",
                 question.version, ours.version
             )
         } else {
             "the command reads other directories or another secret store".to_owned()
-        };
-        return format!("{REFUSED} {why}\n");
+        });
     }
     let Some(snapshot) = core.caught_up(CATCH_UP_TIMEOUT).await else {
-        return format!("{REFUSED} the inventory is not being watched\n");
+        return Err("the inventory is not being watched".to_owned());
     };
-    let mut reply = format!("{ANSWERED}\n");
-    reply.push_str(&output::render_list(&snapshot, question.json));
-    reply
+    if let Some(last) = last
+        .as_ref()
+        .filter(|l| l.json == question.json && l.snapshot == snapshot)
+    {
+        return Ok(last.text.clone());
+    }
+    let text: Arc<str> = output::render_list(&snapshot, question.json).into();
+    *last = Some(Rendered {
+        snapshot,
+        json: question.json,
+        text: text.clone(),
+    });
+    Ok(text)
 }
