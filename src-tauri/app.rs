@@ -159,8 +159,13 @@ fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
 pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
     match event {
         CoreEvent::Snapshot(snapshot) => {
-            if let Err(e) = app.emit_to(MAIN_WINDOW, SNAPSHOT_EVENT, &snapshot) {
-                tracing::debug!("no window to update: {e}");
+            // Tauri serializes an event before it looks for its listeners (10 MB of JSON at
+            // 10,000 runtimes), so none is made while the window is closed; it asks for the
+            // snapshot when it opens.
+            if app.get_webview_window(MAIN_WINDOW).is_some() {
+                if let Err(e) = app.emit_to(MAIN_WINDOW, SNAPSHOT_EVENT, &snapshot) {
+                    tracing::debug!("could not update the window: {e}");
+                }
             }
             if let Err(e) = tray::refresh(app, snapshot) {
                 tracing::warn!("could not update the tray: {e}");
