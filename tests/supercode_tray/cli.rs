@@ -493,7 +493,7 @@ fn attach_serves_until_its_runtime_dies_then_exits_1_and_closes_the_proxy() {
 
 /// The ignored test that the second user's processes run (this binary, re-run as that user).
 #[test]
-#[ignore = "run only as the second user, by the test below"]
+#[ignore = "run only as the second user, by the tests that use it"]
 fn as_the_other_user() {
     attach_proxy::other_user::run_requested_role();
 }
@@ -1250,12 +1250,6 @@ fn list_reads_the_files_itself_when_the_app_is_not_the_one_to_ask() {
     assert_clean("the command's output", &printed, &[TOKEN_CANARY]);
 }
 
-#[test]
-#[ignore = "run by another_user_cannot_ask_the_app_for_the_list, as the other user"]
-fn as_the_other_user_at_the_control_socket() {
-    attach_proxy::other_user::run_requested_role();
-}
-
 /// Threat model, other OS users: another user of the machine cannot reach the app's control
 /// socket (its directory is closed to them), and were that directory opened by mistake, the app
 /// still answers them nothing (it asks the kernel who connected).
@@ -1287,7 +1281,7 @@ fn another_user_cannot_ask_the_app_for_the_list() {
         path: app.socket.clone(),
         send: question.clone(),
     };
-    let entry = "cli::as_the_other_user_at_the_control_socket";
+    let entry = "cli::as_the_other_user";
     let result = other.run(entry, &talk);
     assert_eq!(result, "connected=false error=PermissionDenied");
 

@@ -113,12 +113,13 @@ async fn the_approval_scenario_is_followed_and_approved_through_act() {
     let idle = start(&fixture, "idle-one", Scenario::Steady).await;
     // The first phase must outlast the subscription's start (the receipt seen, the token read
     // from the keychain, the stream opened) on a loaded machine, or its first document is
-    // already the second phase: a second is not always enough while the whole suite runs.
+    // already the second phase: a second, and once three, were not always enough while the
+    // whole suite ran.
     let runtime = start_paced(
         &fixture,
         "approver",
         Scenario::Approval,
-        Duration::from_secs(3),
+        Duration::from_secs(5),
     )
     .await;
     let endpoint = runtime.endpoint();
