@@ -203,7 +203,7 @@ impl Supercode {
         if self.watching.running.load(Ordering::SeqCst) == 0 {
             return None;
         }
-        tokio::time::timeout(wait, self.watching.requests.catch_up())
+        tokio::time::timeout(wait, self.watching.requests.catch_up(&self.locations))
             .await
             .ok()?;
         self.watching.latest().clone()

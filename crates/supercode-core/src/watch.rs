@@ -37,6 +37,9 @@ use crate::{CoreEvent, EventSink, Locations};
 /// inside its 100 ms budget.
 pub const DEBOUNCE: Duration = Duration::from_millis(15);
 
+/// How long a question waits for its barrier's file event before it goes on without it.
+const BARRIER_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// The backstop rescan interval. On Linux every running pid has a pidfd and every directory a
 /// watch, so this only catches the rare lost event; elsewhere there is no pidfd, so process
 /// exits rely on it and it is shorter.
@@ -177,6 +180,17 @@ struct Requests {
     /// `taken` and `asked_taken` as they were when the last pass ended began: what the snapshot
     /// published last holds.
     published: Mutex<(u64, u64)>,
+    /// Events seen in the barrier directory ([`barrier_dir`]), and whether it is watched.
+    barriers: tokio::sync::watch::Sender<u64>,
+    barrier_watched: std::sync::atomic::AtomicBool,
+}
+
+/// The directory a question writes into before it is answered ([`PassRequests::catch_up`]): the
+/// watcher watches it on the same inotify instance as the receipt directory and `$CANON_HOME`,
+/// whose events come in order, so once this directory's event has come every change made before
+/// the question has been cued.
+pub fn barrier_dir(locations: &Locations) -> PathBuf {
+    locations.state_dir.join("watch-barrier")
 }
 
 impl Requests {
@@ -197,8 +211,9 @@ impl PassRequests {
     /// ended took every such cue in (even while another pass, the tick's say, is under way), else
     /// once one that does has ended; with no pass under way it asks for one, which skips the
     /// debounce and re-reads only what the cues name. Never resolves if no watcher runs: bound it.
-    pub async fn catch_up(&self) {
+    pub async fn catch_up(&self, locations: &Locations) {
         let requests = &self.0;
+        self.barrier(locations).await;
         let mut ended = requests.ended.subscribe();
         let cued = requests.cued.load(Ordering::SeqCst);
         let asked = requests.asked.load(Ordering::SeqCst);
@@ -216,6 +231,37 @@ impl PassRequests {
                 requests.catch_up.notify_one();
             }
             let _ = ended.wait_for(|&last| last >= awaited).await;
+        }
+    }
+
+    /// Writes into the barrier directory and waits for its event: every file event of a change
+    /// made before has then been cued. Skipped when the directory is not watched.
+    async fn barrier(&self, locations: &Locations) {
+        if !self.0.barrier_watched.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut seen = self.0.barriers.subscribe();
+        let before = *seen.borrow_and_update();
+        let file = barrier_dir(locations).join("question");
+        use std::os::unix::fs::OpenOptionsExt;
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .mode(0o600)
+            .open(&file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"?"));
+        if let Err(e) = written {
+            tracing::debug!("no barrier for the question: {e}");
+            return;
+        }
+        let arrived = seen.wait_for(|&n| n > before);
+        if tokio::time::timeout(BARRIER_TIMEOUT, arrived)
+            .await
+            .is_err()
+        {
+            tracing::debug!("the barrier's event did not come within {BARRIER_TIMEOUT:?}");
         }
     }
 
@@ -625,14 +671,27 @@ struct DirWatch {
     /// What is watched now, with the inode it had, so a deleted-and-recreated directory is
     /// noticed and watched again.
     watched: HashMap<PathBuf, u64>,
+    /// The barrier directory, if it is the user's own and private; watched once.
+    barrier: Option<PathBuf>,
+    requests: PassRequests,
 }
 
 impl DirWatch {
     fn new(locations: &Locations, tx: CueSender) -> Option<Self> {
         let receipts = locations.receipts.path().to_path_buf();
         let canon = locations.canon.root().to_path_buf();
+        let barrier = barrier_dir(locations);
         let interesting: Arc<[PathBuf]> = Arc::from(vec![receipts.clone(), canon.clone()]);
+        let requests = tx.requests.clone();
+        let own_requests = tx.requests.clone();
+        let barrier_root = barrier.clone();
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = &event {
+                if event.paths.iter().any(|p| p.starts_with(&barrier_root)) {
+                    requests.0.barriers.send_modify(|n| *n += 1);
+                    return;
+                }
+            }
             let cue = match event {
                 // An error (e.g. overflow) may mean lost events.
                 Err(_) => Some(Cue::Rescan),
@@ -667,10 +726,13 @@ impl DirWatch {
                 wanted.push(parent.to_path_buf());
             }
         }
+        let barrier = own_private_dir(&barrier).then_some(barrier);
         Some(Self {
             watcher,
             wanted,
             watched: HashMap::new(),
+            barrier,
+            requests: own_requests,
         })
     }
 
@@ -681,6 +743,16 @@ impl DirWatch {
     /// inodes say: a directory deleted and recreated between two calls can come back with the
     /// same inode number, and its old watch died with the old directory.
     fn sync(&mut self, renew: bool) -> bool {
+        if let Some(barrier) = self.barrier.take() {
+            match self.watcher.watch(&barrier, RecursiveMode::NonRecursive) {
+                Ok(()) => self
+                    .requests
+                    .0
+                    .barrier_watched
+                    .store(true, Ordering::SeqCst),
+                Err(e) => tracing::debug!("cannot watch {}: {e}", barrier.display()),
+            }
+        }
         let mut changed = false;
         for dir in &self.wanted {
             let inode = dir_inode(dir);
@@ -710,6 +782,21 @@ impl DirWatch {
         }
         changed
     }
+}
+
+/// Makes `dir` (mode 0700) if it is missing; true when it is then a directory of this user's
+/// that nobody else may enter (not a symlink to one).
+fn own_private_dir(dir: &Path) -> bool {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    std::fs::symlink_metadata(dir).is_ok_and(|m| {
+        m.file_type().is_dir()
+            && m.uid() == rustix::process::geteuid().as_raw()
+            && m.mode() & 0o077 == 0
+    })
 }
 
 /// Whether an event can mean a changed file. Opens and read-only closes cannot, and the
