@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use live_runtime::receipt::PrivateDir;
 use serde::{Deserialize, Serialize};
 use supercode_core::view::Snapshot;
 use supercode_core::{Locations, Supercode};
@@ -86,26 +87,19 @@ pub fn socket_path(locations: &Locations) -> PathBuf {
     locations.state_dir.join(DIR_NAME).join(SOCKET_NAME)
 }
 
-/// Why the socket's directory may not be used.
+/// Why the socket's directory may not be used: anything but a private directory of the user's
+/// own, by the receipt directory's rule (not followed if it is a symlink).
 fn unusable_dir(dir: &Path) -> Option<String> {
-    let meta = match std::fs::symlink_metadata(dir) {
-        Ok(meta) => meta,
-        Err(e) => return Some(format!("{}: {e}", dir.display())),
-    };
-    if !meta.file_type().is_dir() {
-        return Some(format!("{} is not a directory", dir.display()));
+    let shown = dir.display();
+    match live_runtime::receipt::inspect_private_dir(dir) {
+        Ok(PrivateDir::Private { .. }) => None,
+        Ok(PrivateDir::Missing) => Some(format!("{shown} does not exist")),
+        Ok(PrivateDir::TooOpen { mode }) => {
+            Some(format!("{shown} is open to other users (mode {mode:o})"))
+        }
+        Ok(PrivateDir::Refused(refused)) => Some(format!("{shown}: {}", refused.problem())),
+        Err(e) => Some(format!("{shown}: {e}")),
     }
-    if meta.uid() != rustix::process::geteuid().as_raw() {
-        return Some(format!("{} belongs to another user", dir.display()));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Some(format!(
-            "{} is open to other users (mode {:o})",
-            dir.display(),
-            meta.mode() & 0o777
-        ));
-    }
-    None
 }
 
 /// True when the kernel says the other end of `stream` is a process of this user.
@@ -221,20 +215,10 @@ fn listen(path: &Path) -> io::Result<(UnixListener, Socket)> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("no directory"))?;
-    match std::fs::DirBuilder::new()
-        .recursive(false)
+    std::fs::DirBuilder::new()
+        .recursive(true)
         .mode(0o700)
-        .create(dir)
-    {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-        }
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-        _ => {}
-    }
+        .create(dir)?;
     if let Some(why) = unusable_dir(dir) {
         return Err(io::Error::other(why));
     }

@@ -171,14 +171,12 @@ struct Requests {
     begun: AtomicU64,
     /// The number of the last pass ended.
     ended: tokio::sync::watch::Sender<u64>,
-    /// Cues sent to the watcher ([`CueSender`]), and how many of them the last pass begun took in.
+    /// Cues sent to the watcher ([`CueSender`]).
     cued: AtomicU64,
-    taken: AtomicU64,
-    /// Full passes asked for, and how many of them had been asked when the last one was taken.
+    /// Full passes asked for.
     asked: AtomicU64,
-    asked_taken: AtomicU64,
-    /// `taken` and `asked_taken` as they were when the last pass ended began: what the snapshot
-    /// published last holds.
+    /// What the last pass that ended had taken in when it began: how many cues, and how many
+    /// full passes had been asked for by the last full one. The snapshot published last holds it.
     published: Mutex<(u64, u64)>,
     /// Events seen in the barrier directory ([`barrier_dir`]), and whether it is watched.
     barriers: tokio::sync::watch::Sender<u64>,
@@ -273,29 +271,21 @@ impl PassRequests {
         self.0.catch_up.notified().await;
     }
 
-    /// A pass begins that has taken in the first `noted` cues, and every full pass asked so far
-    /// if it is a full one.
-    fn begin(&self, noted: u64, full: bool) -> u64 {
-        if full {
-            let asked = self.0.asked.load(Ordering::SeqCst);
-            self.0.asked_taken.store(asked, Ordering::SeqCst);
-        }
-        self.0.taken.store(noted, Ordering::SeqCst);
+    /// A pass begins; returns its number.
+    fn begin(&self) -> u64 {
         self.0.begun.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// The pass `pass` ended; it had taken in what [`PassRequests::begin`] recorded.
+    /// How many full passes have been asked for so far.
+    fn asked(&self) -> u64 {
+        self.0.asked.load(Ordering::SeqCst)
+    }
+
+    /// The pass `pass` ended; when it began it had taken in `took` (its cues, and the full passes
+    /// asked for by the last full one).
     fn end(&self, pass: u64, took: (u64, u64)) {
         *self.0.published() = took;
         self.0.ended.send_replace(pass);
-    }
-
-    /// What the pass that began last had taken in: its cues and its full-pass requests.
-    fn taken(&self) -> (u64, u64) {
-        (
-            self.0.taken.load(Ordering::SeqCst),
-            self.0.asked_taken.load(Ordering::SeqCst),
-        )
     }
 }
 
@@ -402,8 +392,9 @@ async fn run(
         tx,
         requests: requests.clone(),
     };
-    // Cues taken out of the channel so far.
+    // Cues taken out of the channel so far, and full passes asked for by the last full one.
     let mut noted: u64 = 0;
+    let mut asked_taken: u64 = 0;
     let mut dirs = DirWatch::new(&locations, tx.clone());
     let mut exits = ExitWatch::default();
     let mut sources: Option<Sources> = None;
@@ -423,8 +414,11 @@ async fn run(
             changes.note(cue, &locations);
         }
         let started = tokio::time::Instant::now();
-        let number = requests.begin(noted, changes.full);
-        let took = requests.taken();
+        let number = requests.begin();
+        if changes.full {
+            asked_taken = requests.asked();
+        }
+        let took = (noted, asked_taken);
         // Watch first, then read: a file created after the read is then always cued, even in a
         // directory that was just (re)created, which a full read then covers.
         let renew = changes.full;
@@ -671,9 +665,6 @@ struct DirWatch {
     /// What is watched now, with the inode it had, so a deleted-and-recreated directory is
     /// noticed and watched again.
     watched: HashMap<PathBuf, u64>,
-    /// The barrier directory, if it is the user's own and private; watched once.
-    barrier: Option<PathBuf>,
-    requests: PassRequests,
 }
 
 impl DirWatch {
@@ -683,37 +674,38 @@ impl DirWatch {
         let barrier = barrier_dir(locations);
         let interesting: Arc<[PathBuf]> = Arc::from(vec![receipts.clone(), canon.clone()]);
         let requests = tx.requests.clone();
-        let own_requests = tx.requests.clone();
+        let barrier_watched = tx.requests.clone();
         let barrier_root = barrier.clone();
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if let Ok(event) = &event {
-                if event.paths.iter().any(|p| p.starts_with(&barrier_root)) {
-                    requests.0.barriers.send_modify(|n| *n += 1);
-                    return;
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if let Ok(event) = &event {
+                    if event.paths.iter().any(|p| p.starts_with(&barrier_root)) {
+                        requests.0.barriers.send_modify(|n| *n += 1);
+                        return;
+                    }
                 }
-            }
-            let cue = match event {
-                // An error (e.g. overflow) may mean lost events.
-                Err(_) => Some(Cue::Rescan),
-                Ok(event) if event.need_rescan() => Some(Cue::Rescan),
-                Ok(event) if changes_something(&event.kind) => {
-                    let paths: Vec<PathBuf> = event
-                        .paths
-                        .into_iter()
-                        .filter(|p| interesting.iter().any(|root| p.starts_with(root)))
-                        .collect();
-                    (!paths.is_empty()).then_some(Cue::Paths(paths))
+                let cue = match event {
+                    // An error (e.g. overflow) may mean lost events.
+                    Err(_) => Some(Cue::Rescan),
+                    Ok(event) if event.need_rescan() => Some(Cue::Rescan),
+                    Ok(event) if changes_something(&event.kind) => {
+                        let paths: Vec<PathBuf> = event
+                            .paths
+                            .into_iter()
+                            .filter(|p| interesting.iter().any(|root| p.starts_with(root)))
+                            .collect();
+                        (!paths.is_empty()).then_some(Cue::Paths(paths))
+                    }
+                    Ok(_) => None,
+                };
+                if let Some(cue) = cue {
+                    tx.send(cue);
                 }
-                Ok(_) => None,
-            };
-            if let Some(cue) = cue {
-                tx.send(cue);
-            }
-        })
-        .map_err(|e| {
-            tracing::warn!("file watching is unavailable, relying on the reconcile tick: {e}")
-        })
-        .ok()?;
+            })
+            .map_err(|e| {
+                tracing::warn!("file watching is unavailable, relying on the reconcile tick: {e}")
+            })
+            .ok()?;
         let mut wanted = vec![
             receipts.clone(),
             canon.join("runtimes"),
@@ -726,13 +718,19 @@ impl DirWatch {
                 wanted.push(parent.to_path_buf());
             }
         }
-        let barrier = own_private_dir(&barrier).then_some(barrier);
+        if own_private_dir(&barrier) {
+            match watcher.watch(&barrier, RecursiveMode::NonRecursive) {
+                Ok(()) => barrier_watched
+                    .0
+                    .barrier_watched
+                    .store(true, Ordering::SeqCst),
+                Err(e) => tracing::debug!("cannot watch {}: {e}", barrier.display()),
+            }
+        }
         Some(Self {
             watcher,
             wanted,
             watched: HashMap::new(),
-            barrier,
-            requests: own_requests,
         })
     }
 
@@ -743,16 +741,6 @@ impl DirWatch {
     /// inodes say: a directory deleted and recreated between two calls can come back with the
     /// same inode number, and its old watch died with the old directory.
     fn sync(&mut self, renew: bool) -> bool {
-        if let Some(barrier) = self.barrier.take() {
-            match self.watcher.watch(&barrier, RecursiveMode::NonRecursive) {
-                Ok(()) => self
-                    .requests
-                    .0
-                    .barrier_watched
-                    .store(true, Ordering::SeqCst),
-                Err(e) => tracing::debug!("cannot watch {}: {e}", barrier.display()),
-            }
-        }
         let mut changed = false;
         for dir in &self.wanted {
             let inode = dir_inode(dir);
@@ -785,18 +773,17 @@ impl DirWatch {
 }
 
 /// Makes `dir` (mode 0700) if it is missing; true when it is then a directory of this user's
-/// that nobody else may enter (not a symlink to one).
+/// that nobody else may enter (the receipt directory's rule, [`live_runtime::receipt::inspect_private_dir`]).
 fn own_private_dir(dir: &Path) -> bool {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::DirBuilderExt;
     let _ = std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir);
-    std::fs::symlink_metadata(dir).is_ok_and(|m| {
-        m.file_type().is_dir()
-            && m.uid() == rustix::process::geteuid().as_raw()
-            && m.mode() & 0o077 == 0
-    })
+    matches!(
+        live_runtime::receipt::inspect_private_dir(dir),
+        Ok(live_runtime::receipt::PrivateDir::Private { .. })
+    )
 }
 
 /// Whether an event can mean a changed file. Opens and read-only closes cannot, and the
