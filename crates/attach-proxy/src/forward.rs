@@ -11,16 +11,18 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use atomic_waker::AtomicWaker;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::http::uri::PathAndQuery;
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::TokioIo;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
@@ -152,7 +154,11 @@ pub(crate) struct UpstreamLink {
     idle: Mutex<Option<SendRequest<ProxyBody>>>,
     /// A freshly opened runtime connection waiting to be driven by the browser connection's task.
     opened: Mutex<Option<UpstreamConnection>>,
-    opened_signal: Notify,
+    /// Set while `opened` holds a connection. The driving task polls for one on every wake-up
+    /// (several per request), so that poll reads this flag and registers its waker, and takes
+    /// the lock only when there is something to take.
+    has_opened: AtomicBool,
+    driver: AtomicWaker,
 }
 
 /// The driver of one runtime connection. It is polled by the same task as the browser
@@ -170,16 +176,20 @@ impl UpstreamLink {
 
     fn adopt(&self, connection: UpstreamConnection) {
         *self.opened.lock().unwrap_or_else(|e| e.into_inner()) = Some(connection);
-        self.opened_signal.notify_one();
+        self.has_opened.store(true, Ordering::Release);
+        self.driver.wake();
     }
 
-    /// Waits until a new runtime connection was opened and hands it to the caller to drive.
-    pub(crate) async fn next_opened(&self) -> UpstreamConnection {
-        loop {
-            if let Some(connection) = self.opened.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                return connection;
-            }
-            self.opened_signal.notified().await;
+    /// Ready with a runtime connection opened since the last call, for the caller to drive.
+    pub(crate) fn poll_opened(&self, cx: &mut Context<'_>) -> Poll<UpstreamConnection> {
+        // Registered before the flag is read, so an `adopt` in between still wakes the caller.
+        self.driver.register(cx.waker());
+        if !self.has_opened.swap(false, Ordering::Acquire) {
+            return Poll::Pending;
+        }
+        match self.opened.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(connection) => Poll::Ready(connection),
+            None => Poll::Pending,
         }
     }
 }

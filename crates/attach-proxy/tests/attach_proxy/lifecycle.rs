@@ -40,6 +40,46 @@ async fn shutdown_stops_accepting_and_ends_open_streams() {
     drop(runtime);
 }
 
+// Stopping is graceful: each connection's task hears the stop and closes an idle keep-alive
+// connection at once. Only a connection still busy after the grace period is cut off, when the
+// proxy gives up waiting (twice the grace period), so a close well before that is the graceful one.
+#[tokio::test]
+async fn shutdown_closes_an_idle_keep_alive_connection_at_once() {
+    let rig = Rig::start().await;
+    let addr = rig.proxy_addr();
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // One request answered (no session: 401) and the connection kept open for the next.
+    idle.write_all(format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.starts_with(b"HTTP/1.1 401") || !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = timeout(STEP_TIMEOUT, idle.read(&mut buf))
+            .await
+            .expect("answered in time")
+            .unwrap();
+        assert!(n > 0, "closed before answering: {head:?}");
+        head.extend_from_slice(&buf[..n]);
+    }
+
+    let Rig { proxy, runtime, .. } = rig;
+    let stopping = std::time::Instant::now();
+    let shutdown = tokio::spawn(proxy.shutdown());
+    let mut rest = Vec::new();
+    timeout(STEP_TIMEOUT, idle.read_to_end(&mut rest))
+        .await
+        .expect("closed in time")
+        .unwrap();
+    let closed_after = stopping.elapsed();
+    assert!(
+        closed_after < attach_proxy::SHUTDOWN_GRACE,
+        "an idle connection is closed when the proxy stops, not cut off later: {closed_after:?}"
+    );
+    timeout(STEP_TIMEOUT, shutdown).await.unwrap().unwrap();
+    drop(runtime);
+}
+
 #[tokio::test]
 async fn dropping_the_proxy_stops_it() {
     let rig = Rig::start().await;
