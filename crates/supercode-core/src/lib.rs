@@ -203,9 +203,19 @@ impl Supercode {
         if self.watching.running.load(Ordering::SeqCst) == 0 {
             return None;
         }
-        tokio::time::timeout(wait, self.watching.requests.catch_up(&self.locations))
-            .await
-            .ok()?;
+        let running: Vec<u32> = self
+            .watching
+            .latest()
+            .as_ref()
+            .map_or_else(Vec::new, |last| {
+                last.runtimes
+                    .iter()
+                    .filter(|r| r.status == view::RuntimeStatus::Running)
+                    .filter_map(|r| r.pid)
+                    .collect()
+            });
+        let catch_up = self.watching.requests.catch_up(&self.locations, running);
+        tokio::time::timeout(wait, catch_up).await.ok()?;
         self.watching.latest().clone()
     }
 

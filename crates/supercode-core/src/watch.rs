@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender, WeakUnboundedSender};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -181,6 +181,9 @@ struct Requests {
     /// Events seen in the barrier directory ([`barrier_dir`]), and whether it is watched.
     barriers: tokio::sync::watch::Sender<u64>,
     barrier_watched: std::sync::atomic::AtomicBool,
+    /// The running watcher's cue channel, for a question to cue the exits it finds itself
+    /// ([`PassRequests::catch_up`]). Weak: the watcher's end closes when the watcher stops.
+    exits: Mutex<Option<WeakUnboundedSender<Cue>>>,
 }
 
 /// The directory a question writes into before it is answered ([`PassRequests::catch_up`]): the
@@ -209,9 +212,16 @@ impl PassRequests {
     /// ended took every such cue in (even while another pass, the tick's say, is under way), else
     /// once one that does has ended; with no pass under way it asks for one, which skips the
     /// debounce and re-reads only what the cues name. Never resolves if no watcher runs: bound it.
-    pub async fn catch_up(&self, locations: &Locations) {
+    ///
+    /// `running` are the pids the last published snapshot shows running. A process exit reaches
+    /// the watcher through its pidfd on the reactor, which is not ordered with the question, so
+    /// the question looks itself: each of them that no longer exists is cued as exited before
+    /// the cues are counted. (A pid already reused by another process is not caught here; its
+    /// pidfd's cue still comes, moments later.)
+    pub async fn catch_up(&self, locations: &Locations, running: impl IntoIterator<Item = u32>) {
         let requests = &self.0;
         self.barrier(locations).await;
+        self.cue_exits(running);
         let mut ended = requests.ended.subscribe();
         let cued = requests.cued.load(Ordering::SeqCst);
         let asked = requests.asked.load(Ordering::SeqCst);
@@ -229,6 +239,35 @@ impl PassRequests {
                 requests.catch_up.notify_one();
             }
             let _ = ended.wait_for(|&last| last >= awaited).await;
+        }
+    }
+
+    /// Cues every pid of `running` that no longer exists as exited, through the watcher's
+    /// channel, counted like any cue. One signal-0 `kill` per pid: no `/proc` read.
+    fn cue_exits(&self, running: impl IntoIterator<Item = u32>) {
+        let tx = self
+            .0
+            .exits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let Some(tx) = tx.and_then(|weak| weak.upgrade()) else {
+            return;
+        };
+        let sender = CueSender {
+            tx,
+            requests: self.clone(),
+        };
+        for pid in running {
+            let gone = i32::try_from(pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+                .is_some_and(|pid| {
+                    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
+                });
+            if gone {
+                sender.send(Cue::Exited(pid));
+            }
         }
     }
 
@@ -388,6 +427,7 @@ async fn run(
     cancel: CancellationToken,
 ) {
     let (tx, mut rx) = unbounded_channel();
+    *requests.0.exits.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.downgrade());
     let tx = CueSender {
         tx,
         requests: requests.clone(),
