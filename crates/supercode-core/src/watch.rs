@@ -426,6 +426,7 @@ async fn run(
     agents: Option<Arc<Agents>>,
     cancel: CancellationToken,
 ) {
+    locations.receipts.record_reaped();
     let (tx, mut rx) = unbounded_channel();
     *requests.0.exits.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.downgrade());
     let tx = CueSender {
@@ -542,7 +543,15 @@ fn pass(
     changes: Changes,
 ) -> (Snapshot, Vec<String>) {
     let mut died;
-    let mut removed = Vec::new();
+    // Receipts another read in this process removed since the last pass because their process
+    // had exited (an agent subscription retrying its dead runtime, an attach, a full read): each
+    // was that runtime's last trace, gone before this pass could judge it.
+    let mut removed: Vec<String> = locations
+        .receipts
+        .take_reaped()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let current = match sources.take() {
         Some(mut current) if !changes.full => {
             let plan = Plan::new(&current, changes.receipts, changes.canon, &changes.exited);
@@ -565,13 +574,15 @@ fn pass(
     };
     let snapshot = current.snapshot(locations, approvals);
     *sources = Some(current);
-    // A runtime seen running whose receipt this very pass removed because its process had exited
-    // also died, even if its pidfd has not cued yet (it raced the pass).
+    // A runtime seen running whose receipt this very pass (or another read since the last one)
+    // removed because its process had exited also died, even if its pidfd has not cued yet (it
+    // raced the pass).
     if let Some(last) = last {
+        let removed: HashSet<&str> = removed.iter().map(String::as_str).collect();
         for runtime in &last.runtimes {
             let removed_now = runtime
                 .endpoint
-                .as_ref()
+                .as_deref()
                 .is_some_and(|e| removed.contains(e));
             if runtime.status == RuntimeStatus::Running
                 && removed_now

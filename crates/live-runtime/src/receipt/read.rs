@@ -186,9 +186,14 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
             // No directory fsync here: a removal lost in a crash only means the next list removes
             // the receipt again, and syncing per removal made a list of 2,000 dead receipts cost
             // 3.3 s instead of 0.3 s (docs/BENCHMARKS.md, "Inventory scale").
-            Ok(()) => Scan::Gone {
-                exited_pid: Some(pid),
-            },
+            // Only the read whose removal took is counted: a runtime that unregistered removed
+            // its receipt itself, and a read that raced it finds nothing to remove.
+            Ok(()) => {
+                dir.reaped(&endpoint);
+                Scan::Gone {
+                    exited_pid: Some(pid),
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Scan::Gone {
                 exited_pid: Some(pid),
             },

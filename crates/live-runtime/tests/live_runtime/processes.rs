@@ -110,6 +110,54 @@ fn resolving_a_receipt_whose_process_died_reports_process_gone() {
 }
 
 #[test]
+fn removals_of_dead_receipts_by_any_clone_are_kept_once_asked_for() {
+    let scratch = file_store_scratch();
+    let dir = &scratch.dir;
+    let write_dead = |name: &str| {
+        let mut child = ChildGuard::sleep();
+        let identity = ProcessIdentity::of(child.pid()).unwrap();
+        let endpoint = LiveRuntimeEndpoint::generate();
+        write_receipt(
+            dir,
+            &endpoint,
+            &foreign_receipt(
+                &endpoint,
+                name,
+                &source(name),
+                identity.pid,
+                Some(identity.start_time),
+                "127.0.0.1:40102",
+                None,
+            ),
+        );
+        child.kill();
+        (endpoint, source(name))
+    };
+
+    // Not asked for: nothing is kept.
+    write_dead("unrecorded");
+    assert_eq!(list_live_runtimes(dir).unwrap().exited.len(), 1);
+    assert!(dir.take_reaped().is_empty());
+
+    dir.record_reaped();
+    let (listed, _) = write_dead("listed");
+    let (resolved, resolved_source) = write_dead("resolved");
+    // A clone made before or after the call shares the record: the resolve's removal counts.
+    let clone = dir.clone();
+    let err = resolve_live_runtime(&clone, &resolved, &resolved_source).unwrap_err();
+    assert!(
+        matches!(err, LiveRuntimeReceiptError::ProcessGone { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        list_live_runtimes(dir).unwrap().exited,
+        vec![listed.clone()]
+    );
+    assert_eq!(dir.take_reaped(), vec![resolved, listed]);
+    assert!(clone.take_reaped().is_empty(), "each removal is given once");
+}
+
+#[test]
 fn a_live_pid_with_the_wrong_start_time_is_stale_unresolvable_and_forgettable() {
     let scratch = file_store_scratch();
     let dir = &scratch.dir;

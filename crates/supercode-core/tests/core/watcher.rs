@@ -65,9 +65,7 @@ fn a_registered_receipt_reaches_the_sink_as_a_snapshot_promptly() {
 }
 
 /// The kill happens while the watcher is idle (after a file change it has already answered), so
-/// only the pidfd can explain a prompt removal. A death that lands *during* a rescan started for
-/// another reason can still go untold: the rescan removes the dead receipt before the exit is
-/// known (see `died_before_rescan`); the window is the dying process's teardown.
+/// only the pidfd can explain a prompt removal.
 #[test]
 fn a_sigkilled_runtime_leaves_the_inventory_via_its_pidfd_before_the_tick_and_is_reported_dead() {
     let fx = Fixture::new();
@@ -114,6 +112,44 @@ fn a_sigkilled_runtime_leaves_the_inventory_via_its_pidfd_before_the_tick_and_is
             .receipt_path(&runtime.endpoint.parse().unwrap())
             .exists(),
         "the dead runtime's receipt is removed"
+    );
+}
+
+/// Any read removes a dead process's receipt, and the removal is that death's only trace: here
+/// a full read of this process's own (what an agent subscription retrying its runtime, an attach
+/// or a `list` does) removes it right after the kill, inside the watcher's 15 ms debounce, so the
+/// watcher's pass finds the receipt already gone. The death must still be told, once.
+#[test]
+fn a_death_is_told_when_another_read_removed_the_receipt_first() {
+    let fx = Fixture::new();
+    let mut runtime = RuntimeProcess::start(&fx, "doomed");
+    let endpoint: live_runtime::LiveRuntimeEndpoint = runtime.endpoint.parse().unwrap();
+    let (sink, mut events) = recorder();
+    let core = fx.core_with(sink);
+    let _watch = core.watch();
+    events.wait_for_snapshot("the runtime listed running", TIMEOUT, |s| {
+        find(s, &runtime.endpoint).is_some_and(|r| r.status == RuntimeStatus::Running)
+    });
+
+    runtime.kill();
+    let read = core.snapshot();
+    assert!(
+        find(&read, &runtime.endpoint).is_none(),
+        "the read lists the dead runtime"
+    );
+    assert!(
+        !fx.receipts().receipt_path(&endpoint).exists(),
+        "the read removed the dead runtime's receipt"
+    );
+    events.wait_for_snapshot("the dead runtime to leave", TIMEOUT, |s| {
+        find(s, &runtime.endpoint).is_none()
+    });
+    events.drain();
+    assert_eq!(
+        events.died(),
+        vec!["doomed".to_owned()],
+        "events: {}",
+        events.summary()
     );
 }
 
