@@ -68,7 +68,7 @@ pub struct Toggles {
 /// What a menu item does: built here, parsed back here, dispatched on by
 /// [`super::on_menu_event`]. Ids carry only opaque endpoints, catalog ids and profile names,
 /// never anything secret, so they are safe to log.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum MenuId {
     /// Attach the runtime with this inventory id.
     Attach(String),

@@ -8,6 +8,8 @@
 //! a text, a check mark, a submenu's items, or a line moved, added or removed. A submenu whose
 //! title changes (an agent's state) is replaced whole: one runtime's few items, not the menu.
 
+use std::collections::{HashMap, HashSet};
+
 use super::{Entry, MenuId};
 
 /// One change to a menu, applied in order: positions are those of the menu as the edits before
@@ -70,7 +72,7 @@ pub enum Edit<'a> {
 type Key<'a> = (Line<'a>, usize);
 
 /// The part of a line's key that the line itself gives.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Line<'a> {
     Item(&'a MenuId),
     Check(&'a MenuId),
@@ -79,39 +81,55 @@ enum Line<'a> {
 }
 
 fn keys(entries: &[Entry]) -> Vec<Key<'_>> {
-    let mut keys: Vec<Key<'_>> = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let line = match entry {
-            Entry::Item { id, .. } => Line::Item(id),
-            Entry::Check { id, .. } => Line::Check(id),
-            Entry::Submenu { runtime, .. } => Line::Submenu(runtime),
-            Entry::Separator => Line::Separator,
-        };
-        let earlier = keys.iter().filter(|(seen, _)| *seen == line).count();
-        keys.push((line, earlier));
-    }
-    keys
+    let mut seen: HashMap<Line<'_>, usize> = HashMap::with_capacity(entries.len());
+    entries
+        .iter()
+        .map(|entry| {
+            let line = match entry {
+                Entry::Item { id, .. } => Line::Item(id),
+                Entry::Check { id, .. } => Line::Check(id),
+                Entry::Submenu { runtime, .. } => Line::Submenu(runtime),
+                Entry::Separator => Line::Separator,
+            };
+            let earlier = seen.entry(line.clone()).or_insert(0);
+            let key = (line, *earlier);
+            *earlier += 1;
+            key
+        })
+        .collect()
 }
 
 /// The edits that turn a menu showing `old` into one showing `new`; none when they are equal.
+///
+/// Linear in the menu's length when lines keep their order (the usual change: one line's text),
+/// so a menu of thousands of runtimes costs the tray's main thread little more than comparing it.
 pub fn edits<'a>(old: &[Entry], new: &'a [Entry]) -> Vec<Edit<'a>> {
     let new_keys = keys(new);
-    let mut shown: Vec<(Key<'_>, &Entry)> = keys(old).into_iter().zip(old).collect();
-    let mut edits = Vec::new();
-    for at in (0..shown.len()).rev() {
-        if !new_keys.contains(&shown[at].0) {
-            edits.push(Edit::Remove { at });
-            shown.remove(at);
-        }
-    }
-    for (at, (key, entry)) in new_keys.into_iter().zip(new).enumerate() {
-        // Lines before `at` already hold the first `at` new keys, so a match lies at or after it.
-        match shown.iter().position(|(k, _)| *k == key) {
+    let kept: HashSet<&Key<'_>> = new_keys.iter().collect();
+    let old_keys = keys(old);
+    let mut edits: Vec<Edit<'a>> = (0..old.len())
+        .rev()
+        .filter(|&at| !kept.contains(&old_keys[at]))
+        .map(|at| Edit::Remove { at })
+        .collect();
+    let mut shown: Vec<(Key<'_>, &Entry)> = old_keys
+        .into_iter()
+        .zip(old)
+        .filter(|(key, _)| kept.contains(key))
+        .collect();
+    for (at, (key, entry)) in new_keys.iter().zip(new).enumerate() {
+        // Lines before `at` already hold the first `at` new keys, so a match lies at or after it:
+        // at `at` itself unless lines moved.
+        let found = shown[at.min(shown.len())..]
+            .iter()
+            .position(|(k, _)| k == key)
+            .map(|offset| at + offset);
+        match found {
             Some(from) if replaced(shown[from].1, entry) => {
                 edits.push(Edit::Remove { at: from });
                 edits.push(Edit::Insert { at, entry });
                 shown.remove(from);
-                shown.insert(at, (key, entry));
+                shown.insert(at, (key.clone(), entry));
             }
             Some(from) => {
                 if from != at {
@@ -124,7 +142,7 @@ pub fn edits<'a>(old: &[Entry], new: &'a [Entry]) -> Vec<Edit<'a>> {
             }
             None => {
                 edits.push(Edit::Insert { at, entry });
-                shown.insert(at, (key, entry));
+                shown.insert(at, (key.clone(), entry));
             }
         }
     }
@@ -396,6 +414,22 @@ mod tests {
                     entry: &new[1]
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn one_line_changed_among_thousands_is_one_edit() {
+        let names: Vec<String> = (0..5_000).map(|i| format!("r{i}")).collect();
+        let old = menu(names.iter().map(|n| attach(n)).collect());
+        let mut lines: Vec<Entry> = names.iter().map(|n| attach(n)).collect();
+        lines[4_321] = item(MenuId::Attach("lre_r4321".into()), "Attach r4321 (renamed)");
+        let new = menu(lines);
+        assert_eq!(
+            check(&old, &new),
+            vec![Edit::Label {
+                at: 4_321,
+                label: "Attach r4321 (renamed)"
+            }]
         );
     }
 
