@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-release=target/release
+release=${CARGO_TARGET_DIR:-target}/release
 bench=$(cargo bench -p live-runtime --bench inventory --no-run 2>&1 | sed -n 's/.*(\(.*inventory-[^)]*\))$/\1/p')
 [ -x "$bench" ] || { echo "bench-list: the inventory bench did not build" >&2; exit 1; }
 sizes=("$@")

@@ -163,7 +163,7 @@ pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
             // 10,000 runtimes), so none is made while the window is closed; it asks for the
             // snapshot when it opens.
             if app.get_webview_window(MAIN_WINDOW).is_some() {
-                if let Err(e) = app.emit_to(MAIN_WINDOW, SNAPSHOT_EVENT, &snapshot) {
+                if let Err(e) = app.emit_to(MAIN_WINDOW, SNAPSHOT_EVENT, &*snapshot) {
                     tracing::debug!("could not update the window: {e}");
                 }
             }

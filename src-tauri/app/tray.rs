@@ -13,7 +13,7 @@
 //! a mnemonic.
 
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use supercode_core::view::{
     AgentActionView, AgentState, PendingState, PendingView, RuntimeView, Snapshot,
@@ -467,8 +467,8 @@ fn pending_entry(pending: &PendingView) -> Entry {
 
 /// What the tray shows now, so a refresh can tell what changed, and the menu that shows it.
 struct Shown<R: Runtime> {
-    /// The inventory it shows, kept for a [`redraw`].
-    snapshot: Snapshot,
+    /// The inventory it shows, kept for a [`redraw`] (the copy the watcher published).
+    snapshot: Arc<Snapshot>,
     view: TrayView,
     menu: Menu<R>,
 }
@@ -484,7 +484,7 @@ struct TrayShown<R: Runtime> {
 /// What the main thread shows next.
 enum Next {
     /// A newer inventory.
-    Snapshot(Snapshot),
+    Snapshot(Arc<Snapshot>),
     /// The inventory shown now, again (a setting the menu shows changed).
     Redraw,
 }
@@ -509,7 +509,7 @@ pub fn create<R: Runtime>(
         .build(app)?;
     app.manage(TrayShown {
         shown: Mutex::new(Shown {
-            snapshot: snapshot.clone(),
+            snapshot: Arc::new(snapshot.clone()),
             view,
             menu,
         }),
@@ -522,7 +522,7 @@ pub fn create<R: Runtime>(
 /// the main thread, where tray calls from any other thread would wait for it anyway; a snapshot
 /// that arrives before the main thread got to the one before replaces it, so a newer inventory is
 /// never overwritten by an older one and a burst costs one update, not one per snapshot.
-pub fn refresh<R: Runtime>(app: &AppHandle<R>, snapshot: Snapshot) -> tauri::Result<()> {
+pub fn refresh<R: Runtime>(app: &AppHandle<R>, snapshot: Arc<Snapshot>) -> tauri::Result<()> {
     queue(app, Next::Snapshot(snapshot))
 }
 

@@ -72,7 +72,7 @@ pub async fn events(core: &Supercode) -> Result<(), CliError> {
             event = rx.recv() => {
                 let Some(event) = event else { break };
                 let line = match event {
-                    CoreEvent::Snapshot(snapshot) => json!({ "type": "snapshot", "snapshot": snapshot }),
+                    CoreEvent::Snapshot(snapshot) => json!({ "type": "snapshot", "snapshot": &*snapshot }),
                     CoreEvent::AgentAlert { id, name, state, title } => json!({
                         "type": "agent-alert", "id": id, "name": name, "state": state, "title": title,
                     }),

@@ -257,9 +257,9 @@ impl Drop for Socket {
 /// that polls `list` at 10,000 runtimes then costs a comparison and a copy, not a render of
 /// 10 MB of JSON each time.
 struct Rendered {
-    snapshot: Snapshot,
+    snapshot: Arc<Snapshot>,
     json: bool,
-    text: Arc<str>,
+    text: Arc<String>,
 }
 
 async fn answer(core: &Supercode, stream: UnixStream, last: &mut Option<Rendered>) {
@@ -300,7 +300,7 @@ async fn reply_to(
     core: &Supercode,
     question: &Question,
     last: &mut Option<Rendered>,
-) -> Result<Arc<str>, String> {
+) -> Result<Arc<String>, String> {
     let ours = Question::for_list(core.locations(), question.json);
     if *question != ours {
         return Err(if question.version != ours.version {
@@ -315,13 +315,14 @@ async fn reply_to(
     let Some(snapshot) = core.caught_up(CATCH_UP_TIMEOUT).await else {
         return Err("the inventory is not being watched".to_owned());
     };
-    if let Some(last) = last
-        .as_ref()
-        .filter(|l| l.json == question.json && l.snapshot == snapshot)
-    {
+    // The watcher publishes a new copy only when the inventory changed: the same copy is the
+    // same inventory, with no comparison of thousands of runtimes.
+    if let Some(last) = last.as_ref().filter(|l| {
+        l.json == question.json && (Arc::ptr_eq(&l.snapshot, &snapshot) || l.snapshot == snapshot)
+    }) {
         return Ok(last.text.clone());
     }
-    let text: Arc<str> = output::render_list(&snapshot, question.json).into();
+    let text = Arc::new(output::render_list(&snapshot, question.json));
     *last = Some(Rendered {
         snapshot,
         json: question.json,

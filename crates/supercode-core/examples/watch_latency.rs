@@ -434,13 +434,13 @@ impl OpenSpy {
 }
 
 struct Events {
-    rx: mpsc::Receiver<(Instant, Snapshot)>,
+    rx: mpsc::Receiver<(Instant, std::sync::Arc<Snapshot>)>,
 }
 
 /// A core over `locations` with its watcher started, and the snapshots it publishes, each with
 /// when it arrived.
 fn watched(locations: Locations) -> (Supercode, WatchHandle, Events) {
-    let (tx, rx) = mpsc::channel::<(Instant, Snapshot)>();
+    let (tx, rx) = mpsc::channel::<(Instant, std::sync::Arc<Snapshot>)>();
     let tx = Mutex::new(tx);
     let core = Supercode::new(locations, move |event| {
         if let CoreEvent::Snapshot(snapshot) = event {

@@ -44,8 +44,9 @@ use view::{ActOutcome, PendingView, ReviveOutcome, RevivePlanView, Snapshot};
 /// Something the shell may want to show the user.
 #[derive(Clone, Debug)]
 pub enum CoreEvent {
-    /// The inventory changed; here is all of it.
-    Snapshot(Snapshot),
+    /// The inventory changed; here is all of it. Shared: the watcher, the tray, the window's
+    /// event and `list`'s answer hold one copy (at 10,000 runtimes a copy is megabytes).
+    Snapshot(Arc<Snapshot>),
     /// A live runtime's process exited without unregistering.
     RuntimeDied {
         /// Its display name.
@@ -95,12 +96,12 @@ struct Watching {
     /// How many watchers run (the app runs one).
     running: AtomicUsize,
     /// What a watcher read last, agent states included; `None` until its first pass.
-    latest: Mutex<Option<Snapshot>>,
+    latest: Mutex<Option<Arc<Snapshot>>>,
     requests: watch::PassRequests,
 }
 
 impl Watching {
-    fn latest(&self) -> std::sync::MutexGuard<'_, Option<Snapshot>> {
+    fn latest(&self) -> std::sync::MutexGuard<'_, Option<Arc<Snapshot>>> {
         self.latest.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -115,7 +116,7 @@ impl WatchingGuard {
         Self(watching.clone())
     }
 
-    fn record(&self, snapshot: &Snapshot) {
+    fn record(&self, snapshot: &Arc<Snapshot>) {
         *self.0.latest() = Some(snapshot.clone());
     }
 }
@@ -189,8 +190,8 @@ impl Supercode {
     /// published last (the one source of events, so this is never older than an event already
     /// sent); otherwise a fresh read ([`Supercode::snapshot`]).
     pub fn current(&self) -> Snapshot {
-        if let Some(latest) = self.watching.latest().clone() {
-            return latest;
+        if let Some(latest) = self.watching.latest().as_deref() {
+            return latest.clone();
         }
         self.snapshot()
     }
@@ -199,7 +200,7 @@ impl Supercode {
     /// call (a receipt written or removed, a process exited): what a caller gets that must not
     /// miss a runtime registered just before it asked, like the CLI's `list` answered by the
     /// app. `None` when no watcher runs, or it did not get there within `wait`.
-    pub async fn caught_up(&self, wait: std::time::Duration) -> Option<Snapshot> {
+    pub async fn caught_up(&self, wait: std::time::Duration) -> Option<Arc<Snapshot>> {
         if self.watching.running.load(Ordering::SeqCst) == 0 {
             return None;
         }
@@ -450,7 +451,7 @@ impl Supercode {
         if self.watching.running.load(Ordering::SeqCst) > 0 {
             self.watching.requests.request();
         } else {
-            sink(CoreEvent::Snapshot(self.snapshot()));
+            sink(CoreEvent::Snapshot(Arc::new(self.snapshot())));
         }
     }
 }

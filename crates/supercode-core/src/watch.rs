@@ -439,7 +439,7 @@ async fn run(
     let mut dirs = DirWatch::new(&locations, tx.clone());
     let mut exits = ExitWatch::default();
     let mut sources: Option<Sources> = None;
-    let mut last: Option<Snapshot> = None;
+    let mut last: Option<Arc<Snapshot>> = None;
     let mut changes = Changes::everything();
     // The first pass reads everything already, so the first tick is one interval away (a tick
     // at once would read it all again).
@@ -466,29 +466,40 @@ async fn run(
         if dirs.as_mut().is_some_and(|dirs| dirs.sync(renew)) {
             changes.full = true;
         }
-        let (mut snapshot, died) = pass(
+        let (mut snapshot, died, reread) = pass(
             &locations,
             &approvals,
             &mut sources,
-            last.as_ref(),
+            last.as_deref(),
             std::mem::take(&mut changes),
         );
         if let Some(agents) = &agents {
-            agents.sync(&snapshot);
+            let reread: Option<HashSet<&str>> = reread.as_ref().map(|files| {
+                files
+                    .iter()
+                    .filter_map(|name| name.strip_suffix(".json"))
+                    .collect()
+            });
+            agents.sync(&snapshot, |endpoint| {
+                reread.as_ref().is_none_or(|files| files.contains(endpoint))
+            });
             agents.apply(&mut snapshot);
         }
         on_pass(&snapshot);
         for name in died {
             sink(CoreEvent::RuntimeDied { name });
         }
-        for profile in newly_waiting(last.as_ref(), &snapshot) {
+        for profile in newly_waiting(last.as_deref(), &snapshot) {
             sink(CoreEvent::RegistrationWaiting { profile });
         }
-        if last.as_ref() != Some(&snapshot) {
-            sink(CoreEvent::Snapshot(snapshot.clone()));
-        }
         exits.track(&snapshot, &tx);
-        last = Some(snapshot);
+        // Published shared, and only when it changed: an unchanged pass keeps the copy everyone
+        // holds, so "the same inventory as before" stays one pointer comparison.
+        if last.as_deref() != Some(&snapshot) {
+            let snapshot = Arc::new(snapshot);
+            sink(CoreEvent::Snapshot(snapshot.clone()));
+            last = Some(snapshot);
+        }
         requests.end(number, took);
         // When the next pass woken by an agent state may begin (see that arm below).
         let agent_pass_at = tokio::time::Instant::now() + started.elapsed();
@@ -534,15 +545,17 @@ async fn agent_state_changed(agents: Option<&Agents>) {
 }
 
 /// One pass: re-reads what `changes` names (everything, if it says so or nothing was read yet),
-/// and returns the new snapshot with the runtimes that died since `last`.
+/// and returns the new snapshot, the runtimes that died since `last`, and the receipt files it
+/// re-read (`None`: all of them).
 fn pass(
     locations: &Locations,
     approvals: &ApprovalBoard,
     sources: &mut Option<Sources>,
     last: Option<&Snapshot>,
     changes: Changes,
-) -> (Snapshot, Vec<String>) {
+) -> (Snapshot, Vec<String>, Option<BTreeSet<String>>) {
     let mut died;
+    let mut reread = None;
     // Receipts another read in this process removed since the last pass because their process
     // had exited (an agent subscription retrying its dead runtime, an attach, a full read): each
     // was that runtime's last trace, gone before this pass could judge it.
@@ -557,7 +570,10 @@ fn pass(
             let plan = Plan::new(&current, changes.receipts, changes.canon, &changes.exited);
             died = died_before_rescan(locations, last, &changes.exited, |r| plan.touches(r));
             match plan.apply(locations, &mut current, &mut removed) {
-                Ok(()) => current,
+                Ok(()) => {
+                    reread = Some(plan.files);
+                    current
+                }
                 Err(FullReadNeeded) => {
                     // The rest is judged as a full read would, before that read removes anything.
                     died.extend(died_before_rescan(locations, last, &changes.exited, |r| {
@@ -592,7 +608,7 @@ fn pass(
             }
         }
     }
-    (snapshot, died)
+    (snapshot, died, reread)
 }
 
 fn read_all(locations: &Locations, removed: &mut Vec<String>) -> Sources {

@@ -266,7 +266,7 @@ impl Run {
             .iter()
             .rev()
             .find_map(|(_, e)| match e {
-                CoreEvent::Snapshot(s) => Some(s.clone()),
+                CoreEvent::Snapshot(s) => Some(Snapshot::clone(s)),
                 _ => None,
             })
             .expect("the watcher published a snapshot")

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use canon_local::{
@@ -386,7 +386,7 @@ impl Events {
             _ => false,
         });
         match event {
-            CoreEvent::Snapshot(s) => (at, s),
+            CoreEvent::Snapshot(s) => (at, Arc::unwrap_or_clone(s)),
             _ => unreachable!(),
         }
     }
