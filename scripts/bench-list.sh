@@ -12,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-release=${CARGO_TARGET_DIR:-target}/release
+# SUPERCODE_BENCH_BIN_DIR: the supercode-tray and supercode-tray-app to time (another commit's, say).
+release=${SUPERCODE_BENCH_BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}
 bench=$(cargo bench -p live-runtime --bench inventory --no-run 2>&1 | sed -n 's/.*(\(.*inventory-[^)]*\))$/\1/p')
 [ -x "$bench" ] || { echo "bench-list: the inventory bench did not build" >&2; exit 1; }
 sizes=("$@")
