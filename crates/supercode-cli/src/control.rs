@@ -253,13 +253,30 @@ impl Drop for Socket {
     }
 }
 
-/// The last answer rendered, kept for the next question about the same inventory: a script
-/// that polls `list` at 10,000 runtimes then costs a comparison and a copy, not a render of
-/// 10 MB of JSON each time.
-struct Rendered {
-    snapshot: Arc<Snapshot>,
-    json: bool,
-    text: Arc<String>,
+/// The last answer rendered, kept for the next question: a script that polls `list` at 10,000
+/// runtimes then costs a pointer comparison and a copy, not a render of 10 MB of JSON each time,
+/// and the JSON answer after a change renders only the runtimes that changed.
+enum Rendered {
+    Json(output::JsonList),
+    Table {
+        snapshot: Arc<Snapshot>,
+        text: Arc<String>,
+    },
+}
+
+impl Rendered {
+    /// This answer, if it was rendered for `snapshot` in the form `json` asks for.
+    fn for_snapshot(&self, json: bool, snapshot: &Arc<Snapshot>) -> Option<Arc<String>> {
+        // The watcher publishes a new copy only when the inventory changed: the same copy is the
+        // same inventory, with no comparison of thousands of runtimes.
+        let same =
+            |rendered: &Arc<Snapshot>| Arc::ptr_eq(rendered, snapshot) || **rendered == **snapshot;
+        match self {
+            Rendered::Json(list) if json && same(list.snapshot()) => Some(list.text.clone()),
+            Rendered::Table { snapshot, text } if !json && same(snapshot) => Some(text.clone()),
+            _ => None,
+        }
+    }
 }
 
 async fn answer(core: &Supercode, stream: UnixStream, last: &mut Option<Rendered>) {
@@ -315,18 +332,29 @@ async fn reply_to(
     let Some(snapshot) = core.caught_up(CATCH_UP_TIMEOUT).await else {
         return Err("the inventory is not being watched".to_owned());
     };
-    // The watcher publishes a new copy only when the inventory changed: the same copy is the
-    // same inventory, with no comparison of thousands of runtimes.
-    if let Some(last) = last.as_ref().filter(|l| {
-        l.json == question.json && (Arc::ptr_eq(&l.snapshot, &snapshot) || l.snapshot == snapshot)
-    }) {
-        return Ok(last.text.clone());
+    if let Some(text) = last
+        .as_ref()
+        .and_then(|l| l.for_snapshot(question.json, &snapshot))
+    {
+        return Ok(text);
     }
-    let text = Arc::new(output::render_list(&snapshot, question.json));
-    *last = Some(Rendered {
-        snapshot,
-        json: question.json,
-        text: text.clone(),
-    });
+    let previous = last.take();
+    let rendered = if question.json {
+        let previous = match &previous {
+            Some(Rendered::Json(list)) => Some(list),
+            _ => None,
+        };
+        Rendered::Json(output::JsonList::render(snapshot, previous))
+    } else {
+        Rendered::Table {
+            text: Arc::new(output::render_list(&snapshot, false)),
+            snapshot,
+        }
+    };
+    let text = match &rendered {
+        Rendered::Json(list) => list.text.clone(),
+        Rendered::Table { text, .. } => text.clone(),
+    };
+    *last = Some(rendered);
     Ok(text)
 }
