@@ -49,6 +49,8 @@ pub struct JsonList {
 /// How far `to_string_pretty` indents a runtime of `list --json`: two levels deep (the
 /// document, then its `runtimes` array).
 const RUNTIME_INDENT: &str = "    ";
+/// A newline inside a runtime's text, followed by that indent.
+const RUNTIME_NEWLINE: &str = "\n    ";
 
 impl JsonList {
     /// The document for `snapshot`, the same bytes as `render_list(snapshot, true)`, reusing the
@@ -100,9 +102,7 @@ impl JsonList {
                     }
                     // JSON strings hold no raw newline, so every newline starts a line.
                     None => match serde_json::to_string_pretty(runtime) {
-                        Ok(text) => {
-                            out.push_str(&text.replace('\n', &format!("\n{RUNTIME_INDENT}")))
-                        }
+                        Ok(text) => out.push_str(&text.replace('\n', RUNTIME_NEWLINE)),
                         Err(e) => eprintln!("error: could not encode JSON: {e}"),
                     },
                 }
@@ -147,16 +147,8 @@ fn list_json<'a>(snapshot: &'a Snapshot, runtimes: &'a [RuntimeView]) -> ListJso
 pub fn render_list(snapshot: &Snapshot, json: bool) -> String {
     let mut out = String::new();
     if json {
-        return match serde_json::to_string_pretty(&list_json(snapshot, &snapshot.runtimes)) {
-            Ok(mut text) => {
-                text.push('\n');
-                text
-            }
-            Err(e) => {
-                eprintln!("error: could not encode JSON: {e}");
-                String::new()
-            }
-        };
+        print_json(&mut out, &list_json(snapshot, &snapshot.runtimes));
+        return out;
     }
     if snapshot.runtimes.is_empty() {
         let _ = writeln!(
