@@ -8,15 +8,10 @@
 //! cross-site WebSocket hijacking). Only then is the request forwarded with the bearer token
 //! added, over a connection whose other end the kernel says is the user's own socket.
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use atomic_waker::AtomicWaker;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -27,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
 use crate::body::ProxyBody;
+use crate::exchange::{Failure, Outgoing, RuntimeConnection};
 use crate::owner::{self, SocketTable};
 use crate::{pages, AttachOptions, UPSTREAM_CONNECT_TIMEOUT};
 
@@ -55,8 +51,9 @@ static HOP_BY_HOP: [HeaderName; 8] = [
 /// Fetch metadata: which site a browser request comes from.
 static SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 
-/// Request headers dropped besides [`HOP_BY_HOP`]: `Proxy-Authenticate` is ours, and hyper's
-/// client does not implement 100-continue (the body is sent right away anyway).
+/// Request headers dropped besides [`HOP_BY_HOP`]: `Proxy-Authenticate` is ours, and the
+/// runtime side does not wait for a 100 (the body is sent right away; hyper's server has already
+/// answered the browser's `Expect` by reading the body).
 static REQUEST_ONLY_DROPPED: [HeaderName; 2] = [header::PROXY_AUTHENTICATE, header::EXPECT];
 
 /// State shared by every connection of one proxy.
@@ -150,56 +147,26 @@ struct Cookies {
 /// request order as the browser sent. The runtime connection closes with the browser one.
 #[derive(Default)]
 pub(crate) struct UpstreamLink {
-    // std Mutexes: each is held only to move a value in or out, never across an await.
-    idle: Mutex<Option<SendRequest<ProxyBody>>>,
-    /// A freshly opened runtime connection waiting to be driven by the browser connection's task.
-    opened: Mutex<Option<UpstreamConnection>>,
-    /// Set while `opened` holds a connection. The driving task polls for one on every wake-up
-    /// (several per request), so that poll reads this flag and registers its waker, and takes
-    /// the lock only when there is something to take.
-    has_opened: AtomicBool,
-    driver: AtomicWaker,
+    // std Mutex: held only to move the connection in or out, never across an await. The
+    // response body that holds the connection while it streams gives it back here.
+    idle: Mutex<Option<RuntimeConnection>>,
 }
-
-/// The driver of one runtime connection. It is polled by the same task as the browser
-/// connection it serves, so a forwarded request never hops between tasks or threads.
-pub(crate) type UpstreamConnection = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl UpstreamLink {
-    fn take(&self) -> Option<SendRequest<ProxyBody>> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).take()
+    /// The idle connection, if the runtime has not closed it meanwhile.
+    fn take_open(&self) -> Option<RuntimeConnection> {
+        let mut connection = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+        connection.is_open_and_idle().then_some(connection)
     }
 
-    fn put_back(&self, sender: SendRequest<ProxyBody>) {
-        *self.idle.lock().unwrap_or_else(|e| e.into_inner()) = Some(sender);
-    }
-
-    fn adopt(&self, connection: UpstreamConnection) {
-        *self.opened.lock().unwrap_or_else(|e| e.into_inner()) = Some(connection);
-        self.has_opened.store(true, Ordering::Release);
-        self.driver.wake();
-    }
-
-    /// Ready with a runtime connection opened since the last call, for the caller to drive.
-    pub(crate) fn poll_opened(&self, cx: &mut Context<'_>) -> Poll<UpstreamConnection> {
-        // Registered before the flag is read, so an `adopt` in between still wakes the caller.
-        self.driver.register(cx.waker());
-        if !self.has_opened.swap(false, Ordering::Acquire) {
-            return Poll::Pending;
-        }
-        match self.opened.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(connection) => Poll::Ready(connection),
-            None => Poll::Pending,
-        }
+    pub(crate) fn put_back(&self, connection: RuntimeConnection) {
+        *self.idle.lock().unwrap_or_else(|e| e.into_inner()) = Some(connection);
     }
 }
 
-/// Opens a new HTTP/1.1 connection to the runtime. Without `link` (WebSocket handshakes) its
-/// driver gets its own task; with one, the browser connection's task drives it.
-async fn connect_upstream(
-    shared: &Shared,
-    link: Option<&UpstreamLink>,
-) -> Result<SendRequest<ProxyBody>, ()> {
+/// Opens a TCP connection to the runtime, checked to be the user's own before anything (the
+/// token above all) is written to it.
+async fn connect_runtime(shared: &Shared) -> Result<tokio::net::TcpStream, ()> {
     let connect = tokio::time::timeout(
         UPSTREAM_CONNECT_TIMEOUT,
         tokio::net::TcpStream::connect(shared.upstream_addr),
@@ -212,25 +179,7 @@ async fn connect_upstream(
         return Err(());
     }
     let _ = stream.set_nodelay(true);
-    let (sender, connection) =
-        hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream))
-            .await
-            .map_err(drop)?;
-    match link {
-        Some(link) => link.adopt(Box::pin(async move {
-            let _ = connection.await;
-        })),
-        None => {
-            let stop = shared.stop.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = stop.cancelled() => {}
-                    _ = connection.with_upgrades() => {}
-                }
-            });
-        }
-    }
-    Ok(sender)
+    Ok(stream)
 }
 
 /// True when the kernel says the runtime's end of `stream` is a socket of the proxy's own user,
@@ -244,24 +193,10 @@ fn runtime_end_is_own(shared: &Shared, stream: &tokio::net::TcpStream) -> bool {
     matches!(peer, owner::Peer::Own)
 }
 
-/// A ready sender: the link's idle one if it is still usable, else a fresh connection.
-async fn ready_sender(shared: &Shared, link: &UpstreamLink) -> Option<SendRequest<ProxyBody>> {
-    if let Some(mut sender) = link.take() {
-        // Waits until the previous response body has been fully read off the connection;
-        // fails if the runtime closed the idle connection meanwhile.
-        if sender.ready().await.is_ok() {
-            return Some(sender);
-        }
-    }
-    let mut sender = connect_upstream(shared, Some(link)).await.ok()?;
-    sender.ready().await.ok()?;
-    Some(sender)
-}
-
 /// Handles one browser request end to end.
 pub(crate) async fn handle(
     shared: &Shared,
-    link: &UpstreamLink,
+    link: &Arc<UpstreamLink>,
     request: Request<Incoming>,
 ) -> Response<ProxyBody> {
     let Some(host) = own_host(shared, &request) else {
@@ -511,58 +446,45 @@ fn origin_form(uri: Uri) -> Uri {
 
 async fn forward(
     shared: &Shared,
-    link: &UpstreamLink,
+    link: &Arc<UpstreamLink>,
     request: Request<Incoming>,
     cookies: Cookies,
 ) -> Response<ProxyBody> {
-    let Some(mut sender) = ready_sender(shared, link).await else {
-        tracing::warn!("runtime did not accept a connection");
-        return pages::upstream_down();
-    };
     let (mut parts, body) = request.into_parts();
     rewrite_request_headers(shared, &mut parts.headers, cookies);
-    parts.uri = origin_form(parts.uri);
-    parts.version = Version::HTTP_11;
-    let upstream_request = Request::from_parts(parts, ProxyBody::Streamed(body));
-    let sent = match sender.try_send_request(upstream_request).await {
-        Ok(response) => Some((sender, response)),
-        Err(mut error) => match error.take_message() {
-            // Never written: the runtime closed the idle connection just as this request came
-            // (its keep-alive timeout, or a restart). Retry once on a fresh connection.
-            Some(upstream_request) => {
-                retry_on_fresh_connection(shared, link, upstream_request).await
+    let outgoing = Outgoing::new(parts, body);
+    let sent = match link.take_open() {
+        Some(connection) => match connection.exchange(outgoing, link.clone()).await {
+            // The runtime closed the kept-alive connection just as this request came (its
+            // keep-alive timeout, or a restart), and the request can be sent again as it was:
+            // once more, on a fresh connection.
+            Err(Failure::Unanswered(outgoing)) => {
+                send_on_fresh_connection(shared, link, outgoing).await
             }
-            None => {
-                // The error's text is not logged: it is not needed, and connection errors can
-                // carry details of the runtime's socket.
-                tracing::warn!("runtime request failed");
-                None
-            }
+            sent => sent.ok(),
         },
+        None => send_on_fresh_connection(shared, link, outgoing).await,
     };
-    let Some((sender, response)) = sent else {
+    let Some(mut response) = sent else {
+        // No error text is logged: it is not needed, and connection errors can carry details
+        // of the runtime's socket.
+        tracing::warn!("runtime request failed");
         return pages::upstream_down();
     };
-    link.put_back(sender);
-    let (mut parts, body) = response.into_parts();
-    rewrite_response_headers(&mut parts.headers);
-    Response::from_parts(parts, ProxyBody::Streamed(body))
+    rewrite_response_headers(response.headers_mut());
+    response
 }
 
-async fn retry_on_fresh_connection(
+async fn send_on_fresh_connection(
     shared: &Shared,
-    link: &UpstreamLink,
-    request: Request<ProxyBody>,
-) -> Option<(SendRequest<ProxyBody>, Response<Incoming>)> {
-    let mut sender = connect_upstream(shared, Some(link)).await.ok()?;
-    sender.ready().await.ok()?;
-    match sender.send_request(request).await {
-        Ok(response) => Some((sender, response)),
-        Err(_) => {
-            tracing::warn!("runtime request failed on a fresh connection");
-            None
-        }
-    }
+    link: &Arc<UpstreamLink>,
+    outgoing: Outgoing,
+) -> Option<Response<ProxyBody>> {
+    let stream = connect_runtime(shared).await.ok()?;
+    RuntimeConnection::new(stream)
+        .exchange(outgoing, link.clone())
+        .await
+        .ok()
 }
 
 /// The two headers that make a message a WebSocket upgrade (hop-by-hop, so the proxy sets them
@@ -570,6 +492,23 @@ async fn retry_on_fresh_connection(
 fn mark_websocket_upgrade(headers: &mut HeaderMap) {
     headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
     headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+}
+
+/// Opens a runtime connection for a WebSocket handshake, driven by hyper's client.
+async fn connect_websocket(shared: &Shared) -> Result<SendRequest<ProxyBody>, ()> {
+    let stream = connect_runtime(shared).await?;
+    let (sender, connection) =
+        hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream))
+            .await
+            .map_err(drop)?;
+    let stop = shared.stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = connection.with_upgrades() => {}
+        }
+    });
+    Ok(sender)
 }
 
 /// Forwards a WebSocket handshake on a dedicated runtime connection and, if the runtime switches
@@ -586,8 +525,9 @@ async fn forward_upgrade(
     parts.uri = origin_form(parts.uri);
     parts.version = Version::HTTP_11;
 
-    // A dedicated connection: once upgraded it belongs to this WebSocket alone.
-    let Ok(mut sender) = connect_upstream(shared, None).await else {
+    // A dedicated connection, driven by hyper's client on a task of its own: once upgraded it
+    // belongs to this WebSocket alone.
+    let Ok(mut sender) = connect_websocket(shared).await else {
         tracing::warn!("runtime did not accept a WebSocket connection");
         return pages::upstream_down();
     };

@@ -12,8 +12,12 @@
 //! - `forward`: the per-request path: the checks, header rewriting, streaming forwarding over a
 //!   keep-alive runtime connection paired with each browser connection, and WebSocket
 //!   pass-through on a dedicated runtime connection.
+//! - `exchange`: the runtime side of a forwarded request, written by hand: the request head
+//!   serialized straight into a buffer, the response head parsed with `httparse`, the body read
+//!   by its framing, and the connection kept for the next request when it ended cleanly.
 //! - `pages`: the short HTML pages the proxy itself answers with when it refuses a request.
-//! - `body`: the one body type the proxy sends either way (streamed, static page or empty).
+//! - `body`: the one body type the proxy sends either way (a runtime's, streamed through hyper,
+//!   a static page or empty).
 //! - `health`: [`check_health`], a one-off authenticated probe of a runtime, and
 //!   [`verify_listener`], the check that the runtime's port is still the runtime's.
 //! - `owner`: which OS user owns each end of a loopback connection (the kernel's socket table);
@@ -24,6 +28,7 @@
 
 mod access;
 mod body;
+mod exchange;
 mod forward;
 mod health;
 #[cfg(feature = "test-support")]
@@ -523,42 +528,16 @@ async fn serve_connection(
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     tokio::pin!(conn);
-    let browser = async {
-        tokio::select! {
-            biased;
-            _ = conn.as_mut() => {}
-            _ = stopped(&stop) => {
-                conn.as_mut().graceful_shutdown();
-                let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn.as_mut()).await;
-            }
+    // This one task drives the browser connection and, inside each request's future and
+    // response body, the runtime connection paired with it (see `exchange`).
+    tokio::select! {
+        biased;
+        _ = conn.as_mut() => {}
+        _ = stopped(&stop) => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn.as_mut()).await;
         }
-    };
-    tokio::pin!(browser);
-    // This one task drives the browser connection and the runtime connection paired with it;
-    // the runtime side ends when the browser side does. Polled by hand, in a fixed order: a
-    // runtime connection just opened, then the runtime side, then the browser side, so a
-    // response the runtime side has just read reaches the browser in the same pass. (A request
-    // the browser side hands over wakes the task, and the next pass writes it.) Counted under
-    // callgrind, this order costs 1.9k fewer instructions per proxied request than
-    // `tokio::select!`'s random one, and 3k fewer than the runtime side polled last; see
-    // docs/BENCHMARKS.md, run 7.
-    let mut upstream: Option<forward::UpstreamConnection> = None;
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(opened) = link.poll_opened(cx) {
-            upstream = Some(opened);
-        }
-        if upstream
-            .as_mut()
-            .is_some_and(|u| u.as_mut().poll(cx).is_ready())
-        {
-            upstream = None;
-        }
-        if browser.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(());
-        }
-        Poll::Pending
-    })
-    .await;
+    }
 }
 
 /// `stop.cancelled()`, made cheap to poll again. A connection's task polls it on every wake-up

@@ -1,7 +1,8 @@
 //! Integration tests for the attach proxy, one binary with a module per area.
 //!
 //! The upstream is always a real demo runtime on loopback; clients are real HTTP, WebSocket and
-//! raw-socket clients, and `browser` drives a real headless Chromium.
+//! raw-socket clients, and `browser` drives a real headless Chromium. `framing` puts a scripted
+//! runtime on a raw socket behind the proxy instead, to control every byte it answers with.
 
 mod support;
 
@@ -10,6 +11,8 @@ mod browser;
 mod flow;
 
 mod forwarding;
+
+mod framing;
 
 mod lifecycle;
 

@@ -157,11 +157,16 @@ pub struct RawResponse {
 
 impl RawResponse {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        header_in(&self.headers, name)
     }
+}
+
+/// The first value of the field `name` (any case) among parsed `headers`.
+pub fn header_in<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// GET `path` with exactly the given extra headers (and `Host` = the proxy unless overridden).
