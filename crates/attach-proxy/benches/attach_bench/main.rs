@@ -106,7 +106,7 @@ async fn main() {
         .parse()
         .unwrap();
     let cookie = session_cookie(&proxy).await;
-    let nginx = nginx::start_nginx(dir.path(), runtime_addr, &token).await;
+    let nginx = nginx::start_nginx(dir.path(), runtime_addr, &token, &[]).await;
     let (mut relay, relay_addr) = roles::spawn_relay_process(runtime_addr).await;
     let bench = std::process::id();
     let parties = Parties {

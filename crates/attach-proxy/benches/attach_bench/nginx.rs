@@ -15,6 +15,9 @@ const NGINX_START_TIMEOUT: Duration = Duration::from_secs(10);
 /// run and costs nothing measurable before the rows start.
 const NGINX_PROBE_INTERVAL: Duration = Duration::from_millis(20);
 
+/// Debian's nginx, the one every comparison runs.
+pub const NGINX: &str = "/usr/sbin/nginx";
+
 /// A running nginx; killed when dropped.
 pub struct Nginx {
     pub child: tokio::process::Child,
@@ -23,9 +26,14 @@ pub struct Nginx {
 }
 
 /// Starts `/usr/sbin/nginx` proxying to `upstream`, or `None` if it is missing or does not
-/// come up.
-pub async fn start_nginx(dir: &Path, upstream: SocketAddr, token: &str) -> Option<Nginx> {
-    let binary = Path::new("/usr/sbin/nginx");
+/// come up. `wrapper` (a counter such as `valgrind --tool=callgrind ...`) runs it if not empty.
+pub async fn start_nginx(
+    dir: &Path,
+    upstream: SocketAddr,
+    token: &str,
+    wrapper: &[String],
+) -> Option<Nginx> {
+    let binary = Path::new(NGINX);
     if !binary.exists() {
         return None;
     }
@@ -65,7 +73,17 @@ http {{
     );
     let conf_path = dir.join("nginx.conf");
     write_private(&conf_path, &conf);
-    let child = tokio::process::Command::new(binary)
+    // The pid file says nginx is up (below): not one an earlier nginx left in `dir`.
+    let _ = std::fs::remove_file(dir.join("nginx.pid"));
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args).arg(binary);
+            command
+        }
+        None => tokio::process::Command::new(binary),
+    };
+    let child = command
         .arg("-p")
         .arg(dir)
         .arg("-c")
@@ -78,15 +96,33 @@ http {{
         .kill_on_drop(true)
         .spawn()
         .ok()?;
-    // nginx offers no readiness signal besides its socket, so probe it (bounded).
+    // nginx offers no readiness signal besides its socket and its pid file (written just after
+    // it opens the socket), so probe both (bounded). Under a wrapper the child is the wrapper,
+    // and the pid file has nginx's own pid.
     let deadline = Instant::now() + NGINX_START_TIMEOUT;
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
+    loop {
+        let pid = std::fs::read_to_string(dir.join("nginx.pid"))
+            .ok()
+            .and_then(|pid| pid.trim().parse().ok());
+        if let Some(pid) = pid {
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                return Some(Nginx { child, addr, pid });
+            }
+        }
         if Instant::now() > deadline {
             eprintln!("nginx did not start; see {d}/nginx-error.log");
             return None;
         }
         tokio::time::sleep(NGINX_PROBE_INTERVAL).await;
     }
-    let pid = child.id()?;
-    Some(Nginx { child, addr, pid })
+}
+
+impl Nginx {
+    /// Stops nginx the way it stops cleanly (SIGTERM to nginx itself), so a counter wrapped
+    /// around it writes its figures, and waits for the child to end.
+    pub async fn stop(mut self) {
+        let pid = rustix::process::Pid::from_raw(self.pid as i32).expect("nginx's pid");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let _ = self.child.wait().await;
+    }
 }
