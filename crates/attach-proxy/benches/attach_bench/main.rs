@@ -214,6 +214,7 @@ async fn measure(
                 row.runtime_cpu_us = Some(run.runtime_cpu_us);
                 row.wrk_kernel_us = Some(run.wrk_kernel_us);
                 row.runtime_kernel_us = Some(run.runtime_kernel_us);
+                row.middle_kernel_us = run.middle_kernel_us;
                 row.middle_cpu_us = run.middle_cpu_us;
                 // µs per request × requests per second = µs busy per second; / 1e4 gives %.
                 row.client_runtime_busy =

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::process::Stdio;
 
-use bench_support::procfs::{thread_cpu, thread_ids, thread_name};
+use bench_support::procfs::{thread_cpu, thread_ids, thread_name, thread_stat};
 
 /// How the benchmark's processes are placed on CPUs for one set of rows.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -46,6 +46,21 @@ fn thread_cpu_ns(pid: u32, tid: u32) -> u64 {
 }
 
 impl Threads {
+    /// Kernel time (`stime`) of these threads so far, in clock ticks: tick-sampled, so only
+    /// good over many requests, but the one split of their CPU time into user and kernel.
+    pub fn kernel_ticks(self) -> u64 {
+        let stime = |pid, tid| thread_stat(pid, tid).map_or(0, |stat| stat.stime);
+        match self {
+            Threads::Process(pid) => thread_ids(pid).iter().map(|&t| stime(pid, t)).sum(),
+            Threads::Thread { pid, tid } => stime(pid, tid),
+            Threads::ProcessExcept { pid, tid } => thread_ids(pid)
+                .iter()
+                .filter(|&&t| t != tid)
+                .map(|&t| stime(pid, t))
+                .sum(),
+        }
+    }
+
     pub fn cpu_ns(self) -> u64 {
         match self {
             Threads::Process(pid) => thread_ids(pid).iter().map(|&t| thread_cpu_ns(pid, t)).sum(),

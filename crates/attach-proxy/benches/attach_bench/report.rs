@@ -25,6 +25,9 @@ pub struct Row {
     /// between them changes, since their user-space work per request stays the same.
     pub wrk_kernel_us: Option<f64>,
     pub runtime_kernel_us: Option<f64>,
+    /// The proxy's kernel share of its CPU µs per request: set beside its total, it splits
+    /// what the proxy spends into its own code (user) and the system calls it makes (kernel).
+    pub middle_kernel_us: Option<f64>,
     /// Under wrk, % of one core busy with wrk + runtime, and with the proxy. Isolated, a proxy
     /// near 100 % is the bottleneck; neither near 100 % means the hand-offs between cores are.
     pub client_runtime_busy: Option<f64>,
@@ -69,6 +72,7 @@ pub fn median_row(rounds: &[Row]) -> Row {
         middle_cpu_us: mo(|r| r.middle_cpu_us),
         wrk_kernel_us: mo(|r| r.wrk_kernel_us),
         runtime_kernel_us: mo(|r| r.runtime_kernel_us),
+        middle_kernel_us: mo(|r| r.middle_kernel_us),
         client_runtime_busy: mo(|r| r.client_runtime_busy),
         middle_busy: mo(|r| r.middle_busy),
         cpu0_busy: mo(|r| r.cpu0_busy),
@@ -137,9 +141,16 @@ pub fn print_measurement(
             ])
         },
     );
-    line("of which in the kernel, wrk / runtime (µs)", &|r| {
-        slashed(&[fmt_opt(r.wrk_kernel_us, 1), fmt_opt(r.runtime_kernel_us, 1)])
-    });
+    line(
+        "of which in the kernel, wrk / runtime / proxy (µs)",
+        &|r| {
+            slashed(&[
+                fmt_opt(r.wrk_kernel_us, 1),
+                fmt_opt(r.runtime_kernel_us, 1),
+                fmt_middle(r.middle_kernel_us, 1),
+            ])
+        },
+    );
     line(
         "CPU busy under that load, wrk + runtime / proxy (% of one core)",
         &|r| {

@@ -51,9 +51,10 @@ pub struct WrkResult {
     pub wrk_cpu_us: f64,
     pub runtime_cpu_us: f64,
     pub middle_cpu_us: Option<f64>,
-    /// Of those, µs per request in the kernel (stime), for wrk and the runtime.
+    /// Of those, µs per request in the kernel (stime), for wrk, the runtime and the proxy.
     pub wrk_kernel_us: f64,
     pub runtime_kernel_us: f64,
+    pub middle_kernel_us: Option<f64>,
 }
 
 /// wrk's `done` hook prints the requests it completed and its own CPU time (utime + stime of
@@ -105,7 +106,10 @@ pub async fn wrk(
     };
     let runtime = parties.runtime_threads();
     let cpu_before = (runtime.cpu_ns(), target.middle.map(Threads::cpu_ns));
-    let kernel_before = kernel_ticks(parties.runtime);
+    let kernel_before = (
+        kernel_ticks(parties.runtime),
+        target.middle.map(Threads::kernel_ticks),
+    );
     let output = command
         .arg("-t1")
         .arg(format!("-c{}", wrk_connections()))
@@ -119,7 +123,10 @@ pub async fn wrk(
         .await
         .ok()?;
     let cpu_after = (runtime.cpu_ns(), target.middle.map(Threads::cpu_ns));
-    let kernel_after = kernel_ticks(parties.runtime);
+    let kernel_after = (
+        kernel_ticks(parties.runtime),
+        target.middle.map(Threads::kernel_ticks),
+    );
     let text = String::from_utf8_lossy(&output.stdout);
     if text.contains("Non-2xx") {
         panic!("wrk saw errors for {}:\n{text}", target.name);
@@ -145,7 +152,13 @@ pub async fn wrk(
         p99_us,
         wrk_cpu_us: ticks_per_request_us(wrk_ticks),
         wrk_kernel_us: ticks_per_request_us(wrk_kernel_ticks),
-        runtime_kernel_us: ticks_per_request_us(kernel_after.saturating_sub(kernel_before) as f64),
+        runtime_kernel_us: ticks_per_request_us(
+            kernel_after.0.saturating_sub(kernel_before.0) as f64
+        ),
+        middle_kernel_us: kernel_before
+            .1
+            .zip(kernel_after.1)
+            .map(|(before, after)| ticks_per_request_us(after.saturating_sub(before) as f64)),
         runtime_cpu_us: per_request_us(cpu_before.0, cpu_after.0),
         middle_cpu_us: cpu_before
             .1
