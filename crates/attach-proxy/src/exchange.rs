@@ -23,8 +23,7 @@ use std::task::{ready, Context, Poll};
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::body::{Body, Frame, Incoming};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use hyper::http::request::Parts;
-use hyper::{Method, Response, StatusCode, Version};
+use hyper::{Method, Response, StatusCode, Uri, Version};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 
@@ -96,13 +95,56 @@ pub(crate) struct Outgoing {
     repeatable: bool,
 }
 
-impl Outgoing {
-    /// Serializes a checked and rewritten request. `Content-Length` and `Transfer-Encoding` are
-    /// the proxy's own: the body is framed by what hyper's server read of it.
-    pub(crate) fn new(mut parts: Parts, body: Incoming) -> Self {
-        let had_length = parts.headers.remove(header::CONTENT_LENGTH).is_some();
+/// A request head being written for the runtime: the request line, then each field the caller
+/// hands it, then the proxy's own framing. `Content-Length` (and `Transfer-Encoding`, which
+/// never gets this far: it is hop-by-hop) are not copied: the body is framed by what hyper's
+/// server read of it.
+pub(crate) struct RequestHead {
+    head: Vec<u8>,
+    had_length: bool,
+    head_request: bool,
+    /// A method that sending again cannot repeat anything of (RFC 9110 section 9.2.2 lists
+    /// these as idempotent and safe).
+    safe_method: bool,
+}
+
+impl RequestHead {
+    /// Starts a head with the request line for `method` and the origin-form of `uri`; `fields`
+    /// is how many header fields are expected, to size the buffer once.
+    pub(crate) fn new(method: &Method, uri: &Uri, fields: usize) -> Self {
+        let target = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut head = Vec::with_capacity(256 + target.len() + fields * 64);
+        head.extend_from_slice(method.as_str().as_bytes());
+        head.push(b' ');
+        head.extend_from_slice(target.as_bytes());
+        head.extend_from_slice(b" HTTP/1.1\r\n");
+        Self {
+            head,
+            had_length: false,
+            head_request: method == Method::HEAD,
+            safe_method: matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS),
+        }
+    }
+
+    /// Adds one header field (framing fields aside, see [`RequestHead`]).
+    pub(crate) fn field(&mut self, name: &HeaderName, value: &HeaderValue) {
+        if name == header::CONTENT_LENGTH {
+            self.had_length = true;
+            return;
+        }
+        if name == header::TRANSFER_ENCODING {
+            return;
+        }
+        self.head.extend_from_slice(name.as_str().as_bytes());
+        self.head.extend_from_slice(b": ");
+        self.head.extend_from_slice(value.as_bytes());
+        self.head.extend_from_slice(b"\r\n");
+    }
+
+    /// Ends the head with the framing `body` needs, ready to send.
+    pub(crate) fn finish(mut self, body: Incoming) -> Outgoing {
         let framing = if body.is_end_stream() {
-            if had_length {
+            if self.had_length {
                 Framing::Length(0)
             } else {
                 Framing::None
@@ -113,45 +155,28 @@ impl Outgoing {
                 None => Framing::Chunked,
             }
         };
-        let head = serialize_head(&parts, framing);
+        match framing {
+            Framing::None => {}
+            Framing::Length(length) => {
+                let _ = write!(self.head, "content-length: {length}\r\n");
+            }
+            Framing::Chunked => self
+                .head
+                .extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        }
+        self.head.extend_from_slice(b"\r\n");
         let upload = match framing {
             Framing::None | Framing::Length(0) => None,
             Framing::Length(_) => Some(Upload::new(body, false)),
             Framing::Chunked => Some(Upload::new(body, true)),
         };
-        let repeatable = upload.is_none()
-            && matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
-        Self {
-            head,
+        Outgoing {
+            repeatable: upload.is_none() && self.safe_method,
+            head: self.head,
             upload,
-            head_request: parts.method == Method::HEAD,
-            repeatable,
+            head_request: self.head_request,
         }
     }
-}
-
-fn serialize_head(parts: &Parts, framing: Framing) -> Vec<u8> {
-    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut head = Vec::with_capacity(256 + parts.headers.len() * 32);
-    head.extend_from_slice(parts.method.as_str().as_bytes());
-    head.push(b' ');
-    head.extend_from_slice(target.as_bytes());
-    head.extend_from_slice(b" HTTP/1.1\r\n");
-    for (name, value) in &parts.headers {
-        head.extend_from_slice(name.as_str().as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value.as_bytes());
-        head.extend_from_slice(b"\r\n");
-    }
-    match framing {
-        Framing::None => {}
-        Framing::Length(length) => {
-            let _ = write!(head, "content-length: {length}\r\n");
-        }
-        Framing::Chunked => head.extend_from_slice(b"transfer-encoding: chunked\r\n"),
-    }
-    head.extend_from_slice(b"\r\n");
-    head
 }
 
 /// One keep-alive HTTP/1.1 connection to the runtime, whose runtime end the kernel said is the

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
 use crate::body::ProxyBody;
-use crate::exchange::{Failure, Outgoing, RuntimeConnection};
+use crate::exchange::{Failure, Outgoing, RequestHead, RuntimeConnection};
 use crate::owner::{self, SocketTable};
 use crate::{pages, AttachOptions, UPSTREAM_CONNECT_TIMEOUT};
 
@@ -313,62 +313,89 @@ fn cookie_pairs(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
 }
 
 /// Removes hop-by-hop headers, including any named in `Connection`.
-fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    strip_hop_by_hop_and(headers, &[]);
-}
-
-/// Removes hop-by-hop headers, any named in `Connection`, and `also` (at most 8 names).
 ///
 /// Messages carry a handful of headers and rarely more than one hop-by-hop header, so one pass
 /// over the names present (comparing well-known names is an integer compare) finds which of them
 /// are there, and only those are removed, one hash lookup each.
-fn strip_hop_by_hop_and(headers: &mut HeaderMap, also: &[HeaderName]) {
-    debug_assert!(HOP_BY_HOP.len() + also.len() <= 16);
-    let candidates = || HOP_BY_HOP.iter().chain(also);
-    // Bit i set: the i-th name of `candidates()` is present.
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // Bit i set: HOP_BY_HOP[i] is present.
     let mut present = 0u16;
     for name in headers.keys() {
-        if let Some(i) = candidates().position(|candidate| candidate == name) {
+        if let Some(i) = HOP_BY_HOP.iter().position(|hop| hop == name) {
             present |= 1 << i;
         }
     }
     if present == 0 {
         return;
     }
-    if headers.contains_key(header::CONNECTION) {
-        let listed: Vec<HeaderName> = headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
-            .collect();
-        for name in listed {
-            headers.remove(name);
-        }
+    for name in connection_listed(headers) {
+        headers.remove(name);
     }
-    for (i, name) in candidates().enumerate() {
+    for (i, name) in HOP_BY_HOP.iter().enumerate() {
         if present & (1 << i) != 0 {
             headers.remove(name);
         }
     }
 }
 
-/// Turns browser request headers into runtime request headers.
-fn rewrite_request_headers(shared: &Shared, headers: &mut HeaderMap, cookies: Cookies) {
-    strip_hop_by_hop_and(headers, &REQUEST_ONLY_DROPPED);
-    headers.insert(header::HOST, shared.upstream_host.clone());
-    // The browser's own Authorization (if any) is dropped, ours is the only one.
-    headers.insert(header::AUTHORIZATION, shared.authorization.clone());
-    if cookies.only_sessions {
-        // The common case (the browser holds no cookie of the runtime's): nothing to keep.
-        headers.remove(header::COOKIE);
+/// The field names a message's `Connection` header lists: hop-by-hop for this message only.
+/// Empty (no allocation) when there is no `Connection` header.
+fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|token| HeaderName::from_bytes(token.trim().as_bytes()).ok())
+        .collect()
+}
+
+/// The header fields a browser request carries to the runtime, each handed to `field` in turn:
+/// the browser's own less the hop-by-hop ones (and any its `Connection` names),
+/// [`REQUEST_ONLY_DROPPED`], `Host`, `Authorization` and the attach-session cookies; then the
+/// runtime's `Host`, the proxy's `Authorization` (the only one), the runtime's own origin for an
+/// `Origin` (already checked to be the proxy's) and the runtime's cookies, if the browser holds
+/// any. `Content-Length` is handed on like any field: how a body is framed is up to the sender.
+///
+/// The one rule for both ways a request goes to the runtime: written straight into a request
+/// head (`exchange`), or collected into the header map of a WebSocket handshake.
+fn runtime_request_fields(
+    shared: &Shared,
+    headers: &HeaderMap,
+    cookies: Cookies,
+    mut field: impl FnMut(&HeaderName, &HeaderValue),
+) {
+    // Looked up only if there is a `Connection` header (browsers send none over HTTP/1.1
+    // keep-alive, or a plain `keep-alive`).
+    let listed = if headers.keys().any(|name| name == header::CONNECTION) {
+        connection_listed(headers)
     } else {
-        strip_session_cookies(headers);
+        Vec::new()
+    };
+    let mut origin = false;
+    for (name, value) in headers {
+        if name == header::ORIGIN {
+            origin = true;
+        } else if !(HOP_BY_HOP.contains(name)
+            || REQUEST_ONLY_DROPPED.contains(name)
+            || name == header::HOST
+            || name == header::AUTHORIZATION
+            || name == header::COOKIE
+            || listed.contains(name))
+        {
+            field(name, value);
+        }
     }
-    // Already checked to be our own origin; the runtime knows only its own.
-    if headers.contains_key(header::ORIGIN) {
-        headers.insert(header::ORIGIN, shared.upstream_origin.clone());
+    field(&header::HOST, &shared.upstream_host);
+    field(&header::AUTHORIZATION, &shared.authorization);
+    if origin {
+        field(&header::ORIGIN, &shared.upstream_origin);
+    }
+    if !cookies.only_sessions {
+        // The common case (the browser holds no cookie of the runtime's) skips this.
+        if let Some(kept) = runtime_cookies(headers) {
+            field(&header::COOKIE, &kept);
+        }
     }
 }
 
@@ -408,11 +435,9 @@ fn strip_session_set_cookies(headers: &mut HeaderMap) {
     }
 }
 
-/// Drops every attach-session cookie (any proxy's), keeping the runtime's own cookies.
-fn strip_session_cookies(headers: &mut HeaderMap) {
-    if !cookie_pairs(headers).any(|(name, _)| name.starts_with(SESSION_COOKIE_PREFIX)) {
-        return;
-    }
+/// The browser's cookies less every attach-session cookie (any proxy's), as one `Cookie` value;
+/// `None` if nothing is left.
+fn runtime_cookies(headers: &HeaderMap) -> Option<HeaderValue> {
     let mut kept = String::new();
     for (name, value) in cookie_pairs(headers) {
         if name.starts_with(SESSION_COOKIE_PREFIX) {
@@ -425,12 +450,9 @@ fn strip_session_cookies(headers: &mut HeaderMap) {
         kept.push('=');
         kept.push_str(value);
     }
-    headers.remove(header::COOKIE);
-    if let Ok(value) = HeaderValue::try_from(kept) {
-        if !value.is_empty() {
-            headers.insert(header::COOKIE, value);
-        }
-    }
+    HeaderValue::try_from(kept)
+        .ok()
+        .filter(|value| !value.is_empty())
 }
 
 /// The origin-form target (`/path?query`) for the runtime; browsers already send that form.
@@ -450,9 +472,12 @@ async fn forward(
     request: Request<Incoming>,
     cookies: Cookies,
 ) -> Response<ProxyBody> {
-    let (mut parts, body) = request.into_parts();
-    rewrite_request_headers(shared, &mut parts.headers, cookies);
-    let outgoing = Outgoing::new(parts, body);
+    let (parts, body) = request.into_parts();
+    let mut head = RequestHead::new(&parts.method, &parts.uri, parts.headers.len());
+    runtime_request_fields(shared, &parts.headers, cookies, |name, value| {
+        head.field(name, value)
+    });
+    let outgoing = head.finish(body);
     let sent = match link.take_open() {
         Some(connection) => match connection.exchange(outgoing, link.clone()).await {
             // The runtime closed the kept-alive connection just as this request came (its
@@ -520,7 +545,14 @@ async fn forward_upgrade(
 ) -> Response<ProxyBody> {
     let browser_side = hyper::upgrade::on(&mut request);
     let (mut parts, _empty_body) = request.into_parts();
-    rewrite_request_headers(shared, &mut parts.headers, cookies);
+    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 2);
+    runtime_request_fields(shared, &parts.headers, cookies, |name, value| {
+        // hyper's client frames the (empty) handshake body itself.
+        if name != header::CONTENT_LENGTH {
+            headers.append(name.clone(), value.clone());
+        }
+    });
+    parts.headers = headers;
     mark_websocket_upgrade(&mut parts.headers);
     parts.uri = origin_form(parts.uri);
     parts.version = Version::HTTP_11;
@@ -582,16 +614,14 @@ mod tests {
 
     #[test]
     fn session_cookies_of_every_proxy_are_stripped_and_others_kept() {
-        let mut map = headers(&[(
+        let map = headers(&[(
             "cookie",
             "theme=dark; sc_attach_aa=1; other=x=y; sc_attach_bb=2",
         )]);
-        strip_session_cookies(&mut map);
-        assert_eq!(map["cookie"], "theme=dark; other=x=y");
+        assert_eq!(runtime_cookies(&map).unwrap(), "theme=dark; other=x=y");
 
-        let mut only_ours = headers(&[("cookie", "sc_attach_aa=1")]);
-        strip_session_cookies(&mut only_ours);
-        assert!(!only_ours.contains_key("cookie"));
+        let only_ours = headers(&[("cookie", "sc_attach_aa=1")]);
+        assert_eq!(runtime_cookies(&only_ours), None);
     }
 
     #[test]
@@ -651,13 +681,7 @@ mod tests {
 
     #[test]
     fn one_read_of_the_cookies_finds_our_session_and_any_other_cookie() {
-        let shared = Shared::new(
-            "127.0.0.1:9".parse().unwrap(),
-            HeaderValue::from_static("Bearer t"),
-            4000,
-            &AttachOptions::default(),
-            CancellationToken::new(),
-        );
+        let shared = shared();
         let ours = format!("{}={}", shared.cookie_name, shared.sessions.open());
         let only_ours = shared.cookies(&headers(&[("cookie", &ours)]));
         assert!(only_ours.session && only_ours.only_sessions);
@@ -672,21 +696,84 @@ mod tests {
         assert!(!no_session.session && no_session.only_sessions);
     }
 
-    #[test]
-    fn request_only_headers_go_and_end_to_end_headers_stay() {
-        let mut map = headers(&[
-            ("connection", "keep-alive"),
-            ("expect", "100-continue"),
-            ("proxy-authenticate", "Basic"),
-            ("accept", "*/*"),
-        ]);
-        strip_hop_by_hop_and(&mut map, &REQUEST_ONLY_DROPPED);
-        let names: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
-        assert_eq!(names, ["accept"]);
+    fn shared() -> Shared {
+        Shared::new(
+            "127.0.0.1:9".parse().unwrap(),
+            HeaderValue::from_static("Bearer ours"),
+            4000,
+            &AttachOptions::default(),
+            CancellationToken::new(),
+        )
+    }
 
-        let mut untouched = headers(&[("accept", "*/*"), ("x-end-to-end", "kept")]);
-        strip_hop_by_hop_and(&mut untouched, &REQUEST_ONLY_DROPPED);
-        assert_eq!(untouched.len(), 2);
+    /// The fields `runtime_request_fields` hands on for `pairs`, as `name: value` lines.
+    fn runtime_fields(shared: &Shared, pairs: &[(&str, &str)]) -> Vec<String> {
+        let map = headers(pairs);
+        let mut fields = Vec::new();
+        runtime_request_fields(shared, &map, shared.cookies(&map), |name, value| {
+            fields.push(format!("{}: {}", name, value.to_str().unwrap()));
+        });
+        fields
+    }
+
+    #[test]
+    fn the_runtime_gets_end_to_end_fields_and_the_proxys_host_authorization_and_origin() {
+        let shared = shared();
+        let ours = format!("{}={}", shared.cookie_name, shared.sessions.open());
+        let fields = runtime_fields(
+            &shared,
+            &[
+                ("host", "127.0.0.1:4000"),
+                ("connection", "keep-alive, x-private-hop"),
+                ("keep-alive", "timeout=5"),
+                ("x-private-hop", "1"),
+                ("te", "trailers"),
+                ("transfer-encoding", "chunked"),
+                ("upgrade", "h2c"),
+                ("proxy-authorization", "Basic abc"),
+                ("proxy-authenticate", "Basic"),
+                ("expect", "100-continue"),
+                ("authorization", "Bearer browser-supplied"),
+                ("origin", "http://127.0.0.1:4000"),
+                ("cookie", &format!("theme=dark; {ours}")),
+                ("content-length", "3"),
+                ("accept", "*/*"),
+                ("x-end-to-end", "kept"),
+            ],
+        );
+        assert_eq!(
+            fields,
+            [
+                "content-length: 3",
+                "accept: */*",
+                "x-end-to-end: kept",
+                "host: 127.0.0.1:9",
+                "authorization: Bearer ours",
+                "origin: http://127.0.0.1:9",
+                "cookie: theme=dark",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_request_with_only_session_cookies_and_no_origin_gets_neither() {
+        let shared = shared();
+        let ours = format!("{}={}", shared.cookie_name, shared.sessions.open());
+        let fields = runtime_fields(
+            &shared,
+            &[
+                ("cookie", &format!("sc_attach_other=1; {ours}")),
+                ("accept", "*/*"),
+            ],
+        );
+        assert_eq!(
+            fields,
+            [
+                "accept: */*",
+                "host: 127.0.0.1:9",
+                "authorization: Bearer ours",
+            ]
+        );
     }
 
     #[test]
