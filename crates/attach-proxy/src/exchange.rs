@@ -1099,4 +1099,175 @@ mod tests {
             "bytes past the body are left for the caller to see"
         );
     }
+
+    /// A response as a runtime might frame it, and what the proxy must make of it.
+    #[derive(Debug, Clone)]
+    struct Framed {
+        bytes: Vec<u8>,
+        body: Vec<u8>,
+        head_request: bool,
+        status: u16,
+    }
+
+    fn framed() -> impl proptest::strategy::Strategy<Value = Framed> {
+        use proptest::prelude::*;
+        (
+            prop::collection::vec(any::<u8>(), 0..600),
+            // 0: Content-Length, 1: chunked, 2: a HEAD request's answer, 3: 204, 4: 304
+            0..5u8,
+            prop::collection::vec(1..40usize, 0..30),
+            any::<bool>(),
+            any::<bool>(),
+            prop::collection::vec(("x-[a-z]{1,8}", "[ -~]{0,20}"), 0..5),
+        )
+            .prop_map(
+                |(body, framing, chunk_sizes, continue_first, trailers, extra)| {
+                    let mut bytes = Vec::new();
+                    if continue_first {
+                        bytes.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    }
+                    let status = match framing {
+                        3 => 204,
+                        4 => 304,
+                        _ => 200,
+                    };
+                    bytes.extend_from_slice(format!("HTTP/1.1 {status} X\r\n").as_bytes());
+                    for (name, value) in &extra {
+                        bytes.extend_from_slice(format!("{name}: {}\r\n", value.trim()).as_bytes());
+                    }
+                    let carried = match framing {
+                        0 => {
+                            bytes.extend_from_slice(
+                                format!("content-length: {}\r\n\r\n", body.len()).as_bytes(),
+                            );
+                            bytes.extend_from_slice(&body);
+                            body
+                        }
+                        1 => {
+                            bytes.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
+                            let mut rest = &body[..];
+                            let mut sizes = chunk_sizes.iter().cycle();
+                            while !rest.is_empty() {
+                                let size = (*sizes.next().unwrap_or(&7)).min(rest.len());
+                                bytes.extend_from_slice(format!("{size:x};e=1\r\n").as_bytes());
+                                bytes.extend_from_slice(&rest[..size]);
+                                bytes.extend_from_slice(b"\r\n");
+                                rest = &rest[size..];
+                            }
+                            bytes.extend_from_slice(b"0\r\n");
+                            if trailers {
+                                bytes.extend_from_slice(b"x-trailer: 1\r\n");
+                            }
+                            bytes.extend_from_slice(b"\r\n");
+                            body
+                        }
+                        // A length the body does not follow: no body is read for these.
+                        _ => {
+                            bytes.extend_from_slice(b"content-length: 12\r\n\r\n");
+                            Vec::new()
+                        }
+                    };
+                    Framed {
+                        bytes,
+                        body: carried,
+                        head_request: framing == 2,
+                        status,
+                    }
+                },
+            )
+    }
+
+    /// What reading a response off a stream of bytes came to.
+    struct Driven {
+        status: Option<StatusCode>,
+        body: Vec<u8>,
+        ended: bool,
+        /// What was left in the buffer after it.
+        left: Vec<u8>,
+    }
+
+    /// Feeds `bytes` in pieces cut at `cuts`, as reads would bring them.
+    fn drive(bytes: &[u8], cuts: &[usize], head_request: bool) -> Result<Driven, ExchangeError> {
+        let mut cuts: Vec<usize> = cuts.iter().map(|cut| cut % (bytes.len() + 1)).collect();
+        cuts.push(bytes.len());
+        cuts.sort_unstable();
+        let (mut read, mut spans) = (BytesMut::new(), Vec::new());
+        let (mut status, mut state, mut body) = (None, None, Vec::new());
+        let mut start = 0;
+        for cut in cuts {
+            read.extend_from_slice(&bytes[start..cut]);
+            start = cut;
+            if state.is_none() {
+                if let Some(head) = parse_head(&mut read, &mut spans, head_request)? {
+                    status = Some(head.status);
+                    state = Some(head.body);
+                }
+            }
+            if let Some(state) = state.as_mut() {
+                loop {
+                    match parse_body(state, &mut read, false)? {
+                        Parsed::Data(data) => body.extend_from_slice(&data),
+                        Parsed::Done => {
+                            // What the runtime sent after this response stays unread.
+                            read.extend_from_slice(&bytes[start..]);
+                            return Ok(Driven {
+                                status,
+                                body,
+                                ended: true,
+                                left: read.to_vec(),
+                            });
+                        }
+                        Parsed::NeedMore => break,
+                    }
+                }
+            }
+        }
+        Ok(Driven {
+            status,
+            body,
+            ended: false,
+            left: read.to_vec(),
+        })
+    }
+
+    proptest::proptest! {
+        /// However a well-framed response is split across reads, the body is exactly what it
+        /// framed, it ends exactly at its end, and the next response's bytes are left alone.
+        #[test]
+        fn a_framed_response_reads_back_whole_however_it_is_split(
+            response in framed(),
+            cuts in proptest::collection::vec(0..4096usize, 0..8),
+        ) {
+            let mut bytes = response.bytes.clone();
+            let next = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+            bytes.extend_from_slice(next);
+            let read = drive(&bytes, &cuts, response.head_request).unwrap();
+            proptest::prop_assert_eq!(read.status.map(|s| s.as_u16()), Some(response.status));
+            proptest::prop_assert!(read.ended);
+            proptest::prop_assert_eq!(read.body, response.body);
+            proptest::prop_assert_eq!(&read.left[..], &next[..]);
+        }
+
+        /// Bytes a broken or hostile runtime sends never panic the reader, and what it hands
+        /// on as a body is never more than it was sent.
+        #[test]
+        fn any_bytes_are_refused_or_read_without_panic(
+            response in framed(),
+            flips in proptest::collection::vec((0..4096usize, proptest::prelude::any::<u8>()), 0..6),
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            cuts in proptest::collection::vec(0..4096usize, 0..8),
+        ) {
+            let mut bytes = response.bytes.clone();
+            for (at, byte) in flips {
+                let at = at % (bytes.len() + 1);
+                if at < bytes.len() {
+                    bytes[at] = byte;
+                }
+            }
+            bytes.extend_from_slice(&tail);
+            if let Ok(read) = drive(&bytes, &cuts, response.head_request) {
+                proptest::prop_assert!(read.body.len() + read.left.len() <= bytes.len());
+            }
+        }
+    }
 }
