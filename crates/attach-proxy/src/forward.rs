@@ -662,18 +662,22 @@ mod tests {
         ])));
     }
 
+    /// Hop-by-hop fields of every kind: standard ones and one that `Connection` names.
+    const HOP_BY_HOP_FIELDS: [(&str, &str); 7] = [
+        ("connection", "keep-alive, x-private-hop"),
+        ("keep-alive", "timeout=5"),
+        ("x-private-hop", "1"),
+        ("te", "trailers"),
+        ("transfer-encoding", "chunked"),
+        ("upgrade", "h2c"),
+        ("proxy-authorization", "Basic abc"),
+    ];
+
     #[test]
     fn connection_listed_and_standard_hop_by_hop_headers_are_removed() {
-        let mut map = headers(&[
-            ("connection", "keep-alive, x-private-hop"),
-            ("keep-alive", "timeout=5"),
-            ("x-private-hop", "1"),
-            ("te", "trailers"),
-            ("transfer-encoding", "chunked"),
-            ("upgrade", "h2c"),
-            ("proxy-authorization", "Basic abc"),
-            ("x-end-to-end", "kept"),
-        ]);
+        let mut pairs = HOP_BY_HOP_FIELDS.to_vec();
+        pairs.push(("x-end-to-end", "kept"));
+        let mut map = headers(&pairs);
         strip_hop_by_hop(&mut map);
         let names: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
         assert_eq!(names, ["x-end-to-end"]);
@@ -720,27 +724,20 @@ mod tests {
     fn the_runtime_gets_end_to_end_fields_and_the_proxys_host_authorization_and_origin() {
         let shared = shared();
         let ours = format!("{}={}", shared.cookie_name, shared.sessions.open());
-        let fields = runtime_fields(
-            &shared,
-            &[
-                ("host", "127.0.0.1:4000"),
-                ("connection", "keep-alive, x-private-hop"),
-                ("keep-alive", "timeout=5"),
-                ("x-private-hop", "1"),
-                ("te", "trailers"),
-                ("transfer-encoding", "chunked"),
-                ("upgrade", "h2c"),
-                ("proxy-authorization", "Basic abc"),
-                ("proxy-authenticate", "Basic"),
-                ("expect", "100-continue"),
-                ("authorization", "Bearer browser-supplied"),
-                ("origin", "http://127.0.0.1:4000"),
-                ("cookie", &format!("theme=dark; {ours}")),
-                ("content-length", "3"),
-                ("accept", "*/*"),
-                ("x-end-to-end", "kept"),
-            ],
-        );
+        let cookie = format!("theme=dark; {ours}");
+        let mut pairs = vec![("host", "127.0.0.1:4000")];
+        pairs.extend(HOP_BY_HOP_FIELDS);
+        pairs.extend([
+            ("proxy-authenticate", "Basic"),
+            ("expect", "100-continue"),
+            ("authorization", "Bearer browser-supplied"),
+            ("origin", "http://127.0.0.1:4000"),
+            ("cookie", &cookie),
+            ("content-length", "3"),
+            ("accept", "*/*"),
+            ("x-end-to-end", "kept"),
+        ]);
+        let fields = runtime_fields(&shared, &pairs);
         assert_eq!(
             fields,
             [

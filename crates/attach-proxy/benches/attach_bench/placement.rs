@@ -49,26 +49,22 @@ impl Threads {
     /// Kernel time (`stime`) of these threads so far, in clock ticks: tick-sampled, so only
     /// good over many requests, but the one split of their CPU time into user and kernel.
     pub fn kernel_ticks(self) -> u64 {
-        let stime = |pid, tid| thread_stat(pid, tid).map_or(0, |stat| stat.stime);
-        match self {
-            Threads::Process(pid) => thread_ids(pid).iter().map(|&t| stime(pid, t)).sum(),
-            Threads::Thread { pid, tid } => stime(pid, tid),
-            Threads::ProcessExcept { pid, tid } => thread_ids(pid)
-                .iter()
-                .filter(|&&t| t != tid)
-                .map(|&t| stime(pid, t))
-                .sum(),
-        }
+        self.sum(|pid, tid| thread_stat(pid, tid).map_or(0, |stat| stat.stime))
     }
 
     pub fn cpu_ns(self) -> u64 {
+        self.sum(thread_cpu_ns)
+    }
+
+    /// `per_thread(pid, tid)` summed over these threads.
+    fn sum(self, per_thread: impl Fn(u32, u32) -> u64) -> u64 {
         match self {
-            Threads::Process(pid) => thread_ids(pid).iter().map(|&t| thread_cpu_ns(pid, t)).sum(),
-            Threads::Thread { pid, tid } => thread_cpu_ns(pid, tid),
+            Threads::Process(pid) => thread_ids(pid).iter().map(|&t| per_thread(pid, t)).sum(),
+            Threads::Thread { pid, tid } => per_thread(pid, tid),
             Threads::ProcessExcept { pid, tid } => thread_ids(pid)
                 .iter()
                 .filter(|&&t| t != tid)
-                .map(|&t| thread_cpu_ns(pid, t))
+                .map(|&t| per_thread(pid, t))
                 .sum(),
         }
     }
