@@ -24,7 +24,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use hyper::body::{Body, Frame, Incoming};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Response, StatusCode, Uri, Version};
-use tokio::io::AsyncWrite;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::body::{BodyError, ProxyBody};
@@ -218,7 +218,7 @@ impl RuntimeConnection {
         mut outgoing: Outgoing,
         link: Arc<UpstreamLink>,
     ) -> Result<Response<ProxyBody>, Failure> {
-        if write_all(&mut self.stream, &outgoing.head).await.is_err() {
+        if self.stream.write_all(&outgoing.head).await.is_err() {
             return Err(unanswered(outgoing));
         }
         let mut upload = outgoing.upload.take();
@@ -226,19 +226,11 @@ impl RuntimeConnection {
         // answer before it has read the whole body, and neither side may wait on the other.
         let mut upload_broke = false;
         let head = std::future::poll_fn(|cx| {
-            if let Some(body) = upload.as_mut() {
-                match body.poll_write(cx, &mut self.stream) {
-                    Poll::Ready(Ok(())) => upload = None,
-                    Poll::Ready(Err(ExchangeError::Upload)) => {
-                        return Poll::Ready(Err(ExchangeError::Upload))
-                    }
-                    Poll::Ready(Err(_)) => {
-                        // The runtime stopped reading (it may have answered already).
-                        upload = None;
-                        upload_broke = true;
-                    }
-                    Poll::Pending => {}
-                }
+            match Upload::step(&mut upload, cx, &mut self.stream) {
+                Some(ExchangeError::Upload) => return Poll::Ready(Err(ExchangeError::Upload)),
+                // The runtime stopped reading (it may have answered already).
+                Some(_) => upload_broke = true,
+                None => {}
             }
             self.poll_head(cx, outgoing.head_request)
         })
@@ -318,18 +310,6 @@ fn unanswered(outgoing: Outgoing) -> Failure {
     }
 }
 
-async fn write_all(stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        let written =
-            std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_write(cx, bytes)).await?;
-        if written == 0 {
-            return Err(io::ErrorKind::WriteZero.into());
-        }
-        bytes = &bytes[written..];
-    }
-    Ok(())
-}
-
 /// A request body on its way to the runtime, frame by frame as the browser sends it.
 struct Upload {
     body: Incoming,
@@ -348,6 +328,20 @@ impl Upload {
             pending: VecDeque::new(),
             ended: false,
         }
+    }
+
+    /// Writes what it can of `upload`, if any, and drops it once it has ended: with `None`
+    /// when it was all written (or is still going), with the error when it failed.
+    fn step(
+        upload: &mut Option<Upload>,
+        cx: &mut Context<'_>,
+        stream: &mut TcpStream,
+    ) -> Option<ExchangeError> {
+        let Poll::Ready(written) = upload.as_mut()?.poll_write(cx, stream) else {
+            return None;
+        };
+        *upload = None;
+        written.err()
     }
 
     /// Ready once the whole body is written. [`ExchangeError::Upload`] when the browser's body
@@ -666,15 +660,9 @@ impl RuntimeBody {
         let Some(connection) = self.connection.as_mut() else {
             return Poll::Ready(Ok(None));
         };
-        if let Some(upload) = self.upload.as_mut() {
-            match upload.poll_write(cx, &mut connection.stream) {
-                Poll::Ready(Ok(())) => self.upload = None,
-                Poll::Ready(Err(_)) => {
-                    self.upload = None;
-                    self.reusable = false;
-                }
-                Poll::Pending => {}
-            }
+        // The response has begun, so a failed upload, either side's, only ends the connection.
+        if Upload::step(&mut self.upload, cx, &mut connection.stream).is_some() {
+            self.reusable = false;
         }
         loop {
             match parse_body(&mut self.state, &mut connection.read, false)? {
