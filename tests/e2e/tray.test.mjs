@@ -152,16 +152,17 @@ test('Start at login toggles the autostart entry and the check mark', async (t) 
   assert.deepEqual(await entries(), [], 'no autostart entry before the click');
 
   await tray.click('Start at login');
-  const [entry, ...more] = await t.waitUntil(
+  // The autostart plugin creates the file empty and then writes it (one `write` call), so the
+  // entry can be seen before it has any content: wait for the content, not for the name.
+  const [[entry, desktop], ...more] = await t.waitUntil(
     'an autostart entry to be written',
     async () => {
-      const found = await entries();
-      return found.length > 0 ? found : undefined;
+      const found = await Promise.all((await entries()).map(async (n) => [n, await readFile(join(dir, n), 'utf8')]));
+      return found.some(([, text]) => text !== '') ? found : undefined;
     },
     TRAY_UPDATE_TIMEOUT_MS,
   );
   assert.deepEqual(more, [], 'one autostart entry');
-  const desktop = await readFile(join(dir, entry), 'utf8');
   assert.match(desktop, /^\[Desktop Entry\]/, `${entry} is a desktop entry`);
   const exec = /^Exec=(.*)$/m.exec(desktop)?.[1]?.trim() ?? '';
   assert.equal(exec, t.appExecutable, `${entry} starts the tray app's binary`);
