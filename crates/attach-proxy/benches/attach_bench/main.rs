@@ -53,7 +53,8 @@ use client::{
     interleaved_blob, interleaved_latency, interleaved_websocket, session_cookie, Target,
 };
 use counts::{count_per_message, Counter};
-use placement::{core_busy, core_times, find_proxy_thread, load_average, place, placement_report};
+use placement::{core_busy, core_times, find_proxy_thread, idle_policy, load_average};
+use placement::{place, placement_report};
 use placement::{Parties, Placement, Threads};
 use report::{median_row, print_measurement, Measurement, Row};
 
@@ -189,6 +190,7 @@ async fn measure(
     seconds: u64,
 ) -> Measurement {
     let load_before = load_average();
+    let idle_policy = idle_policy();
     // Load on a shared machine drifts, so every target is measured once per round, in rotated
     // order, and each throughput cell reports the median over the rounds.
     let mut rounds: Vec<Vec<Row>> = (0..targets.len()).map(|_| Vec::new()).collect();
@@ -247,6 +249,7 @@ async fn measure(
         rounds,
         load_before,
         load_after: load_average(),
+        idle_policy,
         affinity: placement_report(parties),
     }
 }

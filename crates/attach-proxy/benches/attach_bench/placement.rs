@@ -218,6 +218,27 @@ pub fn core_busy(before: &[(u64, u64)], after: &[(u64, u64)]) -> Vec<f64> {
         .collect()
 }
 
+/// How an idle core waits for its next wake-up: the cpuidle governor and, under the `haltpoll`
+/// governor of a KVM guest, how long an idle vCPU polls before it halts. A halted vCPU is woken
+/// by the host, which on some VMs costs tens of µs per hand-off between cores: the sequential
+/// rows of the isolated placement make four such hand-offs per round trip.
+pub fn idle_policy() -> String {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_owned())
+    };
+    let governor = read("/sys/devices/system/cpu/cpuidle/current_governor")
+        .or_else(|| read("/sys/devices/system/cpu/cpuidle/current_governor_ro"))
+        .unwrap_or_else(|| "unknown".to_owned());
+    match read("/sys/module/haltpoll/parameters/guest_halt_poll_ns") {
+        Some(ns) if governor == "haltpoll" => {
+            format!("cpuidle governor haltpoll, guest halt polling up to {ns} ns")
+        }
+        _ => format!("cpuidle governor {governor}"),
+    }
+}
+
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))

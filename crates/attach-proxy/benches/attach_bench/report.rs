@@ -53,6 +53,8 @@ pub struct Measurement {
     pub rounds: Vec<Vec<Row>>,
     pub load_before: String,
     pub load_after: String,
+    /// How idle cores wait ([`crate::placement::idle_policy`]), read before the rows.
+    pub idle_policy: String,
     /// The CPU affinity of every party, read back after the rows were measured.
     pub affinity: String,
 }
@@ -188,8 +190,8 @@ pub fn print_measurement(
     );
     println!("{table}");
     println!(
-        "req/s: median of {ROUNDS} wrk runs per target in rotated order; round trips and MB/s: targets interleaved request by request (MB/s: median per 10 MB body); CPU: user + kernel time from /proc (schedstat; wrk's own /proc/self/stat), medians. Machine: {cpus} cores; load average before {}, after {}.",
-        measurement.load_before, measurement.load_after
+        "req/s: median of {ROUNDS} wrk runs per target in rotated order; round trips and MB/s: targets interleaved request by request (MB/s: median per 10 MB body); CPU: user + kernel time from /proc (schedstat; wrk's own /proc/self/stat), medians. Machine: {cpus} cores, {}; load average before {}, after {}.",
+        measurement.idle_policy, measurement.load_before, measurement.load_after
     );
     println!(
         "Placement read back from the kernel: {}.",
