@@ -53,9 +53,10 @@ use client::{
     interleaved_blob, interleaved_latency, interleaved_websocket, session_cookie, Target,
 };
 use counts::{count_per_message, Counter};
-use placement::{core_busy, core_times, find_proxy_thread, idle_policy, load_average};
-use placement::{place, placement_report};
-use placement::{Parties, Placement, Threads};
+use placement::{
+    core_busy, core_times, find_proxy_thread, idle_policy, load_average, place, placement_report,
+    Parties, Placement, Threads,
+};
 use report::{median_row, print_measurement, Measurement, Row};
 
 /// Measurement rounds; each cell is the median over them.
