@@ -4,10 +4,12 @@
 //! hyper frame by frame, never buffered whole; the proxy's own pages are static bytes.
 
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
+use tokio::time::Instant;
 
 /// A request or response body handled by the proxy.
 pub(crate) enum ProxyBody {
@@ -19,6 +21,33 @@ pub(crate) enum ProxyBody {
     /// or the runtime's response body on its way to the browser. When it breaks off or breaks
     /// its framing, hyper cuts the other side off too, so it is never taken for whole.
     Streamed(Incoming),
+    /// The browser's request body on its way to the runtime, noting when the runtime side last
+    /// took a frame of it.
+    Upload(Incoming, Arc<Progress>),
+}
+
+/// When a request was last seen to move: made, or a frame of its body taken for the runtime
+/// (the one before it written or buffered). The response-head clock runs from there, so an
+/// upload that keeps moving is never cut off, while one the runtime stops reading is.
+pub(crate) struct Progress {
+    // std Mutex: held for a read or a store, never across an await.
+    last: Mutex<Instant>,
+}
+
+impl Progress {
+    pub(crate) fn new() -> Arc<Progress> {
+        Arc::new(Progress {
+            last: Mutex::new(Instant::now()),
+        })
+    }
+
+    pub(crate) fn last(&self) -> Instant {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn moved(&self) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
 }
 
 impl Body for ProxyBody {
@@ -33,6 +62,13 @@ impl Body for ProxyBody {
             ProxyBody::Empty => Poll::Ready(None),
             ProxyBody::Page(page) => Poll::Ready(page.take().map(|bytes| Ok(Frame::data(bytes)))),
             ProxyBody::Streamed(incoming) => Pin::new(incoming).poll_frame(cx),
+            ProxyBody::Upload(incoming, progress) => {
+                let frame = Pin::new(incoming).poll_frame(cx);
+                if frame.is_ready() {
+                    progress.moved();
+                }
+                frame
+            }
         }
     }
 
@@ -40,7 +76,9 @@ impl Body for ProxyBody {
         match self {
             ProxyBody::Empty => true,
             ProxyBody::Page(page) => page.is_none(),
-            ProxyBody::Streamed(incoming) => incoming.is_end_stream(),
+            ProxyBody::Streamed(incoming) | ProxyBody::Upload(incoming, _) => {
+                incoming.is_end_stream()
+            }
         }
     }
 
@@ -48,7 +86,7 @@ impl Body for ProxyBody {
         match self {
             ProxyBody::Empty | ProxyBody::Page(None) => SizeHint::with_exact(0),
             ProxyBody::Page(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
-            ProxyBody::Streamed(incoming) => incoming.size_hint(),
+            ProxyBody::Streamed(incoming) | ProxyBody::Upload(incoming, _) => incoming.size_hint(),
         }
     }
 }

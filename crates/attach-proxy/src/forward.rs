@@ -27,8 +27,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
-use crate::body::ProxyBody;
-use crate::connect::{RuntimeConnection, RuntimeConnector, MAX_RESPONSE_HEAD_BYTES};
+use crate::body::{Progress, ProxyBody};
+use crate::connect::{ConnectError, RuntimeConnection, RuntimeConnector, MAX_RESPONSE_HEAD_BYTES};
 use crate::rewrite::RuntimeTraces;
 use crate::{pages, AttachOptions};
 
@@ -504,14 +504,23 @@ fn origin_form(uri: Uri) -> Uri {
         .into()
 }
 
+/// A request for the runtime and how far it has gone out.
+type Outgoing = (Request<ProxyBody>, Arc<Progress>);
+
 /// The request for the runtime: the browser's method and target, the fields of
 /// [`runtime_request_fields`], and (for a request with a declared empty body) `Content-Length: 0`.
+/// `body` is the browser's request body, if it has one to send.
 fn runtime_request(
     shared: &Shared,
     parts: &Parts,
     to_runtime: &ToRuntime,
-    body: ProxyBody,
-) -> Request<ProxyBody> {
+    body: Option<Incoming>,
+) -> Outgoing {
+    let progress = Progress::new();
+    let body = match body {
+        Some(body) if !body.is_end_stream() => ProxyBody::Upload(body, progress.clone()),
+        _ => ProxyBody::Empty,
+    };
     let mut headers = HeaderMap::with_capacity(parts.headers.len() + 3);
     runtime_request_fields(shared, &parts.headers, to_runtime, |name, value| {
         headers.append(name.clone(), value.clone());
@@ -524,13 +533,13 @@ fn runtime_request(
     *request.uri_mut() = origin_form(parts.uri.clone());
     *request.version_mut() = Version::HTTP_11;
     *request.headers_mut() = headers;
-    request
+    (request, progress)
 }
 
 /// Why no response from the runtime is passed on.
 enum Failure {
     /// The request was never written (the connection was closed first): it can go again as is.
-    Unsent(Box<Request<ProxyBody>>),
+    Unsent(Box<Outgoing>),
     /// The connection closed after the request was written and before any response.
     Unanswered,
     /// The runtime's answer broke the rules (or could not be read): 502.
@@ -557,13 +566,26 @@ impl Informational {
 /// A response head from the runtime, and its connection if it may carry the next request.
 type Answer = (Response<Incoming>, Option<RuntimeConnection<ProxyBody>>);
 
-/// Sends `request` on `connection` and waits for the final response head until `deadline`.
-/// On any failure the connection is closed at once; on success it comes back with the
-/// response, unless its framing is not to be trusted again.
+/// Ready once the request has not moved for the response-head timeout: its body (if any)
+/// stopped going out, or it was all sent and no response head came.
+async fn head_overdue(progress: &Progress, timeout: Duration) {
+    loop {
+        let due = progress.last() + timeout;
+        if Instant::now() >= due {
+            return;
+        }
+        tokio::time::sleep_until(due).await;
+    }
+}
+
+/// Sends `request` on `connection` and waits for the final response head, for at most the
+/// response-head timeout after the request last moved (see [`Progress`]). On any failure the
+/// connection is closed at once; on success it comes back with the response, unless its
+/// framing is not to be trusted again.
 async fn exchange(
+    shared: &Shared,
     connection: RuntimeConnection<ProxyBody>,
-    mut request: Request<ProxyBody>,
-    deadline: Instant,
+    (mut request, progress): (Request<ProxyBody>, Arc<Progress>),
     upgrade: bool,
 ) -> Result<Answer, Failure> {
     let RuntimeConnection { mut sender, task } = connection;
@@ -572,13 +594,13 @@ async fn exchange(
     hyper::ext::on_informational(&mut request, move |_| counter.seen());
     let answered = async {
         if sender.ready().await.is_err() {
-            return Err(Failure::Unsent(Box::new(request)));
+            return Err(Failure::Unsent(Box::new((request, progress.clone()))));
         }
         sender
             .try_send_request(request)
             .await
             .map_err(|mut error| match error.take_message() {
-                Some(request) => Failure::Unsent(Box::new(request)),
+                Some(request) => Failure::Unsent(Box::new((request, progress.clone()))),
                 None if unanswered(error.error()) => Failure::Unanswered,
                 None => Failure::Refused,
             })
@@ -586,7 +608,7 @@ async fn exchange(
     let answered = tokio::select! {
         answered = answered => answered,
         _ = informational.too_many.notified() => Err(Failure::Refused),
-        _ = tokio::time::sleep_until(deadline) => Err(Failure::Timeout),
+        _ = head_overdue(&progress, shared.response_head_timeout) => Err(Failure::Timeout),
     };
     let checked = answered.and_then(|response| check_framing(response, upgrade));
     match checked {
@@ -671,20 +693,20 @@ fn one_content_length(headers: &HeaderMap) -> Option<u64> {
     length
 }
 
-/// Opens a checked connection to the runtime, within `deadline`.
-async fn open(shared: &Shared, deadline: Instant) -> Result<RuntimeConnection<ProxyBody>, Failure> {
-    match tokio::time::timeout_at(deadline, shared.connector.open(shared.upstream_addr)).await {
-        Ok(Ok(connection)) => Ok(connection),
-        Ok(Err(error)) => {
-            if matches!(error, crate::connect::ConnectError::Foreign { .. }) {
+/// Opens a checked connection to the runtime (within its connect timeout).
+async fn open(shared: &Shared) -> Result<RuntimeConnection<ProxyBody>, Failure> {
+    shared
+        .connector
+        .open(shared.upstream_addr)
+        .await
+        .map_err(|error| {
+            if matches!(error, ConnectError::Foreign { .. }) {
                 tracing::warn!(
                     "the socket at the runtime's address belongs to another user; token not sent"
                 );
             }
-            Err(Failure::Refused)
-        }
-        Err(_) => Err(Failure::Timeout),
-    }
+            Failure::Refused
+        })
 }
 
 /// The browser's page for a failure.
@@ -709,23 +731,21 @@ async fn forward(
     request: Request<Incoming>,
     to_runtime: ToRuntime,
 ) -> Response<ProxyBody> {
-    let deadline = Instant::now() + shared.response_head_timeout;
     let (parts, body) = request.into_parts();
     // A safe method without a body can be sent again if a kept-alive connection closes under it
     // (RFC 9110 section 9.2.2), as browsers do.
     let repeatable = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
         && body.is_end_stream();
-    let request = runtime_request(shared, &parts, &to_runtime, ProxyBody::Streamed(body));
+    let outgoing = runtime_request(shared, &parts, &to_runtime, Some(body));
     let sent = match link.take() {
-        Some(kept) => match exchange(kept, request, deadline, false).await {
-            Err(Failure::Unsent(request)) => send_fresh(shared, *request, deadline).await,
+        Some(kept) => match exchange(shared, kept, outgoing, false).await {
+            Err(Failure::Unsent(outgoing)) => send_fresh(shared, *outgoing).await,
             Err(Failure::Unanswered) if repeatable => {
-                let again = runtime_request(shared, &parts, &to_runtime, ProxyBody::Empty);
-                send_fresh(shared, again, deadline).await
+                send_fresh(shared, runtime_request(shared, &parts, &to_runtime, None)).await
             }
             sent => sent,
         },
-        None => send_fresh(shared, request, deadline).await,
+        None => send_fresh(shared, outgoing).await,
     };
     let (response, connection) = match sent {
         Ok(sent) => sent,
@@ -739,13 +759,9 @@ async fn forward(
     Response::from_parts(parts, ProxyBody::Streamed(body))
 }
 
-async fn send_fresh(
-    shared: &Shared,
-    request: Request<ProxyBody>,
-    deadline: Instant,
-) -> Result<Answer, Failure> {
-    let connection = open(shared, deadline).await?;
-    exchange(connection, request, deadline, false).await
+async fn send_fresh(shared: &Shared, outgoing: Outgoing) -> Result<Answer, Failure> {
+    let connection = open(shared).await?;
+    exchange(shared, connection, outgoing, false).await
 }
 
 /// The two headers that make a message a WebSocket upgrade (hop-by-hop, so the proxy sets them
@@ -762,14 +778,13 @@ async fn forward_upgrade(
     mut request: Request<Incoming>,
     to_runtime: ToRuntime,
 ) -> Response<ProxyBody> {
-    let deadline = Instant::now() + shared.response_head_timeout;
     let browser_side = hyper::upgrade::on(&mut request);
     let (parts, _empty_body) = request.into_parts();
-    let mut outgoing = runtime_request(shared, &parts, &to_runtime, ProxyBody::Empty);
-    mark_websocket_upgrade(outgoing.headers_mut());
+    let mut outgoing = runtime_request(shared, &parts, &to_runtime, None);
+    mark_websocket_upgrade(outgoing.0.headers_mut());
     // A dedicated connection: once upgraded it belongs to this WebSocket alone.
-    let sent = match open(shared, deadline).await {
-        Ok(connection) => exchange(connection, outgoing, deadline, true).await,
+    let sent = match open(shared).await {
+        Ok(connection) => exchange(shared, connection, outgoing, true).await,
         Err(failure) => Err(failure),
     };
     let mut response = match sent {

@@ -109,13 +109,16 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// the accept loop does not spin on a persistent error. 100 ms is invisible to a person.
 pub const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 
-/// How long a runtime has to send its response head (the status line and fields) once a request
-/// is sent; over it the browser gets a 504 and the runtime connection is closed.
+/// How long a runtime has to send its response head (the status line and fields) once the
+/// request has been sent, and how long an upload to it may stall; over it the browser gets a
+/// 504 and the runtime connection is closed.
 ///
-/// A runtime that never answers would otherwise hold a browser connection, and the proxy's task
-/// for it, forever. 60 s is nginx's `proxy_read_timeout`: long enough for a slow handler or a
-/// long poll (which answer within 30 s by convention), and bodies stay unbounded in time, so
-/// a stream (SSE) that sends its head at once may then run for hours.
+/// A runtime that never answers, or stops reading an upload, would otherwise hold a browser
+/// connection, and the proxy's task for it, forever. The clock restarts whenever a frame of the
+/// request body goes out, so a large upload that keeps moving is never cut off. 60 s is
+/// nginx's `proxy_read_timeout` and `proxy_send_timeout`: long enough for a slow handler or a
+/// long poll (which answer within 30 s by convention). Response bodies are unbounded in time,
+/// so a stream (SSE) that sends its head at once may then run for hours.
 pub const RESPONSE_HEAD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Everything that can go wrong starting a proxy or probing a runtime.

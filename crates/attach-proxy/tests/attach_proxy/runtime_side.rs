@@ -250,3 +250,92 @@ async fn issue_29_redeeming_a_link_clears_what_an_earlier_runtime_left_on_the_or
     assert_eq!(again.header("clear-site-data"), None);
     assert_eq!(rig.runtime.accepted.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn issue_29_an_upload_that_keeps_moving_is_not_cut_off_by_the_head_deadline() {
+    // The head deadline counts from when the request last moved: an upload that takes three
+    // deadlines to arrive still gets its answer.
+    let (runtime, _) = hand_written_runtime(|mut stream| async move {
+        let mut buffer = Vec::new();
+        let Some((seen, length)) = read_head(&mut stream, &mut buffer).await else {
+            return;
+        };
+        buffer.drain(..length);
+        let Some(body) = read_body(&mut stream, &mut buffer, &seen).await else {
+            return;
+        };
+        let answer = length_response(&format!("got {}", body.len()));
+        stream.write_all(&answer).await.unwrap();
+    });
+    let front = Front::with_options(runtime, short_deadline()).await;
+    let mut browser = front.browser().await;
+    let pieces = 6;
+    let head = format!(
+        "POST /upload HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nCookie: {}\r\n\
+         content-length: {}\r\n\r\n",
+        browser.cookie,
+        pieces * 4,
+        host = browser.host,
+    );
+    browser.stream.write_all(head.as_bytes()).await.unwrap();
+    for _ in 0..pieces {
+        tokio::time::sleep(SHORT_HEAD_DEADLINE / 2).await;
+        browser.stream.write_all(b"data").await.unwrap();
+    }
+    let got = tokio::time::timeout(crate::support::STEP_TIMEOUT, browser.read_response(false))
+        .await
+        .expect("an answer in time")
+        .expect("an answer");
+    assert_eq!(got.status, 200, "{got:?}");
+    assert_eq!(got.body, format!("got {}", pieces * 4).as_bytes());
+}
+
+#[tokio::test]
+async fn issue_29_a_runtime_that_stops_reading_an_upload_gets_a_504() {
+    // It reads the head and then neither reads the body nor answers.
+    let (runtime, _) = hand_written_runtime(|mut stream| async move {
+        let mut buffer = Vec::new();
+        if read_head(&mut stream, &mut buffer).await.is_some() {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    });
+    let front = Front::with_options(runtime, short_deadline()).await;
+    let browser = front.browser().await;
+    let body = vec![b'x'; 32 << 20];
+    let head = format!(
+        "PUT /upload HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nCookie: {}\r\n\
+         content-length: {}\r\n\r\n",
+        browser.cookie,
+        body.len(),
+        host = browser.host,
+    );
+    let mut stream = browser.stream;
+    let (mut reader, mut writer) = stream.split();
+    let upload = async {
+        let _ = writer.write_all(head.as_bytes()).await;
+        let _ = writer.write_all(&body).await;
+        // Whatever happens to the upload, only the answer ends this test.
+        std::future::pending::<()>().await;
+    };
+    let answer = async {
+        let mut received = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !received.windows(4).any(|w| w == b"\r\n\r\n") {
+            use tokio::io::AsyncReadExt;
+            match reader.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => received.extend_from_slice(&chunk[..read]),
+            }
+        }
+        String::from_utf8_lossy(&received).into_owned()
+    };
+    let answer = tokio::time::timeout(crate::support::STEP_TIMEOUT, async {
+        tokio::select! {
+            answer = answer => answer,
+            _ = upload => unreachable!(),
+        }
+    })
+    .await
+    .expect("an answer in time");
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+}
