@@ -70,6 +70,9 @@ const MAX_INFORMATIONAL_RESPONSES: usize = 16;
 /// Set by a browser on the request for a service worker's script (and only there).
 static SERVICE_WORKER: HeaderName = HeaderName::from_static("service-worker");
 
+/// Fetch metadata: what the response is for (`serviceworker` for a service worker's script).
+static SEC_FETCH_DEST: HeaderName = HeaderName::from_static("sec-fetch-dest");
+
 /// Lets a service worker control more of the origin than its script's directory.
 static SERVICE_WORKER_ALLOWED: HeaderName = HeaderName::from_static("service-worker-allowed");
 
@@ -215,7 +218,7 @@ pub(crate) async fn handle(
     if !cookies.session {
         return pages::no_session();
     }
-    if request.headers().contains_key(&SERVICE_WORKER) {
+    if is_service_worker_script(request.headers()) {
         return pages::service_worker_refused();
     }
     let upgrade = is_websocket_upgrade(request.headers());
@@ -319,6 +322,16 @@ fn redeem(
     }
     pages::no_store_no_referrer(headers);
     response
+}
+
+/// A browser fetching a service worker's script says so twice: `Service-Worker: script` and
+/// `Sec-Fetch-Dest: serviceworker`. Either refuses it.
+fn is_service_worker_script(headers: &HeaderMap) -> bool {
+    headers.contains_key(&SERVICE_WORKER)
+        || headers
+            .get_all(&SEC_FETCH_DEST)
+            .iter()
+            .any(|dest| dest.as_bytes().eq_ignore_ascii_case(b"serviceworker"))
 }
 
 fn is_websocket_upgrade(headers: &HeaderMap) -> bool {

@@ -222,6 +222,10 @@ async fn issue_29_a_service_workers_script_is_refused_and_its_scope_header_dropp
         .send("GET", "/sw.js", &[("service-worker", "script")], b"")
         .await;
     assert_eq!(script.status, 403, "{script:?}");
+    let by_dest = browser
+        .send("GET", "/sw.js", &[("sec-fetch-dest", "serviceworker")], b"")
+        .await;
+    assert_eq!(by_dest.status, 403, "{by_dest:?}");
     assert_eq!(rig.runtime.accepted(), 0, "the script was never fetched");
     let page = browser.get("/page").await;
     assert_eq!(page.body, b"ok");
