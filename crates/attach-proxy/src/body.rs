@@ -1,15 +1,15 @@
 //! The one body type the proxy sends in either direction.
 //!
-//! An enum instead of a boxed trait object keeps the per-request hot path free of an allocation:
-//! forwarded bodies stream through frame by frame, never buffered whole.
+//! Forwarded bodies (the browser's request body, the runtime's response body) stream through
+//! hyper frame by frame, never buffered whole; the proxy's own pages are static bytes.
 
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-
-use crate::exchange::{ExchangeError, RuntimeBody};
+use tokio::time::Instant;
 
 /// A request or response body handled by the proxy.
 pub(crate) enum ProxyBody {
@@ -17,38 +17,58 @@ pub(crate) enum ProxyBody {
     Empty,
     /// A page the proxy wrote itself; `None` once sent.
     Page(Option<Bytes>),
-    /// A body streaming through hyper: a WebSocket handshake's answer, or a health check's.
+    /// A body streaming through hyper: the browser's request body on its way to the runtime,
+    /// or the runtime's response body on its way to the browser. When it breaks off or breaks
+    /// its framing, hyper cuts the other side off too, so it is never taken for whole.
     Streamed(Incoming),
-    /// A runtime's response body, read off the runtime connection as the browser takes it.
-    Runtime(RuntimeBody),
+    /// The browser's request body on its way to the runtime, noting when the runtime side last
+    /// took a frame of it.
+    Upload(Incoming, Arc<Progress>),
 }
 
-/// Why a body stopped before its end. hyper's server cuts the browser's response off on it.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum BodyError {
-    /// A body streaming through hyper failed.
-    #[error(transparent)]
-    Hyper(#[from] hyper::Error),
-    /// The runtime's response body broke off or broke its framing.
-    #[error(transparent)]
-    Runtime(#[from] ExchangeError),
+/// When a request was last seen to move: made, or a frame of its body taken for the runtime
+/// (the one before it written or buffered). The response-head clock runs from there, so an
+/// upload that keeps moving is never cut off, while one the runtime stops reading is.
+pub(crate) struct Progress {
+    // std Mutex: held for a read or a store, never across an await.
+    last: Mutex<Instant>,
+}
+
+impl Progress {
+    pub(crate) fn new() -> Arc<Progress> {
+        Arc::new(Progress {
+            last: Mutex::new(Instant::now()),
+        })
+    }
+
+    pub(crate) fn last(&self) -> Instant {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn moved(&self) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
 }
 
 impl Body for ProxyBody {
     type Data = Bytes;
-    type Error = BodyError;
+    type Error = hyper::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         match self.get_mut() {
             ProxyBody::Empty => Poll::Ready(None),
             ProxyBody::Page(page) => Poll::Ready(page.take().map(|bytes| Ok(Frame::data(bytes)))),
-            ProxyBody::Streamed(incoming) => Pin::new(incoming)
-                .poll_frame(cx)
-                .map(|frame| frame.map(|frame| frame.map_err(BodyError::from))),
-            ProxyBody::Runtime(body) => Pin::new(body).poll_frame(cx),
+            ProxyBody::Streamed(incoming) => Pin::new(incoming).poll_frame(cx),
+            ProxyBody::Upload(incoming, progress) => {
+                let frame = Pin::new(incoming).poll_frame(cx);
+                if frame.is_ready() {
+                    progress.moved();
+                }
+                frame
+            }
         }
     }
 
@@ -56,8 +76,9 @@ impl Body for ProxyBody {
         match self {
             ProxyBody::Empty => true,
             ProxyBody::Page(page) => page.is_none(),
-            ProxyBody::Streamed(incoming) => incoming.is_end_stream(),
-            ProxyBody::Runtime(body) => body.is_end_stream(),
+            ProxyBody::Streamed(incoming) | ProxyBody::Upload(incoming, _) => {
+                incoming.is_end_stream()
+            }
         }
     }
 
@@ -65,8 +86,7 @@ impl Body for ProxyBody {
         match self {
             ProxyBody::Empty | ProxyBody::Page(None) => SizeHint::with_exact(0),
             ProxyBody::Page(Some(bytes)) => SizeHint::with_exact(bytes.len() as u64),
-            ProxyBody::Streamed(incoming) => incoming.size_hint(),
-            ProxyBody::Runtime(body) => body.size_hint(),
+            ProxyBody::Streamed(incoming) | ProxyBody::Upload(incoming, _) => incoming.size_hint(),
         }
     }
 }

@@ -1,30 +1,36 @@
 //! The per-request path: checks, header rewriting, streaming forwarding, WebSocket tunnels.
 //!
-//! Order of checks for every request: `Host` must be the proxy's own (DNS rebinding), then
+//! Order of checks for every request: `CONNECT` and `TRACE` are refused (nothing here is a
+//! tunnel or echoes a request back), `Host` must be the proxy's own (DNS rebinding), then
 //! `Sec-Fetch-Site` must not name another site (every `127.0.0.1` port is "same-site" to a
 //! browser, so another runtime's page would otherwise ride on this session), then either the
 //! attach route redeems a code, or the session cookie must be valid and not idle for too long,
+//! then a service worker's script is refused (it would outlive the runtime on this origin),
 //! then unsafe methods and WebSocket upgrades must come from the proxy's own `Origin` (CSRF,
 //! cross-site WebSocket hijacking). Only then is the request forwarded with the bearer token
-//! added, over a connection whose other end the kernel says is the user's own socket.
+//! added, over a connection whose other end the kernel says is the user's own socket
+//! ([`crate::connect`]), by hyper's HTTP/1.1 client.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
+use hyper::body::{Body, Incoming};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::http::request::Parts;
 use hyper::http::uri::PathAndQuery;
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::TokioIo;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
-use crate::body::ProxyBody;
-use crate::exchange::{Failure, Outgoing, RequestHead, RuntimeConnection};
-use crate::owner::{self, SocketTable};
-use crate::{pages, AttachOptions, UPSTREAM_CONNECT_TIMEOUT};
+use crate::body::{Progress, ProxyBody};
+use crate::connect::{ConnectError, RuntimeConnection, RuntimeConnector, MAX_RESPONSE_HEAD_BYTES};
+use crate::rewrite::RuntimeTraces;
+use crate::{pages, AttachOptions};
 
 /// Path prefix of the attach route: `/__attach/<code>`.
 pub(crate) const ATTACH_PATH_PREFIX: &str = "/__attach/";
@@ -56,6 +62,26 @@ static SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
 /// answered the browser's `Expect` by reading the body).
 static REQUEST_ONLY_DROPPED: [HeaderName; 2] = [header::PROXY_AUTHENTICATE, header::EXPECT];
 
+/// Most informational (1xx) responses taken before a final one. A runtime sends one `100
+/// Continue` or a few `103 Early Hints`; a stream of them is a runtime that will never answer,
+/// and the proxy stops reading them rather than parse them until the head deadline.
+const MAX_INFORMATIONAL_RESPONSES: usize = 16;
+
+/// Set by a browser on the request for a service worker's script (and only there).
+static SERVICE_WORKER: HeaderName = HeaderName::from_static("service-worker");
+
+/// Fetch metadata: what the response is for (`serviceworker` for a service worker's script).
+static SEC_FETCH_DEST: HeaderName = HeaderName::from_static("sec-fetch-dest");
+
+/// Lets a service worker control more of the origin than its script's directory.
+static SERVICE_WORKER_ALLOWED: HeaderName = HeaderName::from_static("service-worker-allowed");
+
+/// Tells the browser to forget what earlier pages of this origin left behind (issue 29 item 7).
+/// Proxies take ephemeral ports, so `http://127.0.0.1:P` may have served another runtime before:
+/// its cached files and storage must not act in this one. `executionContexts` also reloads that
+/// runtime's tabs still open on the origin, where a browser supports it.
+static CLEAR_SITE_DATA: HeaderName = HeaderName::from_static("clear-site-data");
+
 /// State shared by every connection of one proxy.
 pub(crate) struct Shared {
     /// `127.0.0.1:PORT` of the runtime. Secret: never logged or sent to the browser.
@@ -64,15 +90,18 @@ pub(crate) struct Shared {
     upstream_origin: HeaderValue,
     /// `Bearer <token>`, marked sensitive.
     authorization: HeaderValue,
+    /// The token and the runtime's address, to keep them out of response headers.
+    traces: RuntimeTraces,
     own_hosts: [String; 2],
     cookie_name: String,
     pub(crate) codes: AttachCodes,
     sessions: Sessions,
     pub(crate) code_ttl: Duration,
+    response_head_timeout: Duration,
     stop: CancellationToken,
-    /// The kernel's socket table, asked about both ends of every connection. std Mutex: held
-    /// for one synchronous query, never across an await (and uncontended: one thread per proxy).
-    pub(crate) sockets: Mutex<SocketTable>,
+    /// Opens checked runtime connections, and asks the kernel about the browser's end of each
+    /// accepted connection.
+    pub(crate) connector: RuntimeConnector,
 }
 
 impl Shared {
@@ -84,23 +113,28 @@ impl Shared {
         stop: CancellationToken,
     ) -> Self {
         let upstream = upstream_addr.to_string();
+        let token = authorization
+            .as_bytes()
+            .strip_prefix(b"Bearer ")
+            .unwrap_or_default();
         Self {
             upstream_addr,
             upstream_host: HeaderValue::try_from(upstream.as_str())
                 .expect("a socket address is a valid header value"),
             upstream_origin: HeaderValue::try_from(format!("http://{upstream}"))
                 .expect("an http origin is a valid header value"),
+            traces: RuntimeTraces::new(upstream_addr, token),
             authorization,
             own_hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
             cookie_name: format!("{SESSION_COOKIE_PREFIX}{}", random_hex(8)),
             codes: AttachCodes::default(),
             sessions: Sessions::new(options.session_idle_timeout),
             code_ttl: options.code_ttl,
+            response_head_timeout: options.response_head_timeout,
             stop,
-            sockets: Mutex::new(SocketTable::new()),
+            connector: RuntimeConnector::new(),
         }
     }
-
     /// The runtime's address and the `Authorization` header the proxy adds, for a health check
     /// of the runtime it serves.
     pub(crate) fn upstream(&self) -> (SocketAddr, HeaderValue) {
@@ -142,55 +176,24 @@ struct Cookies {
 /// The keep-alive connection to the runtime that serves one browser connection.
 ///
 /// HTTP/1.1 requests on a browser connection are strictly sequential, so pairing each browser
-/// connection with its own runtime connection gives keep-alive reuse without a shared pool: no
-/// pool lock, no per-request task to return a connection, and the runtime sees the same
-/// request order as the browser sent. The runtime connection closes with the browser one.
+/// connection with its own runtime connection gives keep-alive reuse without a shared pool, and
+/// the runtime sees the same request order as the browser sent. hyper's client decides whether
+/// a connection may carry another request (the last response ended where its framing said, no
+/// `Connection: close`); the runtime connection closes with the browser one.
 #[derive(Default)]
 pub(crate) struct UpstreamLink {
-    // std Mutex: held only to move the connection in or out, never across an await. The
-    // response body that holds the connection while it streams gives it back here.
-    idle: Mutex<Option<RuntimeConnection>>,
+    // std Mutex: held only to move the connection in or out, never across an await.
+    idle: Mutex<Option<RuntimeConnection<ProxyBody>>>,
 }
 
 impl UpstreamLink {
-    /// The idle connection, if the runtime has not closed it meanwhile.
-    fn take_open(&self) -> Option<RuntimeConnection> {
-        let mut connection = self.idle.lock().unwrap_or_else(|e| e.into_inner()).take()?;
-        connection.is_open_and_idle().then_some(connection)
+    fn take(&self) -> Option<RuntimeConnection<ProxyBody>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
-    pub(crate) fn put_back(&self, connection: RuntimeConnection) {
+    fn put_back(&self, connection: RuntimeConnection<ProxyBody>) {
         *self.idle.lock().unwrap_or_else(|e| e.into_inner()) = Some(connection);
     }
-}
-
-/// Opens a TCP connection to the runtime, checked to be the user's own before anything (the
-/// token above all) is written to it.
-async fn connect_runtime(shared: &Shared) -> Result<tokio::net::TcpStream, ()> {
-    let connect = tokio::time::timeout(
-        UPSTREAM_CONNECT_TIMEOUT,
-        tokio::net::TcpStream::connect(shared.upstream_addr),
-    );
-    let stream = connect.await.map_err(drop)?.map_err(drop)?;
-    if !runtime_end_is_own(shared, &stream) {
-        tracing::warn!(
-            "the socket at the runtime's address belongs to another user; token not sent"
-        );
-        return Err(());
-    }
-    let _ = stream.set_nodelay(true);
-    Ok(stream)
-}
-
-/// True when the kernel says the runtime's end of `stream` is a socket of the proxy's own user,
-/// so the token may be written to it. Fails closed: a socket that cannot be looked up is not ours.
-fn runtime_end_is_own(shared: &Shared, stream: &tokio::net::TcpStream) -> bool {
-    let peer = shared
-        .sockets
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .peer_of(stream);
-    matches!(peer, owner::Peer::Own)
 }
 
 /// Handles one browser request end to end.
@@ -199,29 +202,50 @@ pub(crate) async fn handle(
     link: &Arc<UpstreamLink>,
     request: Request<Incoming>,
 ) -> Response<ProxyBody> {
-    let Some(host) = own_host(shared, &request) else {
+    if matches!(*request.method(), Method::CONNECT | Method::TRACE) {
+        return pages::method_not_allowed();
+    }
+    let Some(host) = own_host(shared, &request).cloned() else {
         return pages::wrong_host();
     };
     if !fetched_by_own_site(request.headers()) {
         return pages::cross_origin();
     }
     if let Some(code) = request.uri().path().strip_prefix(ATTACH_PATH_PREFIX) {
-        return redeem(shared, request.method(), code);
+        return redeem(shared, request.method(), code, request.headers());
     }
     let cookies = shared.cookies(request.headers());
     if !cookies.session {
         return pages::no_session();
     }
+    if is_service_worker_script(request.headers()) {
+        return pages::service_worker_refused();
+    }
     let upgrade = is_websocket_upgrade(request.headers());
     let safe_method = matches!(*request.method(), Method::GET | Method::HEAD);
-    if (upgrade || !safe_method) && !is_own_origin(request.headers(), host) {
+    let own_origin = is_own_origin(request.headers(), &host);
+    if (upgrade || !safe_method) && !own_origin {
         return pages::cross_origin();
     }
+    let to_runtime = ToRuntime {
+        cookies,
+        own_origin,
+        host,
+    };
     if upgrade {
-        forward_upgrade(shared, request, cookies).await
+        forward_upgrade(shared, request, to_runtime).await
     } else {
-        forward(shared, link, request, cookies).await
+        forward(shared, link, request, to_runtime).await
     }
+}
+
+/// What the checks found that shapes the request sent to the runtime and its answer.
+struct ToRuntime {
+    cookies: Cookies,
+    /// The request carries exactly one `Origin`, the proxy's own.
+    own_origin: bool,
+    /// The `Host` the browser used (one of the proxy's own).
+    host: HeaderValue,
 }
 
 /// The request's `Host` if it is one of the proxy's own; also checks an absolute-form target.
@@ -262,7 +286,12 @@ fn is_own_origin(headers: &HeaderMap, host: &HeaderValue) -> bool {
     }
 }
 
-fn redeem(shared: &Shared, method: &Method, code: &str) -> Response<ProxyBody> {
+fn redeem(
+    shared: &Shared,
+    method: &Method,
+    code: &str,
+    headers: &HeaderMap,
+) -> Response<ProxyBody> {
     if method != Method::GET {
         // Not consumed: a HEAD from a link previewer must not burn the user's code.
         return pages::attach_method_not_allowed();
@@ -270,6 +299,9 @@ fn redeem(shared: &Shared, method: &Method, code: &str) -> Response<ProxyBody> {
     if !shared.codes.redeem(code) {
         return pages::expired_code();
     }
+    // A browser that already holds this proxy's cookie was attached to this very runtime: what
+    // the origin holds is the runtime's own, and clearing it would only lose its settings.
+    let attached_before = cookie_pairs(headers).any(|(name, _)| name == shared.cookie_name);
     let session = shared.sessions.open();
     let cookie = format!(
         "{}={session}; HttpOnly; SameSite=Strict; Path=/",
@@ -282,8 +314,24 @@ fn redeem(shared: &Shared, method: &Method, code: &str) -> Response<ProxyBody> {
     let mut cookie = HeaderValue::try_from(cookie).expect("hex cookie is a valid header value");
     cookie.set_sensitive(true);
     headers.insert(header::SET_COOKIE, cookie);
+    if !attached_before {
+        headers.insert(
+            CLEAR_SITE_DATA.clone(),
+            HeaderValue::from_static("\"cache\", \"storage\", \"executionContexts\""),
+        );
+    }
     pages::no_store_no_referrer(headers);
     response
+}
+
+/// A browser fetching a service worker's script says so twice: `Service-Worker: script` and
+/// `Sec-Fetch-Dest: serviceworker`. Either refuses it.
+fn is_service_worker_script(headers: &HeaderMap) -> bool {
+    headers.contains_key(&SERVICE_WORKER)
+        || headers
+            .get_all(&SEC_FETCH_DEST)
+            .iter()
+            .any(|dest| dest.as_bytes().eq_ignore_ascii_case(b"serviceworker"))
 }
 
 fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
@@ -352,17 +400,17 @@ fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
 
 /// The header fields a browser request carries to the runtime, each handed to `field` in turn:
 /// the browser's own less the hop-by-hop ones (and any its `Connection` names),
-/// [`REQUEST_ONLY_DROPPED`], `Host`, `Authorization` and the attach-session cookies; then the
-/// runtime's `Host`, the proxy's `Authorization` (the only one), the runtime's own origin for an
-/// `Origin` (already checked to be the proxy's) and the runtime's cookies, if the browser holds
-/// any. `Content-Length` is handed on like any field: how a body is framed is up to the sender.
+/// [`REQUEST_ONLY_DROPPED`], `Host`, `Authorization`, `Origin`, `Content-Length` and the
+/// attach-session cookies; then the runtime's `Host`, the proxy's `Authorization` (the only one),
+/// the runtime's own origin in place of an `Origin` that is the proxy's own (checked; any other
+/// `Origin` is dropped, never passed off as the runtime's), and the runtime's cookies, if the
+/// browser holds any. hyper's client frames the body by what hyper's server read of it.
 ///
-/// The one rule for both ways a request goes to the runtime: written straight into a request
-/// head (`exchange`), or collected into the header map of a WebSocket handshake.
+/// The one rule for every request that goes to the runtime, WebSocket handshakes included.
 fn runtime_request_fields(
     shared: &Shared,
     headers: &HeaderMap,
-    cookies: Cookies,
+    to_runtime: &ToRuntime,
     mut field: impl FnMut(&HeaderName, &HeaderValue),
 ) {
     // Looked up only if there is a `Connection` header (browsers send none over HTTP/1.1
@@ -372,15 +420,14 @@ fn runtime_request_fields(
     } else {
         Vec::new()
     };
-    let mut origin = false;
     for (name, value) in headers {
-        if name == header::ORIGIN {
-            origin = true;
-        } else if !(HOP_BY_HOP.contains(name)
+        if !(HOP_BY_HOP.contains(name)
             || REQUEST_ONLY_DROPPED.contains(name)
             || name == header::HOST
             || name == header::AUTHORIZATION
             || name == header::COOKIE
+            || name == header::ORIGIN
+            || name == header::CONTENT_LENGTH
             || listed.contains(name))
         {
             field(name, value);
@@ -388,10 +435,10 @@ fn runtime_request_fields(
     }
     field(&header::HOST, &shared.upstream_host);
     field(&header::AUTHORIZATION, &shared.authorization);
-    if origin {
+    if to_runtime.own_origin {
         field(&header::ORIGIN, &shared.upstream_origin);
     }
-    if !cookies.only_sessions {
+    if !to_runtime.cookies.only_sessions {
         // The common case (the browser holds no cookie of the runtime's) skips this.
         if let Some(kept) = runtime_cookies(headers) {
             field(&header::COOKIE, &kept);
@@ -399,10 +446,14 @@ fn runtime_request_fields(
     }
 }
 
-/// Turns runtime response headers into browser response headers.
-fn rewrite_response_headers(headers: &mut HeaderMap) {
+/// Turns runtime response headers into browser response headers: no hop-by-hop fields, no
+/// attach-session cookies, nothing carrying the token, URLs at the runtime pointed at the proxy
+/// (see `rewrite`), and no `Service-Worker-Allowed` (no service worker is registered here).
+fn rewrite_response_headers(shared: &Shared, headers: &mut HeaderMap, host: &HeaderValue) {
     strip_hop_by_hop(headers);
     strip_session_set_cookies(headers);
+    headers.remove(&SERVICE_WORKER_ALLOWED);
+    shared.traces.scrub(headers, host);
 }
 
 /// Drops every `Set-Cookie` that would set a cookie under the proxies' prefix: a runtime must not
@@ -466,50 +517,264 @@ fn origin_form(uri: Uri) -> Uri {
         .into()
 }
 
+/// A request for the runtime and how far it has gone out.
+type Outgoing = (Request<ProxyBody>, Arc<Progress>);
+
+/// The request for the runtime: the browser's method and target, the fields of
+/// [`runtime_request_fields`], and (for a request with a declared empty body) `Content-Length: 0`.
+/// `body` is the browser's request body, if it has one to send.
+fn runtime_request(
+    shared: &Shared,
+    parts: &Parts,
+    to_runtime: &ToRuntime,
+    body: Option<Incoming>,
+) -> Outgoing {
+    let progress = Progress::new();
+    let body = match body {
+        Some(body) if !body.is_end_stream() => ProxyBody::Upload(body, progress.clone()),
+        _ => ProxyBody::Empty,
+    };
+    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 3);
+    runtime_request_fields(shared, &parts.headers, to_runtime, |name, value| {
+        headers.append(name.clone(), value.clone());
+    });
+    if body.is_end_stream() && parts.headers.contains_key(header::CONTENT_LENGTH) {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+    }
+    let mut request = Request::new(body);
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = origin_form(parts.uri.clone());
+    *request.version_mut() = Version::HTTP_11;
+    *request.headers_mut() = headers;
+    (request, progress)
+}
+
+/// Why no response from the runtime is passed on.
+enum Failure {
+    /// The request was never written (the connection was closed first): it can go again as is.
+    Unsent(Box<Outgoing>),
+    /// The connection closed after the request was written and before any response.
+    Unanswered,
+    /// The runtime's answer broke the rules (or could not be read): 502.
+    Refused,
+    /// No response head within the deadline: 504.
+    Timeout,
+}
+
+/// Counts the informational responses hyper's client skips for one request.
+#[derive(Default)]
+struct Informational {
+    seen: AtomicUsize,
+    too_many: Notify,
+}
+
+impl Informational {
+    fn seen(&self) {
+        if self.seen.fetch_add(1, Ordering::Relaxed) + 1 > MAX_INFORMATIONAL_RESPONSES {
+            self.too_many.notify_one();
+        }
+    }
+}
+
+/// A response head from the runtime, and its connection if it may carry the next request.
+type Answer = (Response<Incoming>, Option<RuntimeConnection<ProxyBody>>);
+
+/// Ready once the request has not moved for the response-head timeout: its body (if any)
+/// stopped going out, or it was all sent and no response head came.
+async fn head_overdue(progress: &Progress, timeout: Duration) {
+    loop {
+        let due = progress.last() + timeout;
+        if Instant::now() >= due {
+            return;
+        }
+        tokio::time::sleep_until(due).await;
+    }
+}
+
+/// Sends `request` on `connection` and waits for the final response head, for at most the
+/// response-head timeout after the request last moved (see [`Progress`]). On any failure the
+/// connection is closed at once; on success it comes back with the response, unless its
+/// framing is not to be trusted again.
+async fn exchange(
+    shared: &Shared,
+    connection: RuntimeConnection<ProxyBody>,
+    (mut request, progress): (Request<ProxyBody>, Arc<Progress>),
+    upgrade: bool,
+) -> Result<Answer, Failure> {
+    let RuntimeConnection { mut sender, task } = connection;
+    let informational = Arc::new(Informational::default());
+    let counter = informational.clone();
+    hyper::ext::on_informational(&mut request, move |_| counter.seen());
+    let answered = async {
+        if sender.ready().await.is_err() {
+            return Err(Failure::Unsent(Box::new((request, progress.clone()))));
+        }
+        sender
+            .try_send_request(request)
+            .await
+            .map_err(|mut error| match error.take_message() {
+                Some(request) => Failure::Unsent(Box::new((request, progress.clone()))),
+                None if unanswered(error.error()) => Failure::Unanswered,
+                None => Failure::Refused,
+            })
+    };
+    let answered = tokio::select! {
+        answered = answered => answered,
+        _ = informational.too_many.notified() => Err(Failure::Refused),
+        _ = head_overdue(&progress, shared.response_head_timeout) => Err(Failure::Timeout),
+    };
+    let checked = answered.and_then(|response| check_framing(response, upgrade));
+    match checked {
+        Ok((response, true)) => Ok((response, Some(RuntimeConnection { sender, task }))),
+        // Dropping the sender lets the connection end once this response has been read.
+        Ok((response, false)) => Ok((response, None)),
+        Err(failure) => {
+            task.abort();
+            Err(failure)
+        }
+    }
+}
+
+/// The connection ended before any response came: the runtime closed it (a keep-alive timeout,
+/// a restart) just as the request went out.
+fn unanswered(error: &hyper::Error) -> bool {
+    error.is_incomplete_message() || error.is_canceled() || error.is_closed()
+}
+
+/// Refuses a response whose head the proxy will not pass on: a `101` nobody asked for, a head
+/// over [`MAX_RESPONSE_HEAD_BYTES`] (hyper's client bounds its read buffer, not quite the head),
+/// and any transfer coding but exactly one `chunked` (hyper's client would read another coding
+/// until close, and the browser would get it without its coding). A `Content-Length` beside
+/// `chunked` is dropped (RFC 9112 section 6.3), and the connection is not used again (`false`).
+fn check_framing(
+    mut response: Response<Incoming>,
+    upgrade: bool,
+) -> Result<(Response<Incoming>, bool), Failure> {
+    if response.status() == StatusCode::SWITCHING_PROTOCOLS && !upgrade {
+        return Err(Failure::Refused);
+    }
+    let headers = response.headers_mut();
+    // Each field as `name: value\r\n`; the status line is short.
+    let head_bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    if head_bytes > MAX_RESPONSE_HEAD_BYTES {
+        return Err(Failure::Refused);
+    }
+    let mut reusable = true;
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        let mut codings = headers
+            .get_all(header::TRANSFER_ENCODING)
+            .iter()
+            .flat_map(|value| value.as_bytes().split(|b| *b == b','))
+            .map(<[u8]>::trim_ascii);
+        let only_chunked = codings
+            .next()
+            .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"))
+            && codings.next().is_none();
+        if !only_chunked {
+            return Err(Failure::Refused);
+        }
+        reusable = headers.remove(header::CONTENT_LENGTH).is_none();
+    } else if headers.contains_key(header::CONTENT_LENGTH) {
+        // Repeated lengths that agree go on as one; any other (hyper's client has already
+        // refused those on a response with a body, but not on a bodiless one) are refused.
+        let length = one_content_length(headers).ok_or(Failure::Refused)?;
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    Ok((response, reusable))
+}
+
+/// The one length that every `Content-Length` value (comma-separated lists included) gives,
+/// each a plain decimal number; `None` when they disagree or one is not a number.
+fn one_content_length(headers: &HeaderMap) -> Option<u64> {
+    let mut length = None;
+    for value in headers.get_all(header::CONTENT_LENGTH) {
+        for item in value.as_bytes().split(|b| *b == b',') {
+            let item = item.trim_ascii();
+            if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let parsed: u64 = std::str::from_utf8(item).ok()?.parse().ok()?;
+            if length.is_some_and(|seen| seen != parsed) {
+                return None;
+            }
+            length = Some(parsed);
+        }
+    }
+    length
+}
+
+/// Opens a checked connection to the runtime (within its connect timeout).
+async fn open(shared: &Shared) -> Result<RuntimeConnection<ProxyBody>, Failure> {
+    shared
+        .connector
+        .open(shared.upstream_addr)
+        .await
+        .map_err(|error| {
+            if matches!(error, ConnectError::Foreign { .. }) {
+                tracing::warn!(
+                    "the socket at the runtime's address belongs to another user; token not sent"
+                );
+            }
+            Failure::Refused
+        })
+}
+
+/// The browser's page for a failure.
+fn failure_page(failure: &Failure) -> Response<ProxyBody> {
+    // No error text is logged: it is not needed, and connection errors can carry details of
+    // the runtime's socket.
+    match failure {
+        Failure::Timeout => {
+            tracing::warn!("runtime sent no response head in time");
+            pages::upstream_timeout()
+        }
+        _ => {
+            tracing::warn!("runtime request failed");
+            pages::upstream_down()
+        }
+    }
+}
+
 async fn forward(
     shared: &Shared,
     link: &Arc<UpstreamLink>,
     request: Request<Incoming>,
-    cookies: Cookies,
+    to_runtime: ToRuntime,
 ) -> Response<ProxyBody> {
     let (parts, body) = request.into_parts();
-    let mut head = RequestHead::new(&parts.method, &parts.uri, parts.headers.len());
-    runtime_request_fields(shared, &parts.headers, cookies, |name, value| {
-        head.field(name, value)
-    });
-    let outgoing = head.finish(body);
-    let sent = match link.take_open() {
-        Some(connection) => match connection.exchange(outgoing, link.clone()).await {
-            // The runtime closed the kept-alive connection just as this request came (its
-            // keep-alive timeout, or a restart), and the request can be sent again as it was:
-            // once more, on a fresh connection.
-            Err(Failure::Unanswered(outgoing)) => {
-                send_on_fresh_connection(shared, link, outgoing).await
+    // A safe method without a body can be sent again if a kept-alive connection closes under it
+    // (RFC 9110 section 9.2.2), as browsers do.
+    let repeatable = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
+        && body.is_end_stream();
+    let outgoing = runtime_request(shared, &parts, &to_runtime, Some(body));
+    let sent = match link.take() {
+        Some(kept) => match exchange(shared, kept, outgoing, false).await {
+            Err(Failure::Unsent(outgoing)) => send_fresh(shared, *outgoing).await,
+            Err(Failure::Unanswered) if repeatable => {
+                send_fresh(shared, runtime_request(shared, &parts, &to_runtime, None)).await
             }
-            sent => sent.ok(),
+            sent => sent,
         },
-        None => send_on_fresh_connection(shared, link, outgoing).await,
+        None => send_fresh(shared, outgoing).await,
     };
-    let Some(mut response) = sent else {
-        // No error text is logged: it is not needed, and connection errors can carry details
-        // of the runtime's socket.
-        tracing::warn!("runtime request failed");
-        return pages::upstream_down();
+    let (response, connection) = match sent {
+        Ok(sent) => sent,
+        Err(failure) => return failure_page(&failure),
     };
-    rewrite_response_headers(response.headers_mut());
-    response
+    if let Some(connection) = connection {
+        link.put_back(connection);
+    }
+    let (mut parts, body) = response.into_parts();
+    rewrite_response_headers(shared, &mut parts.headers, &to_runtime.host);
+    Response::from_parts(parts, ProxyBody::Streamed(body))
 }
 
-async fn send_on_fresh_connection(
-    shared: &Shared,
-    link: &Arc<UpstreamLink>,
-    outgoing: Outgoing,
-) -> Option<Response<ProxyBody>> {
-    let stream = connect_runtime(shared).await.ok()?;
-    RuntimeConnection::new(stream)
-        .exchange(outgoing, link.clone())
-        .await
-        .ok()
+async fn send_fresh(shared: &Shared, outgoing: Outgoing) -> Result<Answer, Failure> {
+    let connection = open(shared).await?;
+    exchange(shared, connection, outgoing, false).await
 }
 
 /// The two headers that make a message a WebSocket upgrade (hop-by-hop, so the proxy sets them
@@ -519,60 +784,29 @@ fn mark_websocket_upgrade(headers: &mut HeaderMap) {
     headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
 }
 
-/// Opens a runtime connection for a WebSocket handshake, driven by hyper's client.
-async fn connect_websocket(shared: &Shared) -> Result<SendRequest<ProxyBody>, ()> {
-    let stream = connect_runtime(shared).await?;
-    let (sender, connection) =
-        hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream))
-            .await
-            .map_err(drop)?;
-    let stop = shared.stop.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = stop.cancelled() => {}
-            _ = connection.with_upgrades() => {}
-        }
-    });
-    Ok(sender)
-}
-
 /// Forwards a WebSocket handshake on a dedicated runtime connection and, if the runtime switches
 /// protocols, splices the two upgraded connections together.
 async fn forward_upgrade(
     shared: &Shared,
     mut request: Request<Incoming>,
-    cookies: Cookies,
+    to_runtime: ToRuntime,
 ) -> Response<ProxyBody> {
     let browser_side = hyper::upgrade::on(&mut request);
-    let (mut parts, _empty_body) = request.into_parts();
-    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 2);
-    runtime_request_fields(shared, &parts.headers, cookies, |name, value| {
-        // hyper's client frames the (empty) handshake body itself.
-        if name != header::CONTENT_LENGTH {
-            headers.append(name.clone(), value.clone());
-        }
-    });
-    parts.headers = headers;
-    mark_websocket_upgrade(&mut parts.headers);
-    parts.uri = origin_form(parts.uri);
-    parts.version = Version::HTTP_11;
-
-    // A dedicated connection, driven by hyper's client on a task of its own: once upgraded it
-    // belongs to this WebSocket alone.
-    let Ok(mut sender) = connect_websocket(shared).await else {
-        tracing::warn!("runtime did not accept a WebSocket connection");
-        return pages::upstream_down();
+    let (parts, _empty_body) = request.into_parts();
+    let mut outgoing = runtime_request(shared, &parts, &to_runtime, None);
+    mark_websocket_upgrade(outgoing.0.headers_mut());
+    // A dedicated connection: once upgraded it belongs to this WebSocket alone.
+    let sent = match open(shared).await {
+        Ok(connection) => exchange(shared, connection, outgoing, true).await,
+        Err(failure) => Err(failure),
     };
-    let Ok(mut response) = sender
-        .send_request(Request::from_parts(parts, ProxyBody::Empty))
-        .await
-    else {
-        tracing::warn!("runtime failed the WebSocket handshake");
-        return pages::upstream_down();
+    let mut response = match sent {
+        Ok((response, _connection)) => response,
+        Err(failure) => return failure_page(&failure),
     };
     if response.status() != StatusCode::SWITCHING_PROTOCOLS {
         let (mut parts, body) = response.into_parts();
-        rewrite_response_headers(&mut parts.headers);
+        rewrite_response_headers(shared, &mut parts.headers, &to_runtime.host);
         return Response::from_parts(parts, ProxyBody::Streamed(body));
     }
     let runtime_side = hyper::upgrade::on(&mut response);
@@ -592,7 +826,7 @@ async fn forward_upgrade(
         }
     });
     let (mut parts, _) = response.into_parts();
-    rewrite_response_headers(&mut parts.headers);
+    rewrite_response_headers(shared, &mut parts.headers, &to_runtime.host);
     mark_websocket_upgrade(&mut parts.headers);
     Response::from_parts(parts, ProxyBody::Empty)
 }
@@ -713,8 +947,14 @@ mod tests {
     /// The fields `runtime_request_fields` hands on for `pairs`, as `name: value` lines.
     fn runtime_fields(shared: &Shared, pairs: &[(&str, &str)]) -> Vec<String> {
         let map = headers(pairs);
+        let host = HeaderValue::from_static("127.0.0.1:4000");
+        let to_runtime = ToRuntime {
+            cookies: shared.cookies(&map),
+            own_origin: is_own_origin(&map, &host),
+            host,
+        };
         let mut fields = Vec::new();
-        runtime_request_fields(shared, &map, shared.cookies(&map), |name, value| {
+        runtime_request_fields(shared, &map, &to_runtime, |name, value| {
             fields.push(format!("{}: {}", name, value.to_str().unwrap()));
         });
         fields
@@ -741,7 +981,6 @@ mod tests {
         assert_eq!(
             fields,
             [
-                "content-length: 3",
                 "accept: */*",
                 "x-end-to-end: kept",
                 "host: 127.0.0.1:9",
@@ -749,6 +988,34 @@ mod tests {
                 "origin: http://127.0.0.1:9",
                 "cookie: theme=dark",
             ]
+        );
+    }
+
+    // Issue 29: an `Origin` that is not the proxy's own (never checked on a GET) is dropped,
+    // not rewritten into the runtime's own origin.
+    #[test]
+    fn only_the_proxys_own_origin_becomes_the_runtimes_and_any_other_is_dropped() {
+        let shared = shared();
+        let ours = format!("{}={}", shared.cookie_name, shared.sessions.open());
+        for foreign in ["http://evil.test", "null", "http://127.0.0.1:4001"] {
+            let fields = runtime_fields(&shared, &[("cookie", &ours), ("origin", foreign)]);
+            assert!(
+                !fields.iter().any(|f| f.starts_with("origin:")),
+                "{foreign}: {fields:?}"
+            );
+        }
+        let twice = runtime_fields(
+            &shared,
+            &[
+                ("origin", "http://127.0.0.1:4000"),
+                ("origin", "http://evil.test"),
+            ],
+        );
+        assert!(!twice.iter().any(|f| f.starts_with("origin:")), "{twice:?}");
+        let own = runtime_fields(&shared, &[("origin", "http://127.0.0.1:4000")]);
+        assert!(
+            own.contains(&"origin: http://127.0.0.1:9".to_owned()),
+            "{own:?}"
         );
     }
 

@@ -5,11 +5,11 @@ use std::net::SocketAddr;
 
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, StatusCode};
-use hyper_util::rt::TokioIo;
 use live_runtime::{BearerToken, Sensitive};
 
 use crate::body::ProxyBody;
-use crate::owner::{self, ListenerLookup, Peer, Platform, SocketTable};
+use crate::connect::{ConnectError, RuntimeConnector};
+use crate::owner::{self, ListenerLookup, Platform, SocketTable};
 use crate::{bearer_header, AttachError, HEALTH_TIMEOUT};
 
 /// Checks that the socket listening at `upstream` belongs to this user and, when `pid` is given,
@@ -78,30 +78,9 @@ pub(crate) async fn check_health_with(
         .map_err(|_| AttachError::HealthTimeout)?
 }
 
-/// Connects to `addr` and checks, before anything is written, that the kernel says the other
-/// end is a socket of this user: the listener could have changed since it was verified.
-async fn connect_own(addr: SocketAddr) -> Result<tokio::net::TcpStream, AttachError> {
-    let stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| AttachError::UpstreamUnreachable { source: e.into() })?;
-    match SocketTable::new().peer_of(&stream) {
-        Peer::Own => Ok(stream),
-        Peer::Other { uid } => Err(AttachError::ForeignListener { uid }),
-        Peer::Gone => Err(AttachError::NotListening),
-        Peer::Unknown(source) => Err(AttachError::OwnerUnknown { source }),
-    }
-}
-
 async fn probe(addr: SocketAddr, authorization: HeaderValue) -> Result<(), AttachError> {
-    let unreachable = |source: Box<dyn std::error::Error + Send + Sync>| {
-        AttachError::UpstreamUnreachable { source }
-    };
-    let stream = connect_own(addr).await?;
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake::<_, ProxyBody>(TokioIo::new(stream))
-            .await
-            .map_err(|e| unreachable(e.into()))?;
-    let connection = tokio::spawn(connection);
+    let connection = RuntimeConnector::new().open::<ProxyBody>(addr).await?;
+    let mut sender = connection.sender;
     let request = Request::get("/")
         .header(
             header::HOST,
@@ -111,8 +90,10 @@ async fn probe(addr: SocketAddr, authorization: HeaderValue) -> Result<(), Attac
         .body(ProxyBody::Empty)
         .expect("a GET with valid headers builds");
     let response = sender.send_request(request).await;
-    connection.abort();
-    let status = response.map_err(|e| unreachable(e.into()))?.status();
+    connection.task.abort();
+    let status = response
+        .map_err(|e| AttachError::UpstreamUnreachable { source: e.into() })?
+        .status();
     match status {
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
             Err(AttachError::UpstreamRejectedToken {
@@ -123,5 +104,18 @@ async fn probe(addr: SocketAddr, authorization: HeaderValue) -> Result<(), Attac
             status: status.as_u16(),
         }),
         _ => Ok(()),
+    }
+}
+
+impl From<ConnectError> for AttachError {
+    fn from(error: ConnectError) -> Self {
+        match error {
+            ConnectError::Foreign { uid } => AttachError::ForeignListener { uid },
+            ConnectError::Gone => AttachError::NotListening,
+            ConnectError::OwnerUnknown(source) => AttachError::OwnerUnknown { source },
+            other => AttachError::UpstreamUnreachable {
+                source: Box::new(other),
+            },
+        }
     }
 }

@@ -9,12 +9,14 @@
 //!
 //! # Layout
 //! - `access`: one-time attach codes and browser sessions (only SHA-256 digests are stored).
-//! - `forward`: the per-request path: the checks, header rewriting, streaming forwarding over a
-//!   keep-alive runtime connection paired with each browser connection, and WebSocket
-//!   pass-through on a dedicated runtime connection.
-//! - `exchange`: the runtime side of a forwarded request, written by hand: the request head
-//!   serialized straight into a buffer, the response head parsed with `httparse`, the body read
-//!   by its framing, and the connection kept for the next request when it ended cleanly.
+//! - `forward`: the per-request path: the checks, header rewriting, streaming forwarding with
+//!   hyper's HTTP/1.1 client over a keep-alive runtime connection paired with each browser
+//!   connection (a deadline for the response head, framing checks), and WebSocket pass-through
+//!   on a dedicated runtime connection.
+//! - [`connect`]: the one way to open a connection to a runtime: connect, then make sure the
+//!   kernel says the other end is the user's own socket before the token is written.
+//! - `rewrite`: keeps the runtime's token and address out of response headers (redirects to
+//!   the runtime's address point at the proxy instead).
 //! - `pages`: the short HTML pages the proxy itself answers with when it refuses a request.
 //! - `body`: the one body type the proxy sends either way (a runtime's, streamed through hyper,
 //!   a static page or empty).
@@ -28,19 +30,18 @@
 
 mod access;
 mod body;
-mod exchange;
+pub mod connect;
 mod forward;
 mod health;
 #[cfg(feature = "test-support")]
 pub mod other_user;
 pub mod owner;
 mod pages;
+mod rewrite;
 
 use std::fmt;
-use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use hyper::header::HeaderValue;
@@ -108,16 +109,17 @@ const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// the accept loop does not spin on a persistent error. 100 ms is invisible to a person.
 pub const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 
-/// Period of the timer that is always pending on a proxy's runtime (see `accept_loop`).
+/// How long a runtime has to send its response head (the status line and fields) once the
+/// request has been sent, and how long an upload to it may stall; over it the browser gets a
+/// 504 and the runtime connection is closed.
 ///
-/// hyper arms a fresh [`HEADER_READ_TIMEOUT`] timer each time a connection starts waiting for
-/// its next request. When no other timer is pending, which is the case while a request is with
-/// the runtime, tokio's time driver takes that new timer for the earliest deadline and wakes its
-/// own thread to re-arm its wait: an eventfd write per request, and often an extra `epoll_wait`
-/// return, on top of the six syscalls (two reads, two writes, two waits) that move it. A timer
-/// that is always pending and always due sooner than any new header timer spares that wake-up.
-/// 10 s is well under the 30 s header timeout and costs one wake-up every 10 s per proxy.
-const TIMER_ANCHOR_PERIOD: Duration = Duration::from_secs(10);
+/// A runtime that never answers, or stops reading an upload, would otherwise hold a browser
+/// connection, and the proxy's task for it, forever. The clock restarts whenever a frame of the
+/// request body goes out, so a large upload that keeps moving is never cut off. 60 s is
+/// nginx's `proxy_read_timeout` and `proxy_send_timeout`: long enough for a slow handler or a
+/// long poll (which answer within 30 s by convention). Response bodies are unbounded in time,
+/// so a stream (SSE) that sends its head at once may then run for hours.
+pub const RESPONSE_HEAD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Everything that can go wrong starting a proxy or probing a runtime.
 #[derive(thiserror::Error, Debug)]
@@ -191,6 +193,11 @@ pub struct AttachOptions {
     pub session_idle_timeout: Duration,
     /// Most browser connections served at once; [`MAX_CONNECTIONS`] by default.
     pub max_connections: usize,
+    /// How long a runtime has to send a response head; [`RESPONSE_HEAD_TIMEOUT`] by default.
+    pub response_head_timeout: Duration,
+    /// The `127.0.0.1` port to listen on; 0 (the default) takes an ephemeral one. Tests put a
+    /// second proxy on the port of one that stopped, as the OS may do with ephemeral ports.
+    pub port: u16,
 }
 
 impl Default for AttachOptions {
@@ -199,6 +206,8 @@ impl Default for AttachOptions {
             code_ttl: ATTACH_CODE_TTL,
             session_idle_timeout: SESSION_IDLE_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            response_head_timeout: RESPONSE_HEAD_TIMEOUT,
+            port: 0,
         }
     }
 }
@@ -274,7 +283,8 @@ impl AttachProxy {
     ) -> Result<AttachProxy, AttachError> {
         let authorization = bearer_header(&token)?;
         let bind = |source| AttachError::Bind { source };
-        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(bind)?;
+        let listener =
+            std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, options.port)).map_err(bind)?;
         listener.set_nonblocking(true).map_err(bind)?;
         let port = listener.local_addr().map_err(bind)?.port();
         let stop = CancellationToken::new();
@@ -421,12 +431,7 @@ impl Gate {
         if open >= self.max_connections {
             return Err(Refusal::OverCapacity);
         }
-        let peer = shared
-            .sockets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .peer_of(stream);
-        match peer {
+        match shared.connector.peer_of(stream) {
             owner::Peer::Own => Ok(()),
             owner::Peer::Other { uid } => Err(Refusal::OtherUser(uid)),
             owner::Peer::Gone | owner::Peer::Unknown(_) => Err(Refusal::OwnerUnknown),
@@ -473,11 +478,9 @@ async fn accept_loop(
 ) {
     // Connection tasks live in this set so that stopping the proxy really closes them.
     let mut connections = JoinSet::new();
-    let mut timer_anchor = tokio::time::interval(TIMER_ANCHOR_PERIOD);
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = timer_anchor.tick() => {}
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => match gate.admit(&shared, &stream, connections.len()) {
                     Ok(()) => {
@@ -528,35 +531,14 @@ async fn serve_connection(
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     tokio::pin!(conn);
-    // This one task drives the browser connection and, inside each request's future and
-    // response body, the runtime connection paired with it (see `exchange`).
     tokio::select! {
         biased;
         _ = conn.as_mut() => {}
-        _ = stopped(&stop) => {
+        _ = stop.cancelled() => {
             conn.as_mut().graceful_shutdown();
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn.as_mut()).await;
         }
     }
-}
-
-/// `stop.cancelled()`, made cheap to poll again. A connection's task polls it on every wake-up
-/// (several per request) and the token's own future takes a lock and walks its waiter state
-/// each time. Its first poll registers this task's waker with the token, and cancelling wakes
-/// that task, so after that it only needs polling once the token says it is cancelled. (A
-/// task's waker stays the same for the task's life, and this future never leaves its task.)
-async fn stopped(stop: &CancellationToken) {
-    let cancelled = stop.cancelled();
-    tokio::pin!(cancelled);
-    let mut registered = false;
-    std::future::poll_fn(|cx| {
-        if registered && !stop.is_cancelled() {
-            return Poll::Pending;
-        }
-        registered = true;
-        cancelled.as_mut().poll(cx)
-    })
-    .await
 }
 
 #[cfg(test)]

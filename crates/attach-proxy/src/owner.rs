@@ -151,8 +151,9 @@ impl SocketTable {
         }
     }
 
-    /// The owner of the TCP socket whose own address is `local` and whose peer is `remote`, or
-    /// `None` when no such socket exists (it closed, or it is not on this machine).
+    /// The owner of the established TCP socket whose own address is `local` and whose peer is
+    /// `remote`, or `None` when there is none (it closed, is closing, or is not on this
+    /// machine). Never the listener at `local`, which the kernel offers for a vanished pair.
     pub fn connection(
         &mut self,
         local: SocketAddr,
@@ -278,7 +279,9 @@ mod linux {
     use netlink_packet_core::{
         NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_REQUEST,
     };
-    use netlink_packet_sock_diag::constants::{AF_INET, AF_INET6, IPPROTO_TCP};
+    use netlink_packet_sock_diag::constants::{
+        AF_INET, AF_INET6, IPPROTO_TCP, TCP_ESTABLISHED, TCP_LISTEN,
+    };
     use netlink_packet_sock_diag::inet::{ExtensionFlags, InetRequest, SocketId, StateFlags};
     use netlink_packet_sock_diag::SockDiagMessage;
     use netlink_sys::{protocols::NETLINK_SOCK_DIAG, Socket, SocketAddr as NetlinkAddr};
@@ -337,9 +340,13 @@ mod linux {
             let message = answer_to(self.sequence, &self.answer[..received])?;
             match message.payload {
                 NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(response)) => {
+                    let header = &response.header;
+                    if !is_the_socket_asked(header.state, &header.socket_id, local, remote) {
+                        return Ok(None);
+                    }
                     Ok(Some(SocketOwner {
-                        uid: response.header.uid,
-                        inode: u64::from(response.header.inode),
+                        uid: header.uid,
+                        inode: u64::from(header.inode),
                     }))
                 }
                 NetlinkPayload::Error(error) => match error.code {
@@ -425,6 +432,32 @@ mod linux {
         }
     }
 
+    /// Whether an exact-match answer is the socket that was asked about. The kernel answers an
+    /// exact query the way it routes a packet: the established socket of that address pair, or
+    /// else (the connection is gone) the listener at `local` or a `TIME_WAIT` remnant. For a
+    /// connection only an established socket of exactly that pair counts (issue 29: a listener's
+    /// answer for a vanished connection named the listener's owner as the connection's); for a
+    /// listener query, only a listening socket.
+    fn is_the_socket_asked(
+        state: u8,
+        id: &SocketId,
+        local: SocketAddr,
+        remote: Option<SocketAddr>,
+    ) -> bool {
+        let own = SocketAddr::new(id.source_address, id.source_port);
+        match remote {
+            Some(remote) => {
+                state == TCP_ESTABLISHED
+                    && same(own, local)
+                    && same(
+                        SocketAddr::new(id.destination_address, id.destination_port),
+                        remote,
+                    )
+            }
+            None => state == TCP_LISTEN && own.port() == local.port(),
+        }
+    }
+
     /// The first netlink message in `bytes`, which must answer the request numbered `sequence`.
     fn answer_to(sequence: u32, bytes: &[u8]) -> io::Result<NetlinkMessage<SockDiagMessage>> {
         let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
@@ -504,8 +537,28 @@ mod linux {
         Ok(None)
     }
 
+    /// Whether `/proc/net/tcp` lists a socket (in any state) whose own address is `local` and
+    /// whose peer is `remote`: tests wait on it for a closed connection to go.
+    #[cfg(test)]
+    pub(super) fn proc_net_has(local: SocketAddr, remote: SocketAddr) -> bool {
+        let mut found = false;
+        each_line("/proc/net/tcp", &mut |socket| {
+            found = same(socket.own, local) && same(socket.peer, remote);
+            if found {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        found
+    }
+
     /// `st` of a listening socket in `/proc/net/tcp`.
     const PROC_LISTEN: &str = "0A";
+
+    /// `st` of an established connection in `/proc/net/tcp`.
+    const PROC_ESTABLISHED: &str = "01";
 
     /// Calls `found` with every listener in `/proc/net/tcp` and `/proc/net/tcp6`.
     pub(super) fn proc_net_listening(
@@ -536,7 +589,10 @@ mod linux {
                                   owner,
                               }| {
             match remote {
-                Some(remote) if same(own, local) && same(peer, remote) => {
+                // Only the established socket of exactly this pair, as for netlink.
+                Some(remote)
+                    if state == PROC_ESTABLISHED && same(own, local) && same(peer, remote) =>
+                {
                     exact = Some(owner);
                     return ControlFlow::Break(());
                 }
@@ -837,6 +893,48 @@ mod tests {
         );
         assert_eq!(at("[::1]:9000"), Some(2));
         assert_eq!(at("127.0.0.1:7000"), None);
+    }
+
+    /// Issue 29: once a connection is gone, asking for its exact address pair finds nothing,
+    /// via netlink and /proc alike, although the kernel would answer such a query with the
+    /// listener still at the same address (and name the listener's owner as the connection's).
+    #[test]
+    fn a_vanished_connection_is_not_answered_by_the_listener_at_its_address() {
+        use std::io::Read;
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listen_addr = listener.local_addr().unwrap();
+        let client = std::net::TcpStream::connect(listen_addr).unwrap();
+        let client_addr = client.local_addr().unwrap();
+        let (mut accepted, _) = listener.accept().unwrap();
+        let mut table = SocketTable::new();
+        let live = table.connection(listen_addr, client_addr).unwrap();
+        assert_eq!(live.map(|o| o.uid), Some(own_uid()), "the live connection");
+
+        // The client closes first (its end waits in TIME_WAIT); the accepted end reads the
+        // end of stream and closes too, so no socket of the accepted end's pair is left.
+        drop(client);
+        let mut byte = [0u8; 1];
+        assert_eq!(accepted.read(&mut byte).unwrap(), 0);
+        drop(accepted);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while linux::proc_net_has(listen_addr, client_addr) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the socket never closed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(table.diag.is_some(), "asked through netlink");
+        assert_eq!(table.connection(listen_addr, client_addr).unwrap(), None);
+        assert_eq!(
+            linux::proc_net_lookup(listen_addr, Some(client_addr)).unwrap(),
+            None
+        );
+        // The listener is still there, for its own query.
+        assert!(table.listener(listen_addr).unwrap().is_some());
+        // And the client's TIME_WAIT remnant is no connection either.
+        assert_eq!(table.connection(client_addr, listen_addr).unwrap(), None);
     }
 
     #[test]

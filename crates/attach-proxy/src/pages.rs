@@ -44,6 +44,18 @@ const UPSTREAM_DOWN: &str = page!(
     "Runtime not reachable",
     "The runtime is not answering. Check that it is still running in Supercode Tray, revive it if needed, then attach again."
 );
+const UPSTREAM_TIMEOUT: &str = page!(
+    "Runtime not answering",
+    "The runtime took too long to answer. Check that it is still working in Supercode Tray, restart it if needed, then try again."
+);
+const METHOD_NOT_ALLOWED: &str = page!(
+    "Method not allowed",
+    "The attach proxy does not serve CONNECT or TRACE requests."
+);
+const SERVICE_WORKER_REFUSED: &str = page!(
+    "Service worker refused",
+    "Runtimes attached through Supercode Tray cannot install service workers: the page's address is reused for other runtimes."
+);
 const NOT_ALLOWED: &str = page!(
     "Method not allowed",
     "Attach links are opened with a plain GET. Open the link in a browser."
@@ -110,4 +122,19 @@ pub(crate) fn attach_method_not_allowed() -> Response<ProxyBody> {
         .headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static("GET"));
     response
+}
+
+/// 504 when the runtime sent no response head within the deadline.
+pub(crate) fn upstream_timeout() -> Response<ProxyBody> {
+    page(StatusCode::GATEWAY_TIMEOUT, UPSTREAM_TIMEOUT)
+}
+
+/// 405 for `CONNECT` and `TRACE`: the proxy is no tunnel, and nothing echoes a request back.
+pub(crate) fn method_not_allowed() -> Response<ProxyBody> {
+    page(StatusCode::METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED)
+}
+
+/// 403 for a service worker's script: registering one through the proxy fails.
+pub(crate) fn service_worker_refused() -> Response<ProxyBody> {
+    page(StatusCode::FORBIDDEN, SERVICE_WORKER_REFUSED)
 }

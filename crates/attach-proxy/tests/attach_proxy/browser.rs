@@ -419,3 +419,172 @@ async fn another_runtimes_page_can_neither_frame_nor_fetch_an_attached_runtime()
     })
     .await;
 }
+
+/// A runtime with what a page can leave behind on its origin: a service worker's script, a
+/// file the browser may cache for an hour, and a page. Each answer names the runtime; every
+/// path asked for is recorded.
+struct LeavingRuntime {
+    addr: std::net::SocketAddr,
+    paths: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl LeavingRuntime {
+    async fn start(name: &'static str) -> LeavingRuntime {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let paths = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let recorded = paths.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let recorded = recorded.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+                        let path = request.uri().path().to_owned();
+                        recorded.lock().unwrap().push(path.clone());
+                        let (kind, caching, body) = match path.as_str() {
+                            "/sw.js" => (
+                                "text/javascript",
+                                "no-store",
+                                format!("self.addEventListener('fetch', (e) => e.respondWith(new Response('served by the service worker of {name}')));"),
+                            ),
+                            "/cached.js" => ("text/javascript", "max-age=3600", name.to_owned()),
+                            _ => (
+                                "text/html",
+                                "no-store",
+                                format!("<!doctype html><h1 id=\"runtime-name\">{name}</h1>"),
+                            ),
+                        };
+                        async move {
+                            Ok::<_, std::convert::Infallible>(
+                                hyper::Response::builder()
+                                    .header("content-type", kind)
+                                    .header("cache-control", caching)
+                                    .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        LeavingRuntime { addr, paths }
+    }
+
+    fn asked_for(&self, path: &str) -> usize {
+        self.paths
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| *p == path)
+            .count()
+    }
+
+    async fn proxy_on(&self, port: u16) -> attach_proxy::AttachProxy {
+        attach_proxy::AttachProxy::start_with_options(
+            live_runtime::Sensitive::new(self.addr),
+            live_runtime::Sensitive::new(CANARY_TOKEN.to_owned()),
+            attach_proxy::AttachOptions {
+                port,
+                ..attach_proxy::AttachOptions::default()
+            },
+        )
+        .await
+        .unwrap()
+    }
+}
+
+// Issue 29 item 7: proxies take ephemeral ports, and the browser keys service workers, caches
+// and storage by origin, so runtime B attached later on the port runtime A's proxy had shares
+// A's origin. In a real Chromium: A's page tries to register a service worker (refused through
+// the proxy), stores a value and has a file cached for an hour; B, attached on the same port,
+// finds no service worker, no stored value, and gets its own file from the network.
+#[tokio::test]
+async fn issue_29_what_runtime_a_left_on_the_origin_does_not_act_in_runtime_b_on_the_same_port() {
+    let runtime_a = LeavingRuntime::start("runtime-a").await;
+    let runtime_b = LeavingRuntime::start("runtime-b").await;
+    let proxy_a = runtime_a.proxy_on(0).await;
+    let port: u16 = proxy_a
+        .origin()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (runtime_a, runtime_b) = (&runtime_a, &runtime_b);
+    with_chromium(|driver, session| async move {
+        let session = session.as_str();
+        driver
+            .post(
+                &format!("{session}/timeouts"),
+                json!({ "script": SCRIPT_TIMEOUT_MS, "pageLoad": SCRIPT_TIMEOUT_MS }),
+            )
+            .await;
+        driver
+            .post(
+                &format!("{session}/url"),
+                json!({ "url": proxy_a.mint_code().as_str() }),
+            )
+            .await;
+        let left = driver
+            .post(
+                &format!("{session}/execute/async"),
+                json!({ "script": r#"
+                    const done = arguments[arguments.length - 1];
+                    (async () => {
+                      let worker;
+                      try {
+                        await navigator.serviceWorker.register('/sw.js');
+                        await navigator.serviceWorker.ready;
+                        worker = 'registered';
+                      } catch (e) { worker = 'refused'; }
+                      localStorage.setItem('left-by', 'runtime-a');
+                      const cached = await (await fetch('/cached.js')).text();
+                      return { worker, cached, name: document.getElementById('runtime-name').textContent };
+                    })().then(done, (e) => done({ error: String(e) }));
+                "#, "args": [] }),
+            )
+            .await;
+        assert_eq!(left["name"], "runtime-a", "{left}");
+        assert_eq!(left["worker"], "refused", "{left}");
+        assert_eq!(left["cached"], "runtime-a", "{left}");
+        assert_eq!(runtime_a.asked_for("/sw.js"), 0, "the script never reached A");
+        assert_eq!(runtime_a.asked_for("/cached.js"), 1);
+
+        // Runtime A goes away; runtime B's proxy gets A's port, as the OS may hand it out.
+        proxy_a.shutdown().await;
+        let proxy_b = runtime_b.proxy_on(port).await;
+        assert_eq!(proxy_b.origin(), format!("http://127.0.0.1:{port}"));
+        driver
+            .post(
+                &format!("{session}/url"),
+                json!({ "url": proxy_b.mint_code().as_str() }),
+            )
+            .await;
+        let found = driver
+            .post(
+                &format!("{session}/execute/async"),
+                json!({ "script": r#"
+                    const done = arguments[arguments.length - 1];
+                    (async () => {
+                      const workers = (await navigator.serviceWorker.getRegistrations()).length;
+                      const controlled = navigator.serviceWorker.controller !== null;
+                      const stored = localStorage.getItem('left-by');
+                      const cached = await (await fetch('/cached.js')).text();
+                      return { workers, controlled, stored, cached, name: document.getElementById('runtime-name').textContent };
+                    })().then(done, (e) => done({ error: String(e) }));
+                "#, "args": [] }),
+            )
+            .await;
+        assert_eq!(found["name"], "runtime-b", "{found}");
+        assert_eq!(found["workers"], 0, "{found}");
+        assert_eq!(found["controlled"], false, "{found}");
+        assert_eq!(found["stored"], Value::Null, "A's storage is gone: {found}");
+        assert_eq!(found["cached"], "runtime-b", "A's cached file is gone: {found}");
+        assert_eq!(runtime_b.asked_for("/cached.js"), 1, "fetched from B itself");
+        proxy_b.shutdown().await;
+    })
+    .await;
+}

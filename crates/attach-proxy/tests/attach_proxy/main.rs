@@ -1,8 +1,9 @@
 //! Integration tests for the attach proxy, one binary with a module per area.
 //!
 //! The upstream is always a real demo runtime on loopback; clients are real HTTP, WebSocket and
-//! raw-socket clients, and `browser` drives a real headless Chromium. `framing` puts a scripted
-//! runtime on a raw socket behind the proxy instead, to control every byte it answers with.
+//! raw-socket clients, and `browser` drives a real headless Chromium. `framing` and
+//! `runtime_side` put a scripted runtime (`scripted`) on a raw socket behind the proxy instead,
+//! to control every byte it answers with.
 
 mod support;
 
@@ -19,3 +20,7 @@ mod lifecycle;
 mod other_user;
 
 mod refusals;
+
+mod runtime_side;
+
+mod scripted;
