@@ -1,4 +1,4 @@
-//! The inventory's floor (issue 16): what any inventory of a receipt directory must do at least,
+//! The inventory's floor: what any inventory of a receipt directory must do at least,
 //! timed beside the real one in the same run.
 
 use std::fs;

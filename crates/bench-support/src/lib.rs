@@ -3,8 +3,7 @@
 //! threads, CPU times and `/proc/PID/stat` fields of processes ([`procfs`], Linux), and the
 //! inventory's floor ([`floor`]).
 //!
-//! Used as a dev-dependency only (`attach-proxy` and `live-runtime` benches, `supercode-core`
-//! examples); never shipped.
+//! Used as a dev-dependency of `crates/benchmarks` only (its benches and examples); never shipped.
 #![deny(missing_docs)]
 
 pub mod floor;

@@ -49,8 +49,8 @@ pub fn open_path(path: &Path) -> Result<(), CoreError> {
 /// `open::that_detached`).
 ///
 /// One `posix_spawn`, where `open`'s detached spawn forks twice and waits for the grandchild's
-/// exec: 0.2-0.3 ms against 4-5 ms, and far more on a loaded machine (docs/BENCHMARKS.md,
-/// "Attach end to end").
+/// exec: each of those is a wait for the scheduler, which makes the hand-off an order of
+/// magnitude slower, and far more on a loaded machine, on the path of every attach.
 pub fn launch(target: impl AsRef<OsStr>, program: Option<&str>) -> io::Result<()> {
     let commands = match program {
         Some(program) => vec![open::with_command(&target, program)],

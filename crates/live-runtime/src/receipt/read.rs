@@ -184,8 +184,8 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
         }
         return match fs::remove_file(&path) {
             // No directory fsync here: a removal lost in a crash only means the next list removes
-            // the receipt again, and syncing per removal made a list of 2,000 dead receipts cost
-            // 3.3 s instead of 0.3 s (docs/BENCHMARKS.md, "Inventory scale").
+            // the receipt again, while a sync per removal waits on the disk once per dead receipt
+            // and turns a list that finds thousands of them into seconds.
             // Only the read whose removal took is counted: a runtime that unregistered removed
             // its receipt itself, and a read that raced it finds nothing to remove.
             Ok(()) => {

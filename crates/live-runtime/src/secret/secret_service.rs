@@ -1,11 +1,11 @@
 //! The Secret Service (Linux, *BSD) side of the keychain backend, on one long-lived session.
 //!
 //! `keyring::Entry` opens a new D-Bus connection and negotiates a new encrypted session (a
-//! Diffie-Hellman key exchange) for every call, and that is most of what a read costs: ~12 ms per
-//! `get` through `keyring`, against ~1.3 ms for the search and the secret on a session that is
-//! already open (docs/BENCHMARKS.md, "Keychain read"). So the keychain worker thread keeps one
-//! connection and session for as long as it lives, in a thread-local: every call runs on that one
-//! thread, and a worker retired after a timeout takes its session with it.
+//! Diffie-Hellman key exchange) for every call, and that is most of what a read costs: several
+//! times the search and the secret on a session that is already open, and on the path of every
+//! first attach. So the keychain worker thread keeps one connection and session for as long as it
+//! lives, in a thread-local: every call runs on that one thread, and a worker retired after a
+//! timeout takes its session with it.
 //!
 //! Items are found, created and read exactly as `keyring` 3 does it, with `keyring`'s own attribute
 //! set and label ([`SsCredential`]) and its own collection and error helpers, so an entry written

@@ -11,7 +11,7 @@
 //! The floor is what any inventory must do at least, timed in the same round: list the directory,
 //! read and parse every file, and read `/proc/<pid>/stat` of the pid each names.
 //!
-//! Run: `cargo bench -p live-runtime --bench inventory` (add `-- --quick` for a smoke run).
+//! Run: `cargo bench -p benchmarks --bench inventory` (add `-- --quick` for a smoke run).
 //! `-- --populate DIR SIZE` instead writes the same mix for the CLI measurement with hyperfine
 //! (docs/BENCHMARKS.md): live receipts into `DIR/receipts`, each naming a `sleep 7200` started for
 //! it (their pids in `DIR/sleepers`, for `xargs kill`), and the dead ones into `DIR/dead`, to be

@@ -2,13 +2,13 @@
 //! and `$CANON_HOME` read afresh, then the snapshot built), and how much memory the inventory
 //! keeps per receipt (issue 16).
 //!
-//! It reads a directory the inventory benchmark wrote (`cargo bench -p live-runtime --bench
+//! It reads a directory the inventory benchmark wrote (`cargo bench -p benchmarks --bench
 //! inventory -- --populate DIR SIZE`), taken from the same environment variables the app uses:
 //!
 //! ```text
 //! SUPERCODE_RUNTIME_DIR=DIR/receipts SUPERCODE_SECRET_STORE=file SUPERCODE_SECRET_DIR=DIR/secrets \
 //! CANON_HOME=DIR/canon SUPERCODE_STATE_DIR=DIR/state SUPERCODE_LOG_DIR=DIR/logs \
-//!   cargo run --release -p supercode-core --example rescan -- --reps 20
+//!   cargo run --release -p benchmarks --example rescan -- --reps 20
 //! ```
 //!
 //! The first read removes the dead receipts, so the timed reads are the steady state the tick

@@ -2,7 +2,7 @@
 //! for connect + accept + close alone, and with the kernel asked who owns the peer, over
 //! netlink (what the proxy does) and from `/proc/net/tcp` (its fallback), side by side in one run.
 //!
-//! `cargo bench -p attach-proxy --bench owner_check` (`OWNER_CHECK_CONNECTIONS`, default 20,000).
+//! `cargo bench -p benchmarks --bench owner_check` (`OWNER_CHECK_CONNECTIONS`, default 20,000).
 
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};

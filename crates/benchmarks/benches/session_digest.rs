@@ -4,7 +4,7 @@
 //! native cost. This measures the same digest (a 64-character hex session id, as
 //! `access::digest` hashes it) on the real CPU, and says whether it has those extensions.
 //!
-//! `cargo bench -p attach-proxy --bench session_digest` (`SESSION_DIGEST_ROUNDS`, default
+//! `cargo bench -p benchmarks --bench session_digest` (`SESSION_DIGEST_ROUNDS`, default
 //! 2,000,000).
 
 use std::hint::black_box;

@@ -4,7 +4,7 @@
 //! Run it inside a desktop session, e.g. the throwaway one of `scripts/test-env.sh`:
 //!
 //! ```text
-//! scripts/test-env.sh cargo run --release -p supercode-core --example app_figures -- \
+//! scripts/test-env.sh cargo run --release -p benchmarks --example app_figures -- \
 //!     --bin target/release/supercode-tray --runtimes 50 --idle-secs 60
 //! ```
 //!

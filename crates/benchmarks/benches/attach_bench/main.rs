@@ -1,6 +1,6 @@
 //! Attach proxy benchmark: direct vs attach-proxy vs nginx in front of the same demo runtime.
 //!
-//! Run with `cargo bench -p attach-proxy --bench attach_bench` (set `ATTACH_BENCH_SECONDS` to
+//! Run with `cargo bench -p benchmarks --bench attach_bench` (set `ATTACH_BENCH_SECONDS` to
 //! change the wrk duration per row and round, default 2). Measures, in one run and on loopback only:
 //! requests/s and latency under keep-alive load (wrk, if installed), sequential round-trip
 //! latency on one keep-alive connection, throughput of a 10 MB body, and WebSocket echo round
@@ -13,7 +13,7 @@
 //! only take CPU from the client and the runtime. `ATTACH_BENCH_PLACEMENT=unpinned|isolated`
 //! runs one of them only; `ATTACH_BENCH_CONNECTIONS` changes wrk's connection count (default 10).
 //!
-//! `cargo bench -p attach-proxy --bench attach_bench -- --instructions` instead counts the user-space
+//! `cargo bench -p benchmarks --bench attach_bench -- --instructions` instead counts the user-space
 //! instructions the proxy and the runtime execute per request and per 10 MB body, each in its own
 //! process under `valgrind --tool=callgrind`: a figure that does not move with the machine's load.
 //! `-- --syscalls` counts their system calls the same way, under `strace -c` (the kernel side,

@@ -8,7 +8,7 @@
 //! live runtimes registered so the rescan does realistic work.
 //!
 //! ```text
-//! cargo run --release -p supercode-core --example watch_latency -- --trials 200 --background 50
+//! cargo run --release -p benchmarks --example watch_latency -- --trials 200 --background 50
 //! ```
 //!
 //! With `--scale 10,10000` it instead answers "does one change cost one receipt?" (issue 6): for
@@ -20,7 +20,7 @@
 //! (this process) and 10 % corrupt ones.
 //!
 //! ```text
-//! cargo run --release -p supercode-core --example watch_latency -- --scale 10,10000 --trials 200
+//! cargo run --release -p benchmarks --example watch_latency -- --scale 10,10000 --trials 200
 //! ```
 
 use std::io::Write;

@@ -5,7 +5,7 @@
 //! Run it inside a session with a keychain, e.g. the throwaway one of `scripts/test-env.sh`:
 //!
 //! ```text
-//! scripts/test-env.sh cargo run --release -p supercode-core --example attach_latency -- \
+//! scripts/test-env.sh cargo run --release -p benchmarks --example attach_latency -- \
 //!     --runtimes 50 --bin target/release/supercode-tray
 //! ```
 //!
