@@ -93,11 +93,16 @@ pub fn run() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Ends the core's background work, waiting at most [`SHUTDOWN_WAIT`].
-fn shut_down<R: Runtime>(app: &AppHandle<R>) {
+/// Ends the core's background work, waiting at most [`SHUTDOWN_WAIT`]. Called on the main
+/// thread once the event loop is done, outside any async runtime.
+pub fn shut_down<R: Runtime>(app: &AppHandle<R>) {
     let core = app.state::<Supercode>();
-    let finished =
-        tauri::async_runtime::block_on(tokio::time::timeout(SHUTDOWN_WAIT, core.shutdown()));
+    // The timeout is made inside the future `block_on` runs: its timer needs the runtime's time
+    // driver, which only exists in there (made out here it panics, "there is no reactor
+    // running", and the process exits 101 without shutting down; issue 31).
+    let finished = tauri::async_runtime::block_on(async {
+        tokio::time::timeout(SHUTDOWN_WAIT, core.shutdown()).await
+    });
     if finished.is_err() {
         tracing::warn!("background work still running after {SHUTDOWN_WAIT:?}; exiting anyway");
     }

@@ -2,15 +2,15 @@
 // the stand-in tray host (tray.mjs, tray-host.py), exactly as a desktop's panel does: the
 // StatusNotifierItem the app registers, its properties, and its com.canonical.dbusmenu menu.
 //
-// The tooltip cannot be checked here: on Linux Tauri's tray (tray-icon over
-// libayatana-appindicator) drops set_tooltip, and the item exports no ToolTip property. The
-// state it would say is checked through the icon and the menu's first entry instead.
+// The item exports no ToolTip property (libayatana-appindicator has none); the state the tooltip
+// says is its Title, which panels show on hover (src-tauri/app/tray/indicator.rs), checked here
+// and, with NeedsAttention, in agent-state.test.mjs.
 
 import { mkdir, readFile, readdir, stat, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { assert, test } from './harness.mjs';
-import { isRunning } from './processes.mjs';
+import { isRunning, startProcess } from './processes.mjs';
 import { browse, receiptOf, waitForBrowserUrl, writeCanonJson, writePendingRegistrations, writeRecordingBrowser } from './support.mjs';
 import { menuLabels, startTrayHost, TRAY_UPDATE_TIMEOUT_MS } from './tray.mjs';
 
@@ -220,12 +220,30 @@ test('Open logs folder opens the log directory', async (t) => {
   assert.equal((await stat(opened)).isDirectory(), true, 'the folder exists');
 });
 
-// Proves: "Quit" ends the app process (the tray app otherwise outlives its window), and its
-// tray item leaves the watcher with it.
-test('Quit ends the app', async (t) => {
-  const { pid, tray } = await openTray(t);
+// Proves (issue 31): "Quit" ends the app process (the tray app otherwise outlives its window) with
+// exit status 0, after the core's awaited shutdown ran (its last log line, which only
+// `Supercode::shutdown` writes once everything it waits for has ended), and its tray item leaves
+// the watcher with it. Quit used to panic ("there is no reactor running") and exit 101 before
+// shutting anything down. The app is started here as a user starts it, not through tauri-driver,
+// so this test is its parent and sees its exit status.
+test('Quit ends the app with status 0 after its shutdown ran', async (t) => {
+  const stderr = join(t.artifactsDir, `${t.fileSlug}--${t.testSlug}--app.stderr.log`);
+  const app = await startProcess('the app', t.app, [], { env: { ...t.env, SUPERCODE_TRAY_OPEN_WINDOW: '0' }, logPath: stderr });
+  const tray = await host.itemOf(app.pid);
+  await tray.waitForMenu('the menu', (m) => m.some((e) => e.label === 'Quit'));
   await tray.click('Quit');
-  await t.waitUntil(`the app (pid ${pid}) to exit`, async () => !(await isRunning(pid)), QUIT_TIMEOUT_MS);
+  let timer;
+  const exited = await Promise.race([
+    app.exit,
+    new Promise((resolve) => {
+      timer = setTimeout(() => resolve(undefined), QUIT_TIMEOUT_MS);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  assert.ok(exited, `the app exits within ${QUIT_TIMEOUT_MS} ms of Quit; log: ${stderr}`);
+  const log = await readFile(stderr, 'utf8');
+  assert.deepEqual(exited, { code: 0, signal: null }, `the app exits with status 0; log: ${stderr}`);
+  assert.doesNotMatch(log, /panicked/, 'nothing panicked on the way out');
+  assert.match(log, /background work stopped/, "the core's shutdown ran to its end");
+  assert.equal(await isRunning(app.pid), false, 'the process is gone');
   await t.waitUntil('the tray item to be unregistered', async () => !(await tray.registered()), TRAY_UPDATE_TIMEOUT_MS);
-  assert.deepEqual(await t.appPids(), [], 'no app process is left');
 });
