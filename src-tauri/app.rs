@@ -12,13 +12,13 @@ use supercode_core::{CoreEvent, Locations, Supercode, WatchHandle};
 use tauri::{
     App, AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder,
 };
-use tauri_plugin_autostart::ManagerExt as _;
 #[cfg(not(target_os = "linux"))]
 use tauri_plugin_notification::NotificationExt as _;
 
 use crate::commands;
 
 mod alerts;
+mod autostart;
 mod tray;
 use alerts::AgentAlerts;
 use tray::MenuId;
@@ -64,10 +64,6 @@ pub fn run() -> ExitCode {
             }
         }))
         .plugin(tauri_plugin_notification::init())
-        .plugin(tauri_plugin_autostart::init(
-            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
-            None,
-        ))
         .setup(|app| {
             setup_tray_app(app.handle())?;
             Ok(())
@@ -352,11 +348,12 @@ fn toggle_agent_alerts<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
 }
 
 fn toggle_autostart<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
-    let launcher = app.autolaunch();
-    let result = if launcher.is_enabled().unwrap_or(false) {
-        launcher.disable()
-    } else {
-        launcher.enable()
+    let result = match autostart::LoginItem::from_env() {
+        Some(item) if item.is_enabled() => item.disable(),
+        Some(item) => item.enable(),
+        None => Err(std::io::Error::other(
+            "neither HOME nor XDG_CONFIG_HOME names a folder for it",
+        )),
     };
     if let Err(e) = result {
         notify(

@@ -25,7 +25,6 @@ use tauri::menu::{
 };
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Runtime};
-use tauri_plugin_autostart::ManagerExt as _;
 
 mod edits;
 
@@ -695,7 +694,7 @@ fn apply<R: Runtime>(
 
 fn toggles<R: Runtime>(app: &AppHandle<R>) -> Toggles {
     Toggles {
-        autostart: app.autolaunch().is_enabled().unwrap_or(false),
+        autostart: super::autostart::LoginItem::from_env().is_some_and(|item| item.is_enabled()),
         agent_alerts: app
             .try_state::<super::alerts::AgentAlerts>()
             .is_none_or(|a| a.enabled()),

@@ -37,7 +37,9 @@ let home;
 /**
  * The tray host must own the watcher name before the app starts; attach opens a recording
  * stand-in browser; "Open logs folder" goes through `xdg-open`, here a recording stand-in first
- * on PATH; and a private HOME keeps the autostart entry ($HOME/.config/autostart) to this file.
+ * on PATH; and a private HOME keeps anything written under it to this file (the autostart entry
+ * goes to $XDG_CONFIG_HOME/autostart, also this file's; the entry an older app wrote is looked
+ * for under $HOME/.config/autostart).
  */
 export async function env({ stateDir, artifactsDir, fileSlug }) {
   host = await startTrayHost({ artifactsDir, fileSlug });
@@ -143,17 +145,21 @@ test('clicking Attach in the tray opens the runtime page through the proxy', asy
   assert.ok(page.body.includes(`<h1 id="runtime-name">${name}</h1>`), "the runtime's own page was served through the proxy");
 });
 
-// Proves: "Start at login" writes the XDG autostart entry for the app (in $HOME/.config/autostart)
-// and shows the item checked; clicking it again removes the entry and unchecks it.
+// Proves: "Start at login" writes the XDG autostart entry for the app and shows the item checked;
+// clicking it again removes the entry and unchecks it. Issue 31: the entry is
+// `$XDG_CONFIG_HOME/autostart/supercode-tray.desktop` (it was `$HOME/.config/autostart/Supercode
+// Tray.desktop`, a space in the name, with XDG_CONFIG_HOME ignored), it carries the installed
+// icon, and `Exec=` is the quoted absolute path of the running binary (no supercode-tray is
+// installed at /usr/bin here), with no trailing space.
 test('Start at login toggles the autostart entry and the check mark', async (t) => {
   const { tray } = await openTray(t);
-  const dir = join(home, '.config', 'autostart');
+  const dir = join(t.env.XDG_CONFIG_HOME, 'autostart');
   const entries = async () => (await readdir(dir).catch((error) => (error.code === 'ENOENT' ? [] : Promise.reject(error)))).filter((n) => n.endsWith('.desktop'));
   assert.deepEqual(await entries(), [], 'no autostart entry before the click');
 
   await tray.click('Start at login');
-  // The autostart plugin creates the file empty and then writes it (one `write` call), so the
-  // entry can be seen before it has any content: wait for the content, not for the name.
+  // The entry is renamed into place whole (its temporary file is a dot-file not named
+  // *.desktop); waiting for content as well costs nothing.
   const [[entry, desktop], ...more] = await t.waitUntil(
     'an autostart entry to be written',
     async () => {
@@ -163,9 +169,11 @@ test('Start at login toggles the autostart entry and the check mark', async (t) 
     TRAY_UPDATE_TIMEOUT_MS,
   );
   assert.deepEqual(more, [], 'one autostart entry');
+  assert.equal(entry, 'supercode-tray.desktop', 'the entry is named after the command, with no space');
   assert.match(desktop, /^\[Desktop Entry\]/, `${entry} is a desktop entry`);
-  const exec = /^Exec=(.*)$/m.exec(desktop)?.[1]?.trim() ?? '';
-  assert.equal(exec, t.appExecutable, `${entry} starts the tray app's binary`);
+  const exec = /^Exec=(.*)$/m.exec(desktop)?.[1] ?? '';
+  assert.equal(exec, `"${t.appExecutable}"`, `${entry} starts the tray app's binary, quoted, with nothing after it`);
+  assert.match(desktop, /^Icon=supercode-tray$/m, `${entry} names the installed icon`);
   await tray.waitForMenu('"Start at login" checked', (m) => m.find((e) => e.label === 'Start at login')?.checked === true);
 
   await tray.click('Start at login');
