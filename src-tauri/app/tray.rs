@@ -27,6 +27,8 @@ use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Runtime};
 
 mod edits;
+#[cfg(target_os = "linux")]
+mod indicator;
 
 const TRAY_ID: &str = "supercode-tray";
 
@@ -40,6 +42,10 @@ const TRAY_ATTENTION: &[u8] = include_bytes!("../../icons/tray-attention.png");
 pub const SUBMENU_TITLE_CHARS: usize = 80;
 /// The most characters of an action's menu label (the API caps labels at 64 already).
 pub const ACTION_LABEL_CHARS: usize = 64;
+/// The most characters of a runtime's name in a menu line: enough to tell names apart, short
+/// enough that the state after it ("— Needs approval") always fits in [`SUBMENU_TITLE_CHARS`]
+/// (issue 31: a long name pushed the state out of the line).
+pub const RUNTIME_NAME_CHARS: usize = 32;
 
 /// The state the icon shows: an agent that needs you beats a registration waiting beats
 /// runtimes live beats idle.
@@ -195,7 +201,8 @@ pub enum Entry {
 pub struct TrayView {
     /// Which icon.
     pub state: TrayState,
-    /// The tooltip (where the platform shows one).
+    /// The tooltip where the platform shows one; on Linux the item's title, which panels show
+    /// on hover (`tray/indicator.rs`).
     pub tooltip: String,
     /// The menu, top to bottom.
     pub entries: Vec<Entry>,
@@ -220,8 +227,10 @@ impl TrayView {
             0 => "Supercode Tray: no live runtimes".to_owned(),
             live => format!("Supercode Tray: {live} live"),
         };
-        if counts.needs_you > 0 {
-            tooltip.push_str(&format!(", {} need you", counts.needs_you));
+        match counts.needs_you {
+            0 => {}
+            1 => tooltip.push_str(", 1 needs you"),
+            n => tooltip.push_str(&format!(", {n} need you")),
         }
         if counts.awaiting_approval > 0 {
             tooltip.push_str(&format!(
@@ -263,7 +272,7 @@ impl TrayView {
             for runtime in revivable {
                 entries.push(item(
                     MenuId::Revive(runtime.id.clone()),
-                    format!("Revive {}…", runtime.name),
+                    format!("Revive {}…", short_name(&runtime.name)),
                 ));
             }
         }
@@ -377,15 +386,16 @@ fn runtime_entry(runtime: &RuntimeView) -> Entry {
         return Entry::Item {
             id: attach,
             label: menu_text(
-                &format!("Attach {} ({})", runtime.name, runtime.kind),
+                &format!("Attach {} ({})", short_name(&runtime.name), runtime.kind),
                 SUBMENU_TITLE_CHARS,
             ),
             enabled: true,
         };
     };
+    let name = short_name(&runtime.name);
     let title = match &view.title {
-        Some(title) => format!("{} \u{2014} {state}: {title}", runtime.name),
-        None => format!("{} \u{2014} {state}", runtime.name),
+        Some(title) => format!("{name} \u{2014} {state}: {title}"),
+        None => format!("{name} \u{2014} {state}"),
     };
     let mut entries = vec![Entry::Item {
         id: attach,
@@ -421,6 +431,19 @@ fn action_entry(id: &str, action: &AgentActionView) -> Entry {
         id: menu_id,
         label: menu_text(&label, ACTION_LABEL_CHARS + 1),
         enabled: true,
+    }
+}
+
+/// A runtime's name as a menu line shows it: at most [`RUNTIME_NAME_CHARS`] characters, cut
+/// with `…`, so what follows it in the line (its state) is never what the cap cuts.
+fn short_name(name: &str) -> String {
+    match name.char_indices().nth(RUNTIME_NAME_CHARS) {
+        Some(_) => name
+            .chars()
+            .take(RUNTIME_NAME_CHARS - 1)
+            .chain(std::iter::once('\u{2026}'))
+            .collect(),
+        None => name.to_owned(),
     }
 }
 
@@ -496,7 +519,7 @@ pub fn create<R: Runtime>(
 ) -> tauri::Result<()> {
     let view = TrayView::of(snapshot, toggles(app));
     let menu = view.menu(app)?;
-    TrayIconBuilder::with_id(TRAY_ID)
+    let tray = TrayIconBuilder::with_id(TRAY_ID)
         .icon(view.icon()?)
         .tooltip(&view.tooltip)
         .menu(&menu)
@@ -506,6 +529,8 @@ pub fn create<R: Runtime>(
             None => tracing::warn!(item = %event.id().as_ref(), "unknown tray menu item"),
         })
         .build(app)?;
+    #[cfg(target_os = "linux")]
+    indicator::show(&tray, &view.tooltip, view.state == TrayState::NeedsYou)?;
     app.manage(TrayShown {
         shown: Mutex::new(Shown {
             snapshot: Arc::new(snapshot.clone()),
@@ -579,6 +604,10 @@ fn show<R: Runtime>(app: &AppHandle<R>, shown: &mut Shown<R>) -> tauri::Result<(
     }
     if shown.view.tooltip != view.tooltip {
         tray.set_tooltip(Some(&view.tooltip))?;
+    }
+    #[cfg(target_os = "linux")]
+    if shown.view.tooltip != view.tooltip || shown.view.state != view.state {
+        indicator::show(&tray, &view.tooltip, view.state == TrayState::NeedsYou)?;
     }
     let edits = edits::edits(&shown.view.entries, &view.entries);
     if !edits.is_empty() {
@@ -1153,6 +1182,45 @@ mod tests {
             "{label}"
         );
         assert!(matches!(&entries[1], Entry::Item { label, .. } if label == "&&Yes"));
+    }
+
+    #[test]
+    fn a_long_runtime_name_is_cut_by_characters_and_the_state_stays_in_the_line_issue_31() {
+        // Multi-byte characters: the cut counts characters, never splits one.
+        let long = format!("{}-workspace-with-a-very-long-name", "\u{e9}".repeat(40));
+        let cut: String = long.chars().take(RUNTIME_NAME_CHARS - 1).collect();
+        let mut waiting = agent(&long, AgentState::NeedsApproval);
+        waiting.state.as_mut().unwrap().title = Some("Run the test suite?".into());
+        let mut plain = live(&long);
+        plain.id = "lre_plain".into();
+        let view = TrayView::of(&snapshot(vec![waiting, plain]), ON);
+        let Entry::Submenu { label, .. } = &view.entries[0] else {
+            panic!("{:?}", view.entries[0]);
+        };
+        assert_eq!(
+            label,
+            &format!("{cut}\u{2026} \u{2014} Needs approval: Run the test suite?")
+        );
+        assert!(label.chars().count() <= SUBMENU_TITLE_CHARS, "{label}");
+        let Entry::Item { label, .. } = &view.entries[1] else {
+            panic!("{:?}", view.entries[1]);
+        };
+        assert_eq!(label, &format!("Attach {cut}\u{2026} (demo)"));
+        // A name at the cap is shown whole.
+        let exact = "n".repeat(RUNTIME_NAME_CHARS);
+        let view = TrayView::of(&snapshot(vec![agent(&exact, AgentState::Working)]), ON);
+        assert!(
+            labels(&view)[0].starts_with(&format!("{exact} \u{2014} Working")),
+            "{:?}",
+            labels(&view)
+        );
+    }
+
+    #[test]
+    fn the_tooltip_says_how_many_agents_need_you_in_words_that_agree() {
+        let one = TrayView::of(&snapshot(vec![agent("a", AgentState::NeedsInput)]), ON);
+        assert_eq!(one.tooltip, "Supercode Tray: 1 live, 1 needs you");
+        assert_eq!(one.state, TrayState::NeedsYou);
     }
 
     #[test]
