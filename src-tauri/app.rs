@@ -19,6 +19,7 @@ use crate::commands;
 
 mod alerts;
 mod autostart;
+mod first_start;
 mod tray;
 use alerts::AgentAlerts;
 use tray::MenuId;
@@ -150,8 +151,18 @@ fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         });
     }
 
-    if std::env::var_os("SUPERCODE_TRAY_OPEN_WINDOW").is_some_and(|v| v == "1") {
+    // `SUPERCODE_TRAY_OPEN_WINDOW=1` opens the window at every start, `=0` at none (the tests
+    // and scripts that want one or the other); unset, it opens at the first start only.
+    let first_start = first_start::FirstStart::in_dir(&core.locations().state_dir);
+    let open = match std::env::var_os("SUPERCODE_TRAY_OPEN_WINDOW") {
+        Some(value) => value == "1",
+        None => first_start.is_first(),
+    };
+    if open {
         open_window(app, None)?;
+        if let Err(e) = first_start.remember() {
+            tracing::warn!("could not remember that the window opened at the first start: {e}");
+        }
     }
     Ok(())
 }
