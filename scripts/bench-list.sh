@@ -28,7 +28,8 @@ for n in "${sizes[@]}"; do
     CANON_HOME=$d/canon SUPERCODE_STATE_DIR=$d/state SUPERCODE_LOG_DIR=$d/logs
   # A first list removes the dead receipts: every timed run then sees the steady state.
   "$release/supercode-tray" list --json --scan >/dev/null
-  "$release/supercode-tray-app" >"$d/app.out" 2>&1 &
+  # No window: a fresh state directory is a first start, which would open it.
+  SUPERCODE_TRAY_OPEN_WINDOW=0 "$release/supercode-tray-app" >"$d/app.out" 2>&1 &
   app=$!
   for _ in $(seq 600); do
     [ -S "$d/state/control/socket" ] && break
