@@ -61,6 +61,21 @@ pub enum TrayState {
     NeedsYou,
 }
 
+impl TrayState {
+    /// Every state, each with its own icon.
+    pub const ALL: [Self; 4] = [Self::Idle, Self::Live, Self::Pending, Self::NeedsYou];
+
+    /// The state's icon: its file name (where the icon is a file, `indicator`) and its PNG.
+    fn icon(self) -> (&'static str, &'static [u8]) {
+        match self {
+            Self::Idle => ("tray-idle.png", TRAY_IDLE),
+            Self::Live => ("tray-live.png", TRAY_LIVE),
+            Self::Pending => ("tray-pending.png", TRAY_PENDING),
+            Self::NeedsYou => ("tray-attention.png", TRAY_ATTENTION),
+        }
+    }
+}
+
 /// The app's own settings the menu shows as check items.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Toggles {
@@ -305,12 +320,7 @@ impl TrayView {
     }
 
     fn icon(&self) -> tauri::Result<Image<'static>> {
-        Image::from_bytes(match self.state {
-            TrayState::Idle => TRAY_IDLE,
-            TrayState::Live => TRAY_LIVE,
-            TrayState::Pending => TRAY_PENDING,
-            TrayState::NeedsYou => TRAY_ATTENTION,
-        })
+        Image::from_bytes(self.state.icon().1)
     }
 
     fn menu<R: Runtime>(&self, app: &AppHandle<R>) -> tauri::Result<Menu<R>> {
@@ -498,6 +508,9 @@ struct Shown<R: Runtime> {
 /// The tray's state: what it shows, and what to show next.
 struct TrayShown<R: Runtime> {
     shown: Mutex<Shown<R>>,
+    /// The folder of the icon files the indicator shows (Linux, `indicator`); `None` where
+    /// Tauri sets the icon (elsewhere, or when the files could not be written).
+    icons: Option<std::path::PathBuf>,
     /// Set by [`refresh`] and [`redraw`]; taken by the main thread. A burst of snapshots while
     /// the main thread is busy is shown once, as its newest, instead of once per snapshot in turn.
     next: Mutex<Option<Next>>,
@@ -529,8 +542,10 @@ pub fn create<R: Runtime>(
             None => tracing::warn!(item = %event.id().as_ref(), "unknown tray menu item"),
         })
         .build(app)?;
-    #[cfg(target_os = "linux")]
-    indicator::show(&tray, &view.tooltip, view.state == TrayState::NeedsYou)?;
+    let icons = icon_files(app);
+    if let Some(dir) = &icons {
+        show_on_indicator(&tray, dir, &view)?;
+    }
     app.manage(TrayShown {
         shown: Mutex::new(Shown {
             snapshot: Arc::new(snapshot.clone()),
@@ -538,7 +553,54 @@ pub fn create<R: Runtime>(
             menu,
         }),
         next: Mutex::new(None),
+        icons,
     });
+    Ok(())
+}
+
+/// Writes the icons where the indicator reads them, in the app's state directory; `None` (Tauri
+/// sets the icon, described as "tray icon") where there is no indicator or they cannot be written.
+fn icon_files<R: Runtime>(app: &AppHandle<R>) -> Option<std::path::PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        let dir = app
+            .state::<supercode_core::Supercode>()
+            .locations()
+            .state_dir
+            .join("tray-icons");
+        let icons = TrayState::ALL.map(TrayState::icon);
+        match indicator::write_icons(&dir, &icons) {
+            Ok(dir) => return Some(dir),
+            Err(e) => tracing::warn!("could not write the tray icons, Tauri draws them: {e}"),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = app;
+    None
+}
+
+/// Shows `view`'s icon, description, title and status through the indicator (see `indicator`).
+#[cfg(target_os = "linux")]
+fn show_on_indicator<R: Runtime>(
+    tray: &tauri::tray::TrayIcon<R>,
+    icons: &std::path::Path,
+    view: &TrayView,
+) -> tauri::Result<()> {
+    indicator::show(
+        tray,
+        &icons.join(view.state.icon().0),
+        &view.tooltip,
+        view.state == TrayState::NeedsYou,
+    )
+}
+
+/// No indicator here: [`icon_files`] gives no folder, so this is never called.
+#[cfg(not(target_os = "linux"))]
+fn show_on_indicator<R: Runtime>(
+    _tray: &tauri::tray::TrayIcon<R>,
+    _icons: &std::path::Path,
+    _view: &TrayView,
+) -> tauri::Result<()> {
     Ok(())
 }
 
@@ -583,7 +645,7 @@ fn queue<R: Runtime>(app: &AppHandle<R>, next: Next) -> tauri::Result<()> {
         if let Next::Snapshot(snapshot) = next {
             shown.snapshot = snapshot;
         }
-        if let Err(e) = show(&handle, &mut shown) {
+        if let Err(e) = show(&handle, &mut shown, state.icons.as_deref()) {
             tracing::warn!("could not update the tray: {e}");
         }
     })
@@ -594,20 +656,27 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Brings the tray in line with `shown.snapshot`.
-fn show<R: Runtime>(app: &AppHandle<R>, shown: &mut Shown<R>) -> tauri::Result<()> {
+fn show<R: Runtime>(
+    app: &AppHandle<R>,
+    shown: &mut Shown<R>,
+    icons: Option<&std::path::Path>,
+) -> tauri::Result<()> {
     let Some(tray) = app.tray_by_id(TRAY_ID) else {
         return Ok(());
     };
     let view = TrayView::of(&shown.snapshot, toggles(app));
-    if shown.view.state != view.state {
-        tray.set_icon(Some(view.icon()?))?;
-    }
-    if shown.view.tooltip != view.tooltip {
-        tray.set_tooltip(Some(&view.tooltip))?;
-    }
-    #[cfg(target_os = "linux")]
-    if shown.view.tooltip != view.tooltip || shown.view.state != view.state {
-        indicator::show(&tray, &view.tooltip, view.state == TrayState::NeedsYou)?;
+    let changed = shown.view.state != view.state || shown.view.tooltip != view.tooltip;
+    match icons {
+        Some(dir) if changed => show_on_indicator(&tray, dir, &view)?,
+        Some(_) => {}
+        None => {
+            if shown.view.state != view.state {
+                tray.set_icon(Some(view.icon()?))?;
+            }
+            if shown.view.tooltip != view.tooltip {
+                tray.set_tooltip(Some(&view.tooltip))?;
+            }
+        }
     }
     let edits = edits::edits(&shown.view.entries, &view.entries);
     if !edits.is_empty() {

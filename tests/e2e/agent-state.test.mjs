@@ -133,15 +133,16 @@ function assertNotificationsClean(secrets) {
 }
 
 /**
- * Waits until the tray item's `Status` and `Title` (what a panel shows on hover; the item has no
- * `ToolTip` property, src-tauri/app/tray/indicator.rs) are these; returns its properties.
+ * Waits until the tray item's `Status` is `status` and its `Title` and `IconAccessibleDesc` (what
+ * panels show on hover; the item has no `ToolTip` property, src-tauri/app/tray/indicator.rs) say
+ * `title`; returns its properties.
  */
 function waitForItemStatus(t, item, status, title) {
   return t.waitUntil(
-    `the tray item's Status ${status} and Title "${title}"`,
+    `the tray item's Status ${status}, Title and icon description "${title}"`,
     async () => {
       const props = await item.properties();
-      return props.Status === status && props.Title === title ? props : undefined;
+      return props.Status === status && props.Title === title && props.IconAccessibleDesc === title ? props : undefined;
     },
     TRAY_UPDATE_TIMEOUT_MS,
   );

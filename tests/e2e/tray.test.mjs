@@ -82,7 +82,15 @@ test('the tray item registers and its menu lists each live runtime and the app e
   const props = await tray.properties();
   assert.equal(props.Status, 'Active', 'the item asks to be shown');
   assert.equal('ToolTip' in props, false, 'libayatana-appindicator exports no ToolTip: the Title says the state');
-  await t.waitUntil('the Title to count both runtimes', async () => (await tray.properties()).Title === 'Supercode Tray: 2 live', TRAY_UPDATE_TIMEOUT_MS);
+  const said = await t.waitUntil(
+    'the Title to count both runtimes',
+    async () => {
+      const now = await tray.properties();
+      return now.Title === 'Supercode Tray: 2 live' ? now : undefined;
+    },
+    TRAY_UPDATE_TIMEOUT_MS,
+  );
+  assert.equal(said.IconAccessibleDesc, said.Title, 'the icon is described by the state (it was "tray icon")');
   assert.match(props.Menu ?? '', /^\/\S+/, 'the item exports a menu');
   const menu = await tray.waitForMenu('both runtimes in the menu', (m) => [attachLabel('menu-alpha'), attachLabel('menu-beta')].every((label) => m.some((e) => e.label === label)));
   const labels = menuLabels(menu);
