@@ -216,8 +216,8 @@ pub enum Entry {
 pub struct TrayView {
     /// Which icon.
     pub state: TrayState,
-    /// The tooltip where the platform shows one; on Linux the item's title, which panels show
-    /// on hover (`tray/indicator.rs`).
+    /// The tooltip where the platform shows one; on Linux the item's title and icon
+    /// description, which panels show on hover (`tray/indicator.rs`).
     pub tooltip: String,
     /// The menu, top to bottom.
     pub entries: Vec<Entry>,
