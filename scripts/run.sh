@@ -8,7 +8,8 @@
 # minutes on a laptop), starts two demo runtimes (demo-alpha, demo-beta) in the background so
 # the tray has something to show (stop one, e.g. with kill -9, and revive it from the tray), then
 # runs the tray app in the foreground. When the app exits (or on Ctrl-C) the demo runtimes are
-# stopped.
+# stopped, those revived from the tray included, before their folders are removed. The UI is
+# rebuilt only when a file under ui/ is newer than ui/dist.
 # Functions called only from traps or through run_phase are reachable, whatever shellcheck infers.
 # shellcheck disable=SC2317
 set -euo pipefail
@@ -36,11 +37,21 @@ fi
 
 scripts/install-deps.sh
 
-log "building the UI (ui/dist)"
-if [ ! -f ui/node_modules/.package-lock.json ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
-  npm --prefix ui ci --no-audit --no-fund
+# ui_stale: true when ui/dist is missing or a UI source (or the lockfile) is newer than its
+# index.html, which every build writes.
+ui_stale() {
+  [ -f ui/dist/index.html ] || return 0
+  [ -n "$(find ui \( -path ui/node_modules -o -path ui/dist \) -prune -o -type f -newer ui/dist/index.html -print -quit)" ]
+}
+if ui_stale; then
+  log "building the UI (ui/dist)"
+  if [ ! -f ui/node_modules/.package-lock.json ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
+    npm --prefix ui ci --no-audit --no-fund
+  fi
+  npm --prefix ui run build
+else
+  log "the UI (ui/dist) is up to date"
 fi
-npm --prefix ui run build
 
 log "building the app (debug build)"
 # supercode-tray starts the tray by exec'ing supercode-tray-app beside it: build both.
@@ -94,12 +105,30 @@ stop_processes() {
     wait "$pid" 2>/dev/null || true
   done
 }
+# demo_processes: the pids of every demo runtime still running, those this script started and
+# those revived from the tray since (the app starts those, not this script): a process of the
+# app's binary whose working directory is a demo workspace (a revive runs in the recorded one).
+demo_processes() {
+  local proc pid exe cwd
+  for proc in /proc/[0-9]*; do
+    pid="${proc#/proc/}"
+    exe="$(readlink "$proc/exe" 2>/dev/null)" || continue
+    # " (deleted)": the binary was rebuilt while the demo ran.
+    case "$exe" in "$app" | "$app-app" | "$app (deleted)" | "$app-app (deleted)") ;; *) continue ;; esac
+    cwd="$(readlink "$proc/cwd" 2>/dev/null)" || continue
+    case "$cwd" in "$run_dir/workspaces/"*) printf '%s\n' "$pid" ;; esac
+  done
+}
 cleanup() {
   local status=$?
+  local running=()
   if [ -n "$app_pid" ]; then stop_processes "$app_pid"; fi
-  if [ "${#demo_pids[@]}" -gt 0 ]; then
+  # Before their folders go: a runtime whose workspace is deleted under it keeps running.
+  mapfile -t running < <(demo_processes)
+  running+=("${demo_pids[@]}")
+  if [ "${#running[@]}" -gt 0 ]; then
     log "stopping the demo runtimes"
-    stop_processes "${demo_pids[@]}"
+    stop_processes "${running[@]}"
   fi
   rm -rf "$run_dir"
   exit "$status"

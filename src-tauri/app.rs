@@ -12,13 +12,14 @@ use supercode_core::{CoreEvent, Locations, Supercode, WatchHandle};
 use tauri::{
     App, AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder,
 };
-use tauri_plugin_autostart::ManagerExt as _;
 #[cfg(not(target_os = "linux"))]
 use tauri_plugin_notification::NotificationExt as _;
 
 use crate::commands;
 
 mod alerts;
+mod autostart;
+mod first_start;
 mod tray;
 use alerts::AgentAlerts;
 use tray::MenuId;
@@ -64,10 +65,6 @@ pub fn run() -> ExitCode {
             }
         }))
         .plugin(tauri_plugin_notification::init())
-        .plugin(tauri_plugin_autostart::init(
-            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
-            None,
-        ))
         .setup(|app| {
             setup_tray_app(app.handle())?;
             Ok(())
@@ -93,11 +90,16 @@ pub fn run() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Ends the core's background work, waiting at most [`SHUTDOWN_WAIT`].
-fn shut_down<R: Runtime>(app: &AppHandle<R>) {
+/// Ends the core's background work, waiting at most [`SHUTDOWN_WAIT`]. Called on the main
+/// thread once the event loop is done, outside any async runtime.
+pub fn shut_down<R: Runtime>(app: &AppHandle<R>) {
     let core = app.state::<Supercode>();
-    let finished =
-        tauri::async_runtime::block_on(tokio::time::timeout(SHUTDOWN_WAIT, core.shutdown()));
+    // The timeout is made inside the future `block_on` runs: its timer needs the runtime's time
+    // driver, which only exists in there (made out here it panics, "there is no reactor
+    // running", and the process exits 101 without shutting down; issue 31).
+    let finished = tauri::async_runtime::block_on(async {
+        tokio::time::timeout(SHUTDOWN_WAIT, core.shutdown()).await
+    });
     if finished.is_err() {
         tracing::warn!("background work still running after {SHUTDOWN_WAIT:?}; exiting anyway");
     }
@@ -149,8 +151,18 @@ fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         });
     }
 
-    if std::env::var_os("SUPERCODE_TRAY_OPEN_WINDOW").is_some_and(|v| v == "1") {
+    // `SUPERCODE_TRAY_OPEN_WINDOW=1` opens the window at every start, `=0` at none (the tests
+    // and scripts that want one or the other); unset, it opens at the first start only.
+    let first_start = first_start::FirstStart::in_dir(&core.locations().state_dir);
+    let open = match std::env::var_os("SUPERCODE_TRAY_OPEN_WINDOW") {
+        Some(value) => value == "1",
+        None => first_start.is_first(),
+    };
+    if open {
         open_window(app, None)?;
+        if let Err(e) = first_start.remember() {
+            tracing::warn!("could not remember that the window opened at the first start: {e}");
+        }
     }
     Ok(())
 }
@@ -347,11 +359,12 @@ fn toggle_agent_alerts<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
 }
 
 fn toggle_autostart<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
-    let launcher = app.autolaunch();
-    let result = if launcher.is_enabled().unwrap_or(false) {
-        launcher.disable()
-    } else {
-        launcher.enable()
+    let result = match autostart::LoginItem::from_env() {
+        Some(item) if item.is_enabled() => item.disable(),
+        Some(item) => item.enable(),
+        None => Err(std::io::Error::other(
+            "neither HOME nor XDG_CONFIG_HOME names a folder for it",
+        )),
     };
     if let Err(e) = result {
         notify(

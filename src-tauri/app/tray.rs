@@ -25,9 +25,10 @@ use tauri::menu::{
 };
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Runtime};
-use tauri_plugin_autostart::ManagerExt as _;
 
 mod edits;
+#[cfg(target_os = "linux")]
+mod indicator;
 
 const TRAY_ID: &str = "supercode-tray";
 
@@ -41,6 +42,10 @@ const TRAY_ATTENTION: &[u8] = include_bytes!("../../icons/tray-attention.png");
 pub const SUBMENU_TITLE_CHARS: usize = 80;
 /// The most characters of an action's menu label (the API caps labels at 64 already).
 pub const ACTION_LABEL_CHARS: usize = 64;
+/// The most characters of a runtime's name in a menu line: enough to tell names apart, short
+/// enough that the state after it ("— Needs approval") always fits in [`SUBMENU_TITLE_CHARS`]
+/// (issue 31: a long name pushed the state out of the line).
+pub const RUNTIME_NAME_CHARS: usize = 32;
 
 /// The state the icon shows: an agent that needs you beats a registration waiting beats
 /// runtimes live beats idle.
@@ -54,6 +59,21 @@ pub enum TrayState {
     Pending,
     /// A runtime's agent waits for the user ([`AgentState::needs_you`]).
     NeedsYou,
+}
+
+impl TrayState {
+    /// Every state, each with its own icon.
+    pub const ALL: [Self; 4] = [Self::Idle, Self::Live, Self::Pending, Self::NeedsYou];
+
+    /// The state's icon: its file name (where the icon is a file, `indicator`) and its PNG.
+    fn icon(self) -> (&'static str, &'static [u8]) {
+        match self {
+            Self::Idle => ("tray-idle.png", TRAY_IDLE),
+            Self::Live => ("tray-live.png", TRAY_LIVE),
+            Self::Pending => ("tray-pending.png", TRAY_PENDING),
+            Self::NeedsYou => ("tray-attention.png", TRAY_ATTENTION),
+        }
+    }
 }
 
 /// The app's own settings the menu shows as check items.
@@ -196,7 +216,8 @@ pub enum Entry {
 pub struct TrayView {
     /// Which icon.
     pub state: TrayState,
-    /// The tooltip (where the platform shows one).
+    /// The tooltip where the platform shows one; on Linux the item's title and icon
+    /// description, which panels show on hover (`tray/indicator.rs`).
     pub tooltip: String,
     /// The menu, top to bottom.
     pub entries: Vec<Entry>,
@@ -221,8 +242,10 @@ impl TrayView {
             0 => "Supercode Tray: no live runtimes".to_owned(),
             live => format!("Supercode Tray: {live} live"),
         };
-        if counts.needs_you > 0 {
-            tooltip.push_str(&format!(", {} need you", counts.needs_you));
+        match counts.needs_you {
+            0 => {}
+            1 => tooltip.push_str(", 1 needs you"),
+            n => tooltip.push_str(&format!(", {n} need you")),
         }
         if counts.awaiting_approval > 0 {
             tooltip.push_str(&format!(
@@ -264,7 +287,7 @@ impl TrayView {
             for runtime in revivable {
                 entries.push(item(
                     MenuId::Revive(runtime.id.clone()),
-                    format!("Revive {}…", runtime.name),
+                    format!("Revive {}…", short_name(&runtime.name)),
                 ));
             }
         }
@@ -297,12 +320,7 @@ impl TrayView {
     }
 
     fn icon(&self) -> tauri::Result<Image<'static>> {
-        Image::from_bytes(match self.state {
-            TrayState::Idle => TRAY_IDLE,
-            TrayState::Live => TRAY_LIVE,
-            TrayState::Pending => TRAY_PENDING,
-            TrayState::NeedsYou => TRAY_ATTENTION,
-        })
+        Image::from_bytes(self.state.icon().1)
     }
 
     fn menu<R: Runtime>(&self, app: &AppHandle<R>) -> tauri::Result<Menu<R>> {
@@ -378,15 +396,16 @@ fn runtime_entry(runtime: &RuntimeView) -> Entry {
         return Entry::Item {
             id: attach,
             label: menu_text(
-                &format!("Attach {} ({})", runtime.name, runtime.kind),
+                &format!("Attach {} ({})", short_name(&runtime.name), runtime.kind),
                 SUBMENU_TITLE_CHARS,
             ),
             enabled: true,
         };
     };
+    let name = short_name(&runtime.name);
     let title = match &view.title {
-        Some(title) => format!("{} \u{2014} {state}: {title}", runtime.name),
-        None => format!("{} \u{2014} {state}", runtime.name),
+        Some(title) => format!("{name} \u{2014} {state}: {title}"),
+        None => format!("{name} \u{2014} {state}"),
     };
     let mut entries = vec![Entry::Item {
         id: attach,
@@ -422,6 +441,19 @@ fn action_entry(id: &str, action: &AgentActionView) -> Entry {
         id: menu_id,
         label: menu_text(&label, ACTION_LABEL_CHARS + 1),
         enabled: true,
+    }
+}
+
+/// A runtime's name as a menu line shows it: at most [`RUNTIME_NAME_CHARS`] characters, cut
+/// with `…`, so what follows it in the line (its state) is never what the cap cuts.
+fn short_name(name: &str) -> String {
+    match name.char_indices().nth(RUNTIME_NAME_CHARS) {
+        Some(_) => name
+            .chars()
+            .take(RUNTIME_NAME_CHARS - 1)
+            .chain(std::iter::once('\u{2026}'))
+            .collect(),
+        None => name.to_owned(),
     }
 }
 
@@ -476,6 +508,9 @@ struct Shown<R: Runtime> {
 /// The tray's state: what it shows, and what to show next.
 struct TrayShown<R: Runtime> {
     shown: Mutex<Shown<R>>,
+    /// The folder of the icon files the indicator shows (Linux, `indicator`); `None` where
+    /// Tauri sets the icon (elsewhere, or when the files could not be written).
+    icons: Option<std::path::PathBuf>,
     /// Set by [`refresh`] and [`redraw`]; taken by the main thread. A burst of snapshots while
     /// the main thread is busy is shown once, as its newest, instead of once per snapshot in turn.
     next: Mutex<Option<Next>>,
@@ -497,7 +532,7 @@ pub fn create<R: Runtime>(
 ) -> tauri::Result<()> {
     let view = TrayView::of(snapshot, toggles(app));
     let menu = view.menu(app)?;
-    TrayIconBuilder::with_id(TRAY_ID)
+    let tray = TrayIconBuilder::with_id(TRAY_ID)
         .icon(view.icon()?)
         .tooltip(&view.tooltip)
         .menu(&menu)
@@ -507,6 +542,10 @@ pub fn create<R: Runtime>(
             None => tracing::warn!(item = %event.id().as_ref(), "unknown tray menu item"),
         })
         .build(app)?;
+    let icons = icon_files(app);
+    if let Some(dir) = &icons {
+        show_on_indicator(&tray, dir, &view)?;
+    }
     app.manage(TrayShown {
         shown: Mutex::new(Shown {
             snapshot: Arc::new(snapshot.clone()),
@@ -514,7 +553,54 @@ pub fn create<R: Runtime>(
             menu,
         }),
         next: Mutex::new(None),
+        icons,
     });
+    Ok(())
+}
+
+/// Writes the icons where the indicator reads them, in the app's state directory; `None` (Tauri
+/// sets the icon, described as "tray icon") where there is no indicator or they cannot be written.
+fn icon_files<R: Runtime>(app: &AppHandle<R>) -> Option<std::path::PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        let dir = app
+            .state::<supercode_core::Supercode>()
+            .locations()
+            .state_dir
+            .join("tray-icons");
+        let icons = TrayState::ALL.map(TrayState::icon);
+        match indicator::write_icons(&dir, &icons) {
+            Ok(dir) => return Some(dir),
+            Err(e) => tracing::warn!("could not write the tray icons, Tauri draws them: {e}"),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = app;
+    None
+}
+
+/// Shows `view`'s icon, description, title and status through the indicator (see `indicator`).
+#[cfg(target_os = "linux")]
+fn show_on_indicator<R: Runtime>(
+    tray: &tauri::tray::TrayIcon<R>,
+    icons: &std::path::Path,
+    view: &TrayView,
+) -> tauri::Result<()> {
+    indicator::show(
+        tray,
+        &icons.join(view.state.icon().0),
+        &view.tooltip,
+        view.state == TrayState::NeedsYou,
+    )
+}
+
+/// No indicator here: [`icon_files`] gives no folder, so this is never called.
+#[cfg(not(target_os = "linux"))]
+fn show_on_indicator<R: Runtime>(
+    _tray: &tauri::tray::TrayIcon<R>,
+    _icons: &std::path::Path,
+    _view: &TrayView,
+) -> tauri::Result<()> {
     Ok(())
 }
 
@@ -559,7 +645,7 @@ fn queue<R: Runtime>(app: &AppHandle<R>, next: Next) -> tauri::Result<()> {
         if let Next::Snapshot(snapshot) = next {
             shown.snapshot = snapshot;
         }
-        if let Err(e) = show(&handle, &mut shown) {
+        if let Err(e) = show(&handle, &mut shown, state.icons.as_deref()) {
             tracing::warn!("could not update the tray: {e}");
         }
     })
@@ -570,16 +656,27 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Brings the tray in line with `shown.snapshot`.
-fn show<R: Runtime>(app: &AppHandle<R>, shown: &mut Shown<R>) -> tauri::Result<()> {
+fn show<R: Runtime>(
+    app: &AppHandle<R>,
+    shown: &mut Shown<R>,
+    icons: Option<&std::path::Path>,
+) -> tauri::Result<()> {
     let Some(tray) = app.tray_by_id(TRAY_ID) else {
         return Ok(());
     };
     let view = TrayView::of(&shown.snapshot, toggles(app));
-    if shown.view.state != view.state {
-        tray.set_icon(Some(view.icon()?))?;
-    }
-    if shown.view.tooltip != view.tooltip {
-        tray.set_tooltip(Some(&view.tooltip))?;
+    let changed = shown.view.state != view.state || shown.view.tooltip != view.tooltip;
+    match icons {
+        Some(dir) if changed => show_on_indicator(&tray, dir, &view)?,
+        Some(_) => {}
+        None => {
+            if shown.view.state != view.state {
+                tray.set_icon(Some(view.icon()?))?;
+            }
+            if shown.view.tooltip != view.tooltip {
+                tray.set_tooltip(Some(&view.tooltip))?;
+            }
+        }
     }
     let edits = edits::edits(&shown.view.entries, &view.entries);
     if !edits.is_empty() {
@@ -695,7 +792,7 @@ fn apply<R: Runtime>(
 
 fn toggles<R: Runtime>(app: &AppHandle<R>) -> Toggles {
     Toggles {
-        autostart: app.autolaunch().is_enabled().unwrap_or(false),
+        autostart: super::autostart::LoginItem::from_env().is_some_and(|item| item.is_enabled()),
         agent_alerts: app
             .try_state::<super::alerts::AgentAlerts>()
             .is_none_or(|a| a.enabled()),
@@ -1154,6 +1251,45 @@ mod tests {
             "{label}"
         );
         assert!(matches!(&entries[1], Entry::Item { label, .. } if label == "&&Yes"));
+    }
+
+    #[test]
+    fn a_long_runtime_name_is_cut_by_characters_and_the_state_stays_in_the_line_issue_31() {
+        // Multi-byte characters: the cut counts characters, never splits one.
+        let long = format!("{}-workspace-with-a-very-long-name", "\u{e9}".repeat(40));
+        let cut: String = long.chars().take(RUNTIME_NAME_CHARS - 1).collect();
+        let mut waiting = agent(&long, AgentState::NeedsApproval);
+        waiting.state.as_mut().unwrap().title = Some("Run the test suite?".into());
+        let mut plain = live(&long);
+        plain.id = "lre_plain".into();
+        let view = TrayView::of(&snapshot(vec![waiting, plain]), ON);
+        let Entry::Submenu { label, .. } = &view.entries[0] else {
+            panic!("{:?}", view.entries[0]);
+        };
+        assert_eq!(
+            label,
+            &format!("{cut}\u{2026} \u{2014} Needs approval: Run the test suite?")
+        );
+        assert!(label.chars().count() <= SUBMENU_TITLE_CHARS, "{label}");
+        let Entry::Item { label, .. } = &view.entries[1] else {
+            panic!("{:?}", view.entries[1]);
+        };
+        assert_eq!(label, &format!("Attach {cut}\u{2026} (demo)"));
+        // A name at the cap is shown whole.
+        let exact = "n".repeat(RUNTIME_NAME_CHARS);
+        let view = TrayView::of(&snapshot(vec![agent(&exact, AgentState::Working)]), ON);
+        assert!(
+            labels(&view)[0].starts_with(&format!("{exact} \u{2014} Working")),
+            "{:?}",
+            labels(&view)
+        );
+    }
+
+    #[test]
+    fn the_tooltip_says_how_many_agents_need_you_in_words_that_agree() {
+        let one = TrayView::of(&snapshot(vec![agent("a", AgentState::NeedsInput)]), ON);
+        assert_eq!(one.tooltip, "Supercode Tray: 1 live, 1 needs you");
+        assert_eq!(one.state, TrayState::NeedsYou);
     }
 
     #[test]

@@ -132,6 +132,22 @@ function assertNotificationsClean(secrets) {
   assert.deepEqual(texts.flatMap(({ text }) => [...loopbackPorts(text)]), [], 'no notification names a loopback address');
 }
 
+/**
+ * Waits until the tray item's `Status` is `status` and its `Title` and `IconAccessibleDesc` (what
+ * panels show on hover; the item has no `ToolTip` property, src-tauri/app/tray/indicator.rs) say
+ * `title`; returns its properties.
+ */
+function waitForItemStatus(t, item, status, title) {
+  return t.waitUntil(
+    `the tray item's Status ${status}, Title and icon description "${title}"`,
+    async () => {
+      const props = await item.properties();
+      return props.Status === status && props.Title === title && props.IconAccessibleDesc === title ? props : undefined;
+    },
+    TRAY_UPDATE_TIMEOUT_MS,
+  );
+}
+
 /** The tray icon as a host would draw it now. */
 async function iconNow(item) {
   return item.waitForIcon('the tray icon', () => true);
@@ -141,7 +157,9 @@ async function iconNow(item) {
 // needs-approval → (Approve in the tray menu) working → needs-input, with the same state and title
 // in `list --json`, in the window's row and in the tray menu's submenu for it (Attach plus the
 // offered actions, Deny marked as asking first); the header counts it as needing you while it
-// does; and the tray icon differs from the working one while it needs you and returns after.
+// does; the tray icon differs from the working one while it needs you and returns after; and the
+// tray item says so to the desktop (issue 31): Status NeedsAttention while it needs you, Active
+// otherwise, and a Title that counts it.
 test('an approval runtime is shown in each state in list --json, the window and the tray menu', async (t) => {
   const name = 'agent-walk';
   const { app, item } = await openApp(t);
@@ -167,23 +185,27 @@ test('an approval runtime is shown in each state in list --json, the window and 
   assert.notEqual(working.icon.sha256, idleIcon.sha256, 'the icon leaves idle once a runtime is live');
   assert.equal(working.row.needsYou, false, 'a working agent does not need you');
   assert.equal(working.entry.state.detail, 'cargo test --workspace', 'list --json gives the detail');
+  await waitForItemStatus(t, item, 'Active', 'Supercode Tray: 1 live');
 
   const asking = await checkStep('needs-approval', 'Run the test suite?', { actions: ['approve', 'deny'], entries: ['Attach', 'Approve', 'Deny\u2026'] });
   assert.equal(asking.row.needsYou, true, 'the row is marked as needing you');
   assert.deepEqual(asking.entry.state.actions.map((a) => a.destructive), [false, true], 'deny is destructive');
   assert.notEqual(asking.icon.sha256, working.icon.sha256, 'the icon changes while the agent needs you');
   await waitForText(app, '.summary', /1 needs you/);
+  await waitForItemStatus(t, item, 'NeedsAttention', 'Supercode Tray: 1 live, 1 needs you');
   const menu = await item.menu();
   assert.equal(submenuOf(menu, name).label, menu[0].label, `the runtime that needs you comes first: ${menuLabels(menu).join(' | ')}`);
 
   await item.click('Approve', TRAY_UPDATE_TIMEOUT_MS, { within: /^agent-walk \u2014 Needs approval/ });
   const again = await checkStep('working', 'Running the test suite', { actions: [], entries: ['Attach'] });
   assert.equal(again.icon.sha256, working.icon.sha256, 'the working icon is back once nobody is needed');
+  await waitForItemStatus(t, item, 'Active', 'Supercode Tray: 1 live');
   assert.ok(Date.parse(again.entry.state.since) > Date.parse(asking.entry.state.since), '`since` moved with the state');
 
   const done = await checkStep('needs-input', 'Tests pass. Anything else?', { actions: [], entries: ['Attach'] });
   assert.equal(done.row.needsYou, true, 'needs-input needs you too');
   assert.equal(done.icon.sha256, asking.icon.sha256, 'the needs-you icon is back');
+  await waitForItemStatus(t, item, 'NeedsAttention', 'Supercode Tray: 1 live, 1 needs you');
 });
 
 // Proves: Approve pressed in the window reaches the runtime (it moves on to the state only

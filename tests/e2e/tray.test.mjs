@@ -2,15 +2,15 @@
 // the stand-in tray host (tray.mjs, tray-host.py), exactly as a desktop's panel does: the
 // StatusNotifierItem the app registers, its properties, and its com.canonical.dbusmenu menu.
 //
-// The tooltip cannot be checked here: on Linux Tauri's tray (tray-icon over
-// libayatana-appindicator) drops set_tooltip, and the item exports no ToolTip property. The
-// state it would say is checked through the icon and the menu's first entry instead.
+// The item exports no ToolTip property (libayatana-appindicator has none); the state the tooltip
+// says is its Title, which panels show on hover (src-tauri/app/tray/indicator.rs), checked here
+// and, with NeedsAttention, in agent-state.test.mjs.
 
 import { mkdir, readFile, readdir, stat, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { assert, test } from './harness.mjs';
-import { isRunning } from './processes.mjs';
+import { isRunning, startProcess } from './processes.mjs';
 import { browse, receiptOf, waitForBrowserUrl, writeCanonJson, writePendingRegistrations, writeRecordingBrowser } from './support.mjs';
 import { menuLabels, startTrayHost, TRAY_UPDATE_TIMEOUT_MS } from './tray.mjs';
 
@@ -37,7 +37,9 @@ let home;
 /**
  * The tray host must own the watcher name before the app starts; attach opens a recording
  * stand-in browser; "Open logs folder" goes through `xdg-open`, here a recording stand-in first
- * on PATH; and a private HOME keeps the autostart entry ($HOME/.config/autostart) to this file.
+ * on PATH; and a private HOME keeps anything written under it to this file (the autostart entry
+ * goes to $XDG_CONFIG_HOME/autostart, also this file's; the entry an older app wrote is looked
+ * for under $HOME/.config/autostart).
  */
 export async function env({ stateDir, artifactsDir, fileSlug }) {
   host = await startTrayHost({ artifactsDir, fileSlug });
@@ -79,6 +81,16 @@ test('the tray item registers and its menu lists each live runtime and the app e
 
   const props = await tray.properties();
   assert.equal(props.Status, 'Active', 'the item asks to be shown');
+  assert.equal('ToolTip' in props, false, 'libayatana-appindicator exports no ToolTip: the Title says the state');
+  const said = await t.waitUntil(
+    'the Title to count both runtimes',
+    async () => {
+      const now = await tray.properties();
+      return now.Title === 'Supercode Tray: 2 live' ? now : undefined;
+    },
+    TRAY_UPDATE_TIMEOUT_MS,
+  );
+  assert.equal(said.IconAccessibleDesc, said.Title, 'the icon is described by the state (it was "tray icon")');
   assert.match(props.Menu ?? '', /^\/\S+/, 'the item exports a menu');
   const menu = await tray.waitForMenu('both runtimes in the menu', (m) => [attachLabel('menu-alpha'), attachLabel('menu-beta')].every((label) => m.some((e) => e.label === label)));
   const labels = menuLabels(menu);
@@ -143,17 +155,21 @@ test('clicking Attach in the tray opens the runtime page through the proxy', asy
   assert.ok(page.body.includes(`<h1 id="runtime-name">${name}</h1>`), "the runtime's own page was served through the proxy");
 });
 
-// Proves: "Start at login" writes the XDG autostart entry for the app (in $HOME/.config/autostart)
-// and shows the item checked; clicking it again removes the entry and unchecks it.
+// Proves: "Start at login" writes the XDG autostart entry for the app and shows the item checked;
+// clicking it again removes the entry and unchecks it. Issue 31: the entry is
+// `$XDG_CONFIG_HOME/autostart/supercode-tray.desktop` (it was `$HOME/.config/autostart/Supercode
+// Tray.desktop`, a space in the name, with XDG_CONFIG_HOME ignored), it carries the installed
+// icon, and `Exec=` is the quoted absolute path of the running binary (no supercode-tray is
+// installed at /usr/bin here), with no trailing space.
 test('Start at login toggles the autostart entry and the check mark', async (t) => {
   const { tray } = await openTray(t);
-  const dir = join(home, '.config', 'autostart');
+  const dir = join(t.env.XDG_CONFIG_HOME, 'autostart');
   const entries = async () => (await readdir(dir).catch((error) => (error.code === 'ENOENT' ? [] : Promise.reject(error)))).filter((n) => n.endsWith('.desktop'));
   assert.deepEqual(await entries(), [], 'no autostart entry before the click');
 
   await tray.click('Start at login');
-  // The autostart plugin creates the file empty and then writes it (one `write` call), so the
-  // entry can be seen before it has any content: wait for the content, not for the name.
+  // The entry is renamed into place whole (its temporary file is a dot-file not named
+  // *.desktop); waiting for content as well costs nothing.
   const [[entry, desktop], ...more] = await t.waitUntil(
     'an autostart entry to be written',
     async () => {
@@ -163,9 +179,11 @@ test('Start at login toggles the autostart entry and the check mark', async (t) 
     TRAY_UPDATE_TIMEOUT_MS,
   );
   assert.deepEqual(more, [], 'one autostart entry');
+  assert.equal(entry, 'supercode-tray.desktop', 'the entry is named after the command, with no space');
   assert.match(desktop, /^\[Desktop Entry\]/, `${entry} is a desktop entry`);
-  const exec = /^Exec=(.*)$/m.exec(desktop)?.[1]?.trim() ?? '';
-  assert.equal(exec, t.appExecutable, `${entry} starts the tray app's binary`);
+  const exec = /^Exec=(.*)$/m.exec(desktop)?.[1] ?? '';
+  assert.equal(exec, `"${t.appExecutable}"`, `${entry} starts the tray app's binary, quoted, with nothing after it`);
+  assert.match(desktop, /^Icon=supercode-tray$/m, `${entry} names the installed icon`);
   await tray.waitForMenu('"Start at login" checked', (m) => m.find((e) => e.label === 'Start at login')?.checked === true);
 
   await tray.click('Start at login');
@@ -220,12 +238,30 @@ test('Open logs folder opens the log directory', async (t) => {
   assert.equal((await stat(opened)).isDirectory(), true, 'the folder exists');
 });
 
-// Proves: "Quit" ends the app process (the tray app otherwise outlives its window), and its
-// tray item leaves the watcher with it.
-test('Quit ends the app', async (t) => {
-  const { pid, tray } = await openTray(t);
+// Proves (issue 31): "Quit" ends the app process (the tray app otherwise outlives its window) with
+// exit status 0, after the core's awaited shutdown ran (its last log line, which only
+// `Supercode::shutdown` writes once everything it waits for has ended), and its tray item leaves
+// the watcher with it. Quit used to panic ("there is no reactor running") and exit 101 before
+// shutting anything down. The app is started here as a user starts it, not through tauri-driver,
+// so this test is its parent and sees its exit status.
+test('Quit ends the app with status 0 after its shutdown ran', async (t) => {
+  const stderr = join(t.artifactsDir, `${t.fileSlug}--${t.testSlug}--app.stderr.log`);
+  const app = await startProcess('the app', t.app, [], { env: { ...t.env, SUPERCODE_TRAY_OPEN_WINDOW: '0' }, logPath: stderr });
+  const tray = await host.itemOf(app.pid);
+  await tray.waitForMenu('the menu', (m) => m.some((e) => e.label === 'Quit'));
   await tray.click('Quit');
-  await t.waitUntil(`the app (pid ${pid}) to exit`, async () => !(await isRunning(pid)), QUIT_TIMEOUT_MS);
+  let timer;
+  const exited = await Promise.race([
+    app.exit,
+    new Promise((resolve) => {
+      timer = setTimeout(() => resolve(undefined), QUIT_TIMEOUT_MS);
+    }),
+  ]).finally(() => clearTimeout(timer));
+  assert.ok(exited, `the app exits within ${QUIT_TIMEOUT_MS} ms of Quit; log: ${stderr}`);
+  const log = await readFile(stderr, 'utf8');
+  assert.deepEqual(exited, { code: 0, signal: null }, `the app exits with status 0; log: ${stderr}`);
+  assert.doesNotMatch(log, /panicked/, 'nothing panicked on the way out');
+  assert.match(log, /background work stopped/, "the core's shutdown ran to its end");
+  assert.equal(await isRunning(app.pid), false, 'the process is gone');
   await t.waitUntil('the tray item to be unregistered', async () => !(await tray.registered()), TRAY_UPDATE_TIMEOUT_MS);
-  assert.deepEqual(await t.appPids(), [], 'no app process is left');
 });

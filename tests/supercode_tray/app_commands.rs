@@ -183,6 +183,38 @@ fn invoke(webview: &WebviewWindow<MockRuntime>, cmd: &str, args: Value) -> Resul
     .map(|body| body.deserialize::<Value>().unwrap())
 }
 
+/// Sends nothing; its receiver sees the channel close when this drops (the task holding it ended).
+struct DropSignal {
+    _sender: std::sync::mpsc::Sender<()>,
+}
+
+// Issue 31: Quit panicked in `shut_down` ("there is no reactor running": the timeout was made
+// outside the runtime `block_on` enters) and exited 101 before anything was shut down. Called as
+// the app calls it, on a thread in no runtime, it returns once the background work has ended.
+#[test]
+fn shut_down_outside_any_runtime_waits_for_the_background_work_to_end_issue_31() {
+    let fx = Fixture::new();
+    let (app, _webview) = fx.app();
+    let (signal, ended) = std::sync::mpsc::channel::<()>();
+    let held = DropSignal { _sender: signal };
+    let task = app.state::<Supercode>().track(async move {
+        let _held = held;
+        std::future::pending::<()>().await;
+    });
+    tauri::async_runtime::spawn(task);
+    assert_eq!(
+        ended.recv_timeout(std::time::Duration::from_millis(200)),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout),
+        "the task runs until shutdown"
+    );
+    app::shut_down(app.handle());
+    assert_eq!(
+        ended.try_recv(),
+        Err(std::sync::mpsc::TryRecvError::Disconnected),
+        "shut_down returned only after the task had ended"
+    );
+}
+
 #[test]
 fn snapshot_lists_the_runtime_without_its_token_or_address() {
     let fx = Fixture::new();

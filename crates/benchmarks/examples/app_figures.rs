@@ -257,9 +257,11 @@ fn start_app(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap());
-    if open_window {
-        command.env("SUPERCODE_TRAY_OPEN_WINDOW", "1");
-    }
+    // Said either way: unset, a fresh state directory is a first start, which opens the window.
+    command.env(
+        "SUPERCODE_TRAY_OPEN_WINDOW",
+        if open_window { "1" } else { "0" },
+    );
     let start = Instant::now();
     let app = command.spawn().unwrap();
     let mut log_at = None;
