@@ -434,7 +434,7 @@ async fn the_token_and_address_reach_no_snapshot_event_or_error() {
     drop(watch);
     events.drain();
     outputs.extend(events.seen.iter().map(|(_, e)| match e {
-        CoreEvent::Snapshot(s) => serde_json::to_string(s).unwrap(),
+        CoreEvent::Snapshot(s) => serde_json::to_string(&**s).unwrap(),
         other => format!("{other:?}"),
     }));
     assert!(outputs.len() > 8);
@@ -476,4 +476,62 @@ async fn a_one_shot_read_gives_every_running_runtime_its_state() {
         core.act(&steady.endpoint(), "approve").await,
         Err(CoreError::ActionNotOffered { .. })
     ));
+}
+
+// Regression (issue 29): a runtime answering its stream with blank lines (valid SSE that
+// completes no event, in 512 KiB writes) pinned the watcher's thread, which runs the inventory
+// and every subscription, in a line reader quadratic in the frame: another runtime's prompt
+// never showed. Now the flood is parsed linearly, a slice per turn, and its stream is cut past
+// the budget of bytes without a document, so the well-behaved runtime's change shows within
+// its usual latency while the flooder keeps showing its last document. Production timings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_flooding_its_stream_with_blank_lines_stalls_no_other_runtime() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, AgentOptions::default());
+    let flooder = start(&fixture, "blank-flooder", Scenario::BlankLines).await;
+    // Its first phase outlasts the subscription's start under load (see the approval test).
+    let asker = start_paced(
+        &fixture,
+        "asker",
+        Scenario::Approval,
+        Duration::from_secs(5),
+    )
+    .await;
+    let (flooder, asker_id) = (flooder.endpoint(), asker.endpoint());
+    tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the flooder's first document shown", TIMEOUT, |s| {
+            state_of(s, &flooder).is_some_and(|(_, t)| t.as_deref() == Some("Sending blank lines"))
+        })
+    });
+    wait_state(&mut events, &asker_id, AgentState::NeedsApproval).await;
+
+    // Approved at the runtime itself, so that the time measured is the stream's alone.
+    let asked = Instant::now();
+    let answer = reqwest::Client::new()
+        .post(format!(
+            "http://{}/supercode/v1/actions/approve",
+            asker.address()
+        ))
+        .bearer_auth(CANARY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 202);
+    let (shown, _) = tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the approval's effect shown", TIMEOUT, |s| {
+            state_of(s, &asker_id).is_some_and(|(v, _)| v == AgentState::Working)
+        })
+    });
+    let latency = shown.saturating_duration_since(asked);
+    // Loopback and one watcher pass take milliseconds; two seconds is the generous CI bound
+    // (the old reader never showed it within a minute).
+    assert!(
+        latency < Duration::from_secs(2),
+        "the approval showed {latency:?} after it was sent"
+    );
+    // The flooder is still shown from its documents (each reconnection sends one first).
+    assert_eq!(
+        state_of(&core.snapshot(), &flooder),
+        Some((AgentState::Working, Some("Sending blank lines".into())))
+    );
 }
