@@ -88,6 +88,10 @@ async fn measure(samples: usize) {
     println!(
         "flood_latency: {samples} state changes of a well-behaved runtime per run, phase {PHASE:?}"
     );
+    // Every run starts from a failure and ends on one (an even number of changes), so that
+    // each change measured is one a run caused or timed.
+    let samples = samples.max(2).next_multiple_of(2);
+    events.shown(&endpoint, AgentState::Error).await;
     let (alone, alone_cpu, alone_wall) = run(&mut events, &endpoint, &http, &retry, samples).await;
     report("alone", alone, alone_cpu, alone_wall);
 
@@ -136,7 +140,7 @@ async fn measure(samples: usize) {
     drop(registration);
 }
 
-/// `samples` changes of the runtime `endpoint`: each latency, and this process's CPU seconds and
+/// `samples` changes of the runtime `endpoint`, from `error` (where it is) back to it: each latency, and this process's CPU seconds and
 /// the wall seconds the run took.
 async fn run(
     events: &mut Events,
@@ -145,8 +149,6 @@ async fn run(
     retry: &str,
     samples: usize,
 ) -> (Vec<Duration>, f64, f64) {
-    // Start from a failure, so that every change from here on is one this run caused or timed.
-    events.shown(endpoint, AgentState::Error).await;
     let me = std::process::id();
     let (cpu, wall) = (cpu_of(me), Instant::now());
     let mut latencies = Vec::with_capacity(samples);
