@@ -483,7 +483,8 @@ async fn a_one_shot_read_gives_every_running_runtime_its_state() {
 // and every subscription, in a line reader quadratic in the frame: another runtime's prompt
 // never showed. Now the flood is parsed linearly, a slice per turn, and its stream is cut past
 // the budget of bytes without a document, so the well-behaved runtime's change shows within
-// its usual latency while the flooder keeps showing its last document. Production timings.
+// its usual latency, the inventory lists a new runtime at once, and the flooder keeps showing its
+// last document. Production timings.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runtime_flooding_its_stream_with_blank_lines_stalls_no_other_runtime() {
     let fixture = Fixture::new();
@@ -528,6 +529,20 @@ async fn a_runtime_flooding_its_stream_with_blank_lines_stalls_no_other_runtime(
     assert!(
         latency < Duration::from_secs(2),
         "the approval showed {latency:?} after it was sent"
+    );
+    // Nor is the inventory held up: a runtime registered during the flood is listed at once.
+    let registered = Instant::now();
+    let late = start(&fixture, "late", Scenario::NoApi).await;
+    let late_id = late.endpoint();
+    let (listed, _) = tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the late runtime listed", TIMEOUT, |s| {
+            s.runtimes.iter().any(|r| r.id == late_id)
+        })
+    });
+    let latency = listed.saturating_duration_since(registered);
+    assert!(
+        latency < Duration::from_secs(2),
+        "the runtime registered during the flood was listed after {latency:?}"
     );
     // The flooder is still shown from its documents (each reconnection sends one first).
     assert_eq!(
