@@ -550,3 +550,59 @@ async fn a_runtime_flooding_its_stream_with_blank_lines_stalls_no_other_runtime(
         Some((AgentState::Working, Some("Sending blank lines".into())))
     );
 }
+
+// Regression (issue 29), the attacker's own runtime: a raw socket that answers the stream with a
+// `Content-Length` of a terabyte and then nothing but blank lines, no document ever. Each attempt
+// is cut at the budget of bytes without a document, and after three the runtime is shown
+// `not-answering` with that reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_of_blank_lines_alone_makes_the_runtime_not_answering_with_the_reason() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let fixture = Fixture::new();
+    // The API's first-document timeout, so the budget is what ends each attempt.
+    let options = AgentOptions {
+        first_document_timeout: AgentOptions::default().first_document_timeout,
+        ..quick()
+    };
+    let (_core, _watch, mut events) = watched(&fixture, options);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                // The request head (the client sends no body), then the answer.
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut byte).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&byte[..n]),
+                    }
+                }
+                let answer = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                              content-length: 1099511627776\r\n\r\n";
+                if socket.write_all(answer.as_bytes()).await.is_err() {
+                    return;
+                }
+                let blank = vec![b'\n'; 512 * 1024];
+                while socket.write_all(&blank).await.is_ok() {}
+            });
+        }
+    });
+    let registration = register_at(fixture.receipts(), "raw-flooder", CANARY, None, address);
+    let endpoint = registration.endpoint().to_string();
+    let snapshot = wait_state(&mut events, &endpoint, AgentState::NotAnswering).await;
+    let detail = snapshot
+        .runtimes
+        .iter()
+        .find(|r| r.id == endpoint)
+        .and_then(|r| r.state.as_ref()?.detail.clone())
+        .unwrap_or_default();
+    assert!(
+        detail.contains("without a status document"),
+        "the reason is shown: {detail:?}"
+    );
+    server.abort();
+}
