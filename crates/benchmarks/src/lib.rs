@@ -23,4 +23,5 @@
 //! - `watch_latency`: a receipt change or a process exit → the watcher's snapshot.
 //! - `attach_latency`: attach end to end, to the first byte in a real headless Chromium.
 //! - `app_figures`: the real app from outside: start-up, idle CPU, memory.
+//! - `flood_latency`: another runtime's state change while one runtime floods its stream.
 #![deny(missing_docs)]

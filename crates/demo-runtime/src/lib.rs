@@ -35,7 +35,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use routes::{MAX_BLOB_BYTES, TICK_INTERVAL};
 pub use scenario::{
-    Scenario, UnknownScenario, FLOOD_CHANGES_PER_SECOND, HUGE_DETAIL_BYTES, PHASE_DELAY,
+    Scenario, UnknownScenario, BLANK_LINES_WRITE_BYTES, FLOOD_CHANGES_PER_SECOND,
+    HUGE_DETAIL_BYTES, PHASE_DELAY,
 };
 pub use status::STATUS_API_VERSION;
 pub use status_api::{ACTIONS_PATH, KEEP_ALIVE_INTERVAL, STATUS_PATH, STATUS_STREAM_PATH};

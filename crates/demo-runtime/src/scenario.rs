@@ -12,7 +12,7 @@
 //! ```
 //!
 //! `error` works, then fails and offers `retry` (which works and fails again). The other scenarios are hostile on purpose, for testing clients: `flood`, `huge`, `html`,
-//! `stall`; and `no-api` does not serve the status API at all.
+//! `stall`, `blank-lines`; and `no-api` does not serve the status API at all.
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,6 +40,11 @@ const FLOOD_TICK: Duration = Duration::from_millis(10);
 /// Size of the `huge` scenario's `detail`: 4 MiB, far beyond any sane client cap.
 pub const HUGE_DETAIL_BYTES: usize = 4 * 1024 * 1024;
 
+/// Size of each write of the `blank-lines` scenario: about what one read of a client's HTTP
+/// stack takes in at once (hyper's buffer grows to about 400 KiB), the frame size that pinned
+/// the tray's reader in issue 29.
+pub const BLANK_LINES_WRITE_BYTES: usize = 512 * 1024;
+
 /// Which status behaviour the demo runtime shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scenario {
@@ -60,11 +65,14 @@ pub enum Scenario {
     Html,
     /// `GET` answers, but the stream sends its headers and then nothing, not even keep-alives.
     Stall,
+    /// The stream sends its first document, then blank lines (valid SSE that completes no
+    /// event) in [`BLANK_LINES_WRITE_BYTES`] writes, as fast as the reader takes them.
+    BlankLines,
 }
 
 impl Scenario {
     /// Every scenario and its `--scenario` name.
-    pub const ALL: [(&'static str, Scenario); 8] = [
+    pub const ALL: [(&'static str, Scenario); 9] = [
         ("steady", Scenario::Steady),
         ("approval", Scenario::Approval),
         ("error", Scenario::Failing),
@@ -73,6 +81,7 @@ impl Scenario {
         ("huge", Scenario::Huge),
         ("html", Scenario::Html),
         ("stall", Scenario::Stall),
+        ("blank-lines", Scenario::BlankLines),
     ];
 
     /// The name `--scenario` takes.
@@ -97,6 +106,7 @@ impl Scenario {
             Scenario::Huge => Phase::Huge,
             Scenario::Html => Phase::Html,
             Scenario::Stall => Phase::Stall,
+            Scenario::BlankLines => Phase::BlankLines,
         }
     }
 
@@ -117,7 +127,7 @@ impl fmt::Display for Scenario {
 /// `--scenario` named no known scenario.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "unknown scenario {0:?}; choose one of: steady, approval, error, no-api, flood, huge, html, stall"
+    "unknown scenario {0:?}; choose one of: steady, approval, error, no-api, flood, huge, html, stall, blank-lines"
 )]
 pub struct UnknownScenario(String);
 
@@ -158,6 +168,7 @@ pub(crate) enum Phase {
     /// `html` after its valid action was taken.
     HtmlApproved,
     Stall,
+    BlankLines,
 }
 
 impl Phase {
@@ -227,6 +238,7 @@ impl Phase {
             }
             Phase::HtmlApproved => content(AgentState::Idle, "<i>approved</i>\u{7}", None, vec![]),
             Phase::Stall => content(AgentState::Working, "Stalled stream", None, vec![]),
+            Phase::BlankLines => content(AgentState::Working, "Sending blank lines", None, vec![]),
         }
     }
 

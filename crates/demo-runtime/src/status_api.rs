@@ -16,7 +16,7 @@ use futures_util::{stream, Stream, StreamExt};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, BLANK_LINES_WRITE_BYTES};
 use crate::status::{is_valid_action_id, ObserverGuard, Published, Refusal, StatusBoard};
 
 /// Path of the status document.
@@ -81,6 +81,9 @@ async fn status_stream(State(api): State<Arc<ApiState>>) -> Response {
         return Sse::new(silence).into_response();
     }
     let (first, changes, guard) = api.board.watch();
+    if api.board.scenario() == Scenario::BlankLines {
+        return blank_lines(first, guard, stop);
+    }
     let documents = stream::once(async move { first })
         .chain(later_documents(changes, guard))
         .map(|published| {
@@ -94,6 +97,40 @@ async fn status_stream(State(api): State<Arc<ApiState>>) -> Response {
         .take_until(stop);
     Sse::new(documents)
         .keep_alive(KeepAlive::new().interval(api.keep_alive).text("keep-alive"))
+        .into_response()
+}
+
+/// The `blank-lines` stream: its first document as an event, then blank lines until the runtime
+/// stops or the reader goes away (the write fails). Valid SSE: each blank line ends an event
+/// that has no data, which a client ignores.
+fn blank_lines(
+    first: Published,
+    guard: ObserverGuard,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Response {
+    let event = format!(
+        "event: status\nid: {}\ndata: {}\n\n",
+        first.revision, first.json
+    );
+    let blank = Bytes::from(vec![b'\n'; BLANK_LINES_WRITE_BYTES]);
+    let lines = stream::once(async move { Bytes::from(event) })
+        .chain(stream::repeat(blank).map(move |bytes| {
+            // The stream counts as an observer while it is open.
+            let _ = &guard;
+            bytes
+        }))
+        .map(Ok::<_, Infallible>)
+        .take_until(stop);
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        axum::body::Body::from_stream(lines),
+    )
         .into_response()
 }
 

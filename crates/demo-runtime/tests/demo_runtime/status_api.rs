@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use demo_runtime::{DemoConfig, Scenario, HUGE_DETAIL_BYTES};
+use demo_runtime::{DemoConfig, Scenario, BLANK_LINES_WRITE_BYTES, HUGE_DETAIL_BYTES};
 use futures_util::{Stream, StreamExt};
 use live_runtime::Sensitive;
 use serde_json::{json, Value};
@@ -545,6 +545,24 @@ async fn stall_opens_the_stream_and_then_sends_nothing_not_even_keep_alives() {
 }
 
 #[tokio::test]
+async fn blank_lines_sends_the_first_document_then_blank_lines_as_fast_as_they_are_read() {
+    let (_server, base) = start_with(Scenario::BlankLines, None).await;
+    let mut stream = StatusStream::open(&base).await;
+    assert_eq!(stream.document().await["title"], "Sending blank lines");
+    // Raw chunks from here: whatever followed the document in its chunk, then more.
+    let mut blank = std::mem::take(&mut stream.buffer).len();
+    timeout(STEP_TIMEOUT, async {
+        while blank < 4 * BLANK_LINES_WRITE_BYTES {
+            let chunk = stream.body.next().await.expect("stream open").unwrap();
+            assert!(chunk.iter().all(|&b| b == b'\n'), "nothing but line breaks");
+            blank += chunk.len();
+        }
+    })
+    .await
+    .expect("the blank lines keep coming");
+}
+
+#[tokio::test]
 async fn the_page_shows_the_status_and_posts_actions_same_origin_as_text() {
     let (_server, base) = start_with(Scenario::Approval, None).await;
     let html = get_authed(&base, "/").await.text().await.unwrap();
@@ -564,5 +582,5 @@ fn scenario_names_round_trip_and_unknown_names_list_the_choices() {
         assert_eq!(scenario.to_string(), name);
     }
     let error = "approvals".parse::<Scenario>().unwrap_err().to_string();
-    assert!(error.contains("approval, error, no-api, flood, huge, html, stall"));
+    assert!(error.contains("approval, error, no-api, flood, huge, html, stall, blank-lines"));
 }

@@ -32,6 +32,22 @@ pub const ACTIONS_PATH: &str = "/supercode/v1/actions";
 /// Longest stream line read (bytes, excluding its line break); a longer one fails the stream.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// Most stream bytes (line breaks included) read without completing a `status` document; more
+/// fails the stream (issue 29). Four of the longest lines a stream may send: a document and
+/// whatever comments or ignored events a runtime puts between two changes fit many times over,
+/// while a runtime answering with nothing but blank lines or comments is cut off after a few
+/// milliseconds of parsing. One that sends only spec-paced keep-alives (15 bytes every 15 s)
+/// reaches it after three days idle and is reconnected at no visible cost: the reconnection
+/// sends its current document first.
+pub const MAX_BYTES_WITHOUT_DOCUMENT: usize = 4 * MAX_LINE_BYTES;
+
+/// Stream bytes parsed in one go before the reader yields to the other tasks of its thread (the
+/// watcher's, which runs the inventory and every subscription). 16 KiB of the costliest input,
+/// blank lines, parse in about a tenth of a millisecond, so a flooding runtime delays the
+/// others by that much per turn; a line is never split, so one turn reads at most one line
+/// (64 KiB) beyond it.
+pub const READ_SLICE_BYTES: usize = 16 * 1024;
+
 /// Largest action answer read. The documented answers are a few dozen bytes; a refusal's
 /// message is capped at 500 characters (up to 2,000 bytes) before it is shown.
 const MAX_ACTION_ANSWER_BYTES: usize = 8 * 1024;
@@ -87,6 +103,11 @@ pub enum AttemptError {
     /// A stream line over [`MAX_LINE_BYTES`].
     #[error("the status stream sent a line over {MAX_LINE_BYTES} bytes")]
     LineTooLong,
+    /// More than [`MAX_BYTES_WITHOUT_DOCUMENT`] bytes without a `status` document.
+    #[error(
+        "the status stream sent over {MAX_BYTES_WITHOUT_DOCUMENT} bytes without a status document"
+    )]
+    WithoutDocument,
     /// An invalid document.
     #[error(transparent)]
     Invalid(#[from] DocumentError),
@@ -245,6 +266,7 @@ pub async fn open_stream(
         parser: SseParser::default(),
         last_byte: Instant::now(),
         timeouts,
+        slice: READ_SLICE_BYTES,
     }))
 }
 
@@ -255,6 +277,8 @@ pub struct StatusStream {
     parser: SseParser,
     last_byte: Instant,
     timeouts: Timeouts,
+    /// What is left of this turn's [`READ_SLICE_BYTES`].
+    slice: usize,
 }
 
 impl StatusStream {
@@ -265,14 +289,21 @@ impl StatusStream {
 
     /// The next `status` document. `first` bounds the wait for the first one (5 s after the
     /// headers); later ones only by the silence timeout. A comment or an ignored event is a
-    /// byte that resets the silence timer, not a document.
+    /// byte that resets the silence timer, not a document. Every [`READ_SLICE_BYTES`] parsed,
+    /// it yields to the other tasks of its thread before going on.
     pub async fn next_document(
         &mut self,
         first: Option<Instant>,
     ) -> Result<Document, AttemptError> {
         loop {
-            if let Some(document) = self.parser.next_document()? {
-                return Ok(document);
+            match self.parser.next_document(&mut self.slice)? {
+                Parsed::Document(document) => return Ok(*document),
+                Parsed::SliceUsed => {
+                    self.slice = READ_SLICE_BYTES;
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                Parsed::NeedMore => {}
             }
             let silent_at = self.silent_at();
             let deadline = first.map_or(silent_at, |first| first.min(silent_at));
@@ -298,78 +329,124 @@ impl StatusStream {
     }
 }
 
+/// What [`SseParser::next_document`] got to.
+enum Parsed {
+    /// A `status` document (boxed: it is large beside the other two).
+    Document(Box<Document>),
+    /// No whole line is left: read more.
+    NeedMore,
+    /// The turn's slice is used up: yield before parsing on.
+    SliceUsed,
+}
+
 /// The SSE reader behind [`StatusStream`]: bytes in, `status` documents out, with the line and
-/// data caps of the API.
+/// data caps of the API and [`MAX_BYTES_WITHOUT_DOCUMENT`]. Linear in what it reads: a line is
+/// consumed by moving a cursor, and the consumed front of the buffer is dropped once per
+/// [`SseParser::push`], which moves each byte at most once (issue 29: draining each line off
+/// the front moved the rest of a 500 KiB frame once per blank line).
 #[derive(Default)]
 struct SseParser {
-    /// Bytes received and not yet split into lines.
+    /// Bytes received; `buffer[start..]` is not yet split into lines.
     buffer: Vec<u8>,
-    /// How much of `buffer` is known to hold no line break.
+    /// Where the unread part of `buffer` starts.
+    start: usize,
+    /// How far `buffer` is known to hold no line break after `start`.
     scanned: usize,
-    /// The current event's `event` field.
-    event: Option<String>,
-    /// The current event's `data`, lines joined by `\n`.
+    /// Bytes of lines (line breaks included) consumed since the last `status` document.
+    without_document: usize,
+    /// The event being read.
+    event: SseEvent,
+}
+
+/// The fields of the event being read.
+#[derive(Default)]
+struct SseEvent {
+    /// The `event` field.
+    name: Option<String>,
+    /// The `data`, lines joined by `\n`.
     data: Vec<u8>,
-    /// The current event's data went over the cap (the rest of it is not kept).
+    /// The data went over the cap (the rest of it is not kept).
     data_too_large: bool,
 }
 
 impl SseParser {
     fn push(&mut self, bytes: &[u8]) {
+        if self.start > 0 {
+            self.buffer.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
         self.buffer.extend_from_slice(bytes);
     }
 
-    /// The next document the buffered lines complete, if any.
-    fn next_document(&mut self) -> Result<Option<Document>, AttemptError> {
-        while let Some(line) = self.next_line()? {
-            if let Some(document) = self.on_line(line)? {
-                return Ok(Some(document));
+    /// The next document the buffered lines complete, if any, consuming at most about `slice`
+    /// bytes of lines (whole lines, so possibly one line more) and taking them off `slice`.
+    fn next_document(&mut self, slice: &mut usize) -> Result<Parsed, AttemptError> {
+        loop {
+            if *slice == 0 {
+                return Ok(Parsed::SliceUsed);
+            }
+            let Some((line, consumed)) = self.next_line()? else {
+                return Ok(Parsed::NeedMore);
+            };
+            *slice = slice.saturating_sub(consumed);
+            self.without_document += consumed;
+            if let Some(document) = self.event.on_line(&self.buffer[line])? {
+                self.without_document = 0;
+                return Ok(Parsed::Document(Box::new(document)));
+            }
+            if self.without_document > MAX_BYTES_WITHOUT_DOCUMENT {
+                return Err(AttemptError::WithoutDocument);
             }
         }
-        Ok(None)
     }
 
-    /// The next whole line in the buffer (without its line break), if one is there.
-    fn next_line(&mut self) -> Result<Option<Vec<u8>>, AttemptError> {
-        match self.buffer[self.scanned..].iter().position(|&b| b == b'\n') {
+    /// Where the next whole line is in the buffer (without its line break), if one is there,
+    /// and how many bytes it took (with its line break); consumes it.
+    fn next_line(&mut self) -> Result<Option<(std::ops::Range<usize>, usize)>, AttemptError> {
+        let from = self.scanned.max(self.start);
+        match self.buffer[from..].iter().position(|&b| b == b'\n') {
             Some(at) => {
-                let end = self.scanned + at;
-                let mut line: Vec<u8> = self.buffer.drain(..=end).collect();
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
+                let line_start = self.start;
+                let newline = from + at;
+                let mut end = newline;
+                if end > line_start && self.buffer[end - 1] == b'\r' {
+                    end -= 1;
                 }
-                self.scanned = 0;
-                if line.len() > MAX_LINE_BYTES {
+                self.start = newline + 1;
+                self.scanned = self.start;
+                if end - line_start > MAX_LINE_BYTES {
                     return Err(AttemptError::LineTooLong);
                 }
-                Ok(Some(line))
+                Ok(Some((line_start..end, self.start - line_start)))
             }
             None => {
                 self.scanned = self.buffer.len();
                 // A `\r` may still be followed by its `\n`, hence the one byte of slack.
-                if self.buffer.len() > MAX_LINE_BYTES + 1 {
+                if self.buffer.len() - self.start > MAX_LINE_BYTES + 1 {
                     return Err(AttemptError::LineTooLong);
                 }
                 Ok(None)
             }
         }
     }
+}
 
+impl SseEvent {
     /// One SSE line: a field, a comment, or the blank line that ends an event.
-    fn on_line(&mut self, line: Vec<u8>) -> Result<Option<Document>, AttemptError> {
+    fn on_line(&mut self, line: &[u8]) -> Result<Option<Document>, AttemptError> {
         if line.is_empty() {
-            let event = self.event.take();
-            let data = std::mem::take(&mut self.data);
-            let too_large = std::mem::take(&mut self.data_too_large);
+            let event = std::mem::take(self);
             // Other event names are reserved; an event without data is no event.
-            if event.as_deref() != Some("status") || (data.is_empty() && !too_large) {
+            if event.name.as_deref() != Some("status")
+                || (event.data.is_empty() && !event.data_too_large)
+            {
                 return Ok(None);
             }
-            if too_large {
+            if event.data_too_large {
                 return Err(DocumentError::TooLarge.into());
             }
-            return Ok(Some(document::parse(&data)?));
+            return Ok(Some(document::parse(&event.data)?));
         }
         if line[0] == b':' {
             return Ok(None);
@@ -379,10 +456,10 @@ impl SseParser {
                 let value = &line[at + 1..];
                 (&line[..at], value.strip_prefix(b" ").unwrap_or(value))
             }
-            None => (&line[..], &b""[..]),
+            None => (line, &b""[..]),
         };
         match field {
-            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            b"event" => self.name = Some(String::from_utf8_lossy(value).into_owned()),
             b"data" if !self.data_too_large => {
                 let joined = self.data.len() + usize::from(!self.data.is_empty()) + value.len();
                 if joined > MAX_DOCUMENT_BYTES {
@@ -497,10 +574,12 @@ mod tests {
         let mut docs = Vec::new();
         for chunk in chunks {
             parser.push(chunk);
+            let mut slice = READ_SLICE_BYTES;
             loop {
-                match parser.next_document() {
-                    Ok(Some(doc)) => docs.push(doc),
-                    Ok(None) => break,
+                match parser.next_document(&mut slice) {
+                    Ok(Parsed::Document(doc)) => docs.push(*doc),
+                    Ok(Parsed::SliceUsed) => slice = READ_SLICE_BYTES,
+                    Ok(Parsed::NeedMore) => break,
                     Err(e) => return (docs, Some(e)),
                 }
             }
@@ -552,6 +631,67 @@ mod tests {
             fed(&[stream.as_bytes()]).1,
             Some(AttemptError::Invalid(DocumentError::Version))
         ));
+    }
+
+    // Regression (issue 29): blank lines are valid SSE that completes nothing; a runtime
+    // answering its stream with them (after a good first document) fails the stream once they
+    // pass the budget, while the same bytes with documents between them are fine.
+    #[test]
+    fn bytes_without_a_document_fail_the_stream_past_the_budget() {
+        let event = format!("event: status\ndata: {DOC}\n\n");
+        let blank = vec![b'\n'; MAX_BYTES_WITHOUT_DOCUMENT / 2];
+        let mut paced = Vec::new();
+        for _ in 0..4 {
+            paced.extend_from_slice(event.as_bytes());
+            paced.extend_from_slice(&blank);
+        }
+        let (docs, error) = fed(&[&paced]);
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(docs.len(), 4);
+
+        let mut flood = event.into_bytes();
+        flood.extend_from_slice(&vec![b'\n'; 512 * 1024]);
+        let (docs, error) = fed(&[&flood]);
+        assert_eq!(docs.len(), 1, "the document before the flood is read");
+        assert!(matches!(error, Some(AttemptError::WithoutDocument)));
+        let comments = ": keep-alive\n\n".repeat(MAX_BYTES_WITHOUT_DOCUMENT / 14 + 1);
+        assert!(matches!(
+            fed(&[comments.as_bytes()]).1,
+            Some(AttemptError::WithoutDocument)
+        ));
+    }
+
+    // Proves the per-turn bound (issue 29): one call parses whole lines until the slice is used,
+    // then says so instead of going on, however much is buffered.
+    #[test]
+    fn one_turn_parses_about_a_slice_then_asks_to_yield() {
+        let mut parser = SseParser::default();
+        parser.push(&vec![b'\n'; MAX_BYTES_WITHOUT_DOCUMENT / 2]);
+        let mut turns = 0;
+        loop {
+            let mut slice = READ_SLICE_BYTES;
+            let before = parser.start;
+            match parser.next_document(&mut slice).unwrap() {
+                Parsed::SliceUsed => {
+                    assert_eq!(parser.start - before, READ_SLICE_BYTES);
+                    turns += 1;
+                }
+                Parsed::NeedMore => break,
+                Parsed::Document(_) => panic!("blank lines hold no document"),
+            }
+        }
+        assert_eq!(turns, MAX_BYTES_WITHOUT_DOCUMENT / 2 / READ_SLICE_BYTES);
+        // A long line is never split: the turn that reaches it reads all of it.
+        let mut parser = SseParser::default();
+        let mut long = vec![b':'; MAX_LINE_BYTES];
+        long.extend_from_slice(b"\n\n");
+        parser.push(&long);
+        let mut slice = READ_SLICE_BYTES;
+        assert!(matches!(
+            parser.next_document(&mut slice).unwrap(),
+            Parsed::SliceUsed
+        ));
+        assert_eq!(parser.start, MAX_LINE_BYTES + 1);
     }
 
     #[test]

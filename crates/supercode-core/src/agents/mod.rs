@@ -11,7 +11,10 @@
 //!
 //! A runtime is untrusted: every document goes through [`document`], and each subscription
 //! coalesces what it shows ([`AgentOptions::publish_interval`]) and rate-limits the alerts it
-//! sends ([`AgentOptions::alert_interval`]), so a runtime flooding changes floods nothing.
+//! sends ([`AgentOptions::alert_interval`]), so a runtime flooding changes floods nothing. Every
+//! subscription runs on the watcher's one thread, beside the inventory: its stream is parsed in
+//! linear time, a slice per turn ([`client::READ_SLICE_BYTES`]), and failed past
+//! [`client::MAX_BYTES_WITHOUT_DOCUMENT`], so a runtime flooding its stream holds up no other.
 //!
 //! - [`document`]: parsing, validating and sanitizing one status document.
 //! - [`client`]: the HTTP client of the API (status, stream, actions) over a checked connection.

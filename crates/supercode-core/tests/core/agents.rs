@@ -434,7 +434,7 @@ async fn the_token_and_address_reach_no_snapshot_event_or_error() {
     drop(watch);
     events.drain();
     outputs.extend(events.seen.iter().map(|(_, e)| match e {
-        CoreEvent::Snapshot(s) => serde_json::to_string(s).unwrap(),
+        CoreEvent::Snapshot(s) => serde_json::to_string(&**s).unwrap(),
         other => format!("{other:?}"),
     }));
     assert!(outputs.len() > 8);
@@ -476,4 +476,133 @@ async fn a_one_shot_read_gives_every_running_runtime_its_state() {
         core.act(&steady.endpoint(), "approve").await,
         Err(CoreError::ActionNotOffered { .. })
     ));
+}
+
+// Regression (issue 29): a runtime answering its stream with blank lines (valid SSE that
+// completes no event, in 512 KiB writes) pinned the watcher's thread, which runs the inventory
+// and every subscription, in a line reader quadratic in the frame: another runtime's prompt
+// never showed. Now the flood is parsed linearly, a slice per turn, and its stream is cut past
+// the budget of bytes without a document, so the well-behaved runtime's change shows within
+// its usual latency, the inventory lists a new runtime at once, and the flooder keeps showing its
+// last document. Production timings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_flooding_its_stream_with_blank_lines_stalls_no_other_runtime() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, AgentOptions::default());
+    let flooder = start(&fixture, "blank-flooder", Scenario::BlankLines).await;
+    // Its first phase outlasts the subscription's start under load (see the approval test).
+    let asker = start_paced(
+        &fixture,
+        "asker",
+        Scenario::Approval,
+        Duration::from_secs(5),
+    )
+    .await;
+    let (flooder, asker_id) = (flooder.endpoint(), asker.endpoint());
+    tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the flooder's first document shown", TIMEOUT, |s| {
+            state_of(s, &flooder).is_some_and(|(_, t)| t.as_deref() == Some("Sending blank lines"))
+        })
+    });
+    wait_state(&mut events, &asker_id, AgentState::NeedsApproval).await;
+
+    // Approved at the runtime itself, so that the time measured is the stream's alone.
+    let asked = Instant::now();
+    let answer = reqwest::Client::new()
+        .post(format!(
+            "http://{}/supercode/v1/actions/approve",
+            asker.address()
+        ))
+        .bearer_auth(CANARY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 202);
+    let (shown, _) = tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the approval's effect shown", TIMEOUT, |s| {
+            state_of(s, &asker_id).is_some_and(|(v, _)| v == AgentState::Working)
+        })
+    });
+    let latency = shown.saturating_duration_since(asked);
+    // Loopback and one watcher pass take milliseconds; two seconds is the generous CI bound
+    // (the old reader never showed it within a minute).
+    assert!(
+        latency < Duration::from_secs(2),
+        "the approval showed {latency:?} after it was sent"
+    );
+    // Nor is the inventory held up: a runtime registered during the flood is listed at once.
+    let registered = Instant::now();
+    let late = start(&fixture, "late", Scenario::NoApi).await;
+    let late_id = late.endpoint();
+    let (listed, _) = tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the late runtime listed", TIMEOUT, |s| {
+            s.runtimes.iter().any(|r| r.id == late_id)
+        })
+    });
+    let latency = listed.saturating_duration_since(registered);
+    assert!(
+        latency < Duration::from_secs(2),
+        "the runtime registered during the flood was listed after {latency:?}"
+    );
+    // The flooder is still shown from its documents (each reconnection sends one first).
+    assert_eq!(
+        state_of(&core.snapshot(), &flooder),
+        Some((AgentState::Working, Some("Sending blank lines".into())))
+    );
+}
+
+// Regression (issue 29), the attacker's own runtime: a raw socket that answers the stream with a
+// `Content-Length` of a terabyte and then nothing but blank lines, no document ever. Each attempt
+// is cut at the budget of bytes without a document, and after three the runtime is shown
+// `not-answering` with that reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_of_blank_lines_alone_makes_the_runtime_not_answering_with_the_reason() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let fixture = Fixture::new();
+    // The API's first-document timeout, so the budget is what ends each attempt.
+    let options = AgentOptions {
+        first_document_timeout: AgentOptions::default().first_document_timeout,
+        ..quick()
+    };
+    let (_core, _watch, mut events) = watched(&fixture, options);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                // The request head (the client sends no body), then the answer.
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut byte).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&byte[..n]),
+                    }
+                }
+                let answer = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                              content-length: 1099511627776\r\n\r\n";
+                if socket.write_all(answer.as_bytes()).await.is_err() {
+                    return;
+                }
+                let blank = vec![b'\n'; 512 * 1024];
+                while socket.write_all(&blank).await.is_ok() {}
+            });
+        }
+    });
+    let registration = register_at(fixture.receipts(), "raw-flooder", CANARY, None, address);
+    let endpoint = registration.endpoint().to_string();
+    let snapshot = wait_state(&mut events, &endpoint, AgentState::NotAnswering).await;
+    let detail = snapshot
+        .runtimes
+        .iter()
+        .find(|r| r.id == endpoint)
+        .and_then(|r| r.state.as_ref()?.detail.clone())
+        .unwrap_or_default();
+    assert!(
+        detail.contains("without a status document"),
+        "the reason is shown: {detail:?}"
+    );
+    server.abort();
 }
