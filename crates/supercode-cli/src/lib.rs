@@ -92,8 +92,9 @@ pub enum Command {
         /// Run the plan shown without asking (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
         yes: bool,
-        /// Allow a variable that changes how programs load (LD_PRELOAD, PATH, NODE_OPTIONS...)
-        /// with the value shown, for this runtime; remembered for later revives.
+        /// Allow a variable the plan sets (every one but a few harmless ones, such as LANG and
+        /// TZ, needs allowing) with the value shown, for this runtime; remembered for later
+        /// revives.
         #[arg(long = "allow-env", value_name = "NAME")]
         allow_env: Vec<String>,
     },
