@@ -229,6 +229,12 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
     {
         return;
     }
+    // Names, titles and messages come from records and runtimes: their control and bidirectional
+    // characters are shown as escapes, never obeyed (the core's one rule, issue 29).
+    let (title, body) = (
+        supercode_core::text::visible(title),
+        supercode_core::text::visible_lines(body),
+    );
     // The app process runs the `supercode-tray-app` binary (docs/ARCHITECTURE.md, "Two
     // binaries"), and the plugin names a notification, and looks up its icon, by the running
     // executable. Desktops show and group notifications by that name, and the .deb installs the
@@ -240,8 +246,8 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
         notification
             .appname(product)
             .icon(product)
-            .summary(title)
-            .body(body);
+            .summary(&title)
+            .body(&body);
         // A D-Bus round trip, off the thread that handles the app's events. The connection is
         // kept until the server closes the notification (as the plugin does): a server that asks
         // the bus who sent it (its pid) must still find the sender there.
@@ -256,7 +262,13 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
         }
     }
     #[cfg(not(target_os = "linux"))]
-    if let Err(e) = app.notification().builder().title(title).body(body).show() {
+    if let Err(e) = app
+        .notification()
+        .builder()
+        .title(title.into_owned())
+        .body(body.into_owned())
+        .show()
+    {
         tracing::debug!("notification not shown: {e}");
     }
 }

@@ -457,11 +457,12 @@ fn short_name(name: &str) -> String {
     }
 }
 
-/// `text` as a menu shows it verbatim: control characters dropped (the core already removes
-/// them; a name from a receipt is checked here too), at most `max` characters with `…` when
-/// cut, and `&` doubled, since the platform menus read a single `&` as a mnemonic marker.
+/// `text` as a menu shows it verbatim: control and bidirectional characters as visible `\u{..}`
+/// escapes (the core's one rule, [`supercode_core::text::visible`]: a receipt's name is shown
+/// as written, never reordered), at most `max` characters with `…` when cut, and `&` doubled,
+/// since the platform menus read a single `&` as a mnemonic marker.
 pub fn menu_text(text: &str, max: usize) -> String {
-    let clean: Vec<char> = text.chars().filter(|c| !c.is_control()).collect();
+    let clean: Vec<char> = supercode_core::text::visible(text).chars().collect();
     let kept: String = if clean.len() > max {
         clean[..max.saturating_sub(1)]
             .iter()
@@ -492,7 +493,8 @@ fn pending_entry(pending: &PendingView) -> Entry {
     };
     Entry::Item {
         id: MenuId::Approve(profile.clone()),
-        label,
+        // The profile is a pending file's, which any local program can write.
+        label: menu_text(&label, SUBMENU_TITLE_CHARS),
         enabled: pending.approve.available,
     }
 }
@@ -1247,7 +1249,7 @@ mod tests {
         assert!(!label.chars().any(char::is_control), "{label:?}");
         // A single `&` would become a mnemonic; doubled, the menu shows it as typed.
         assert!(
-            label.starts_with("evil \u{2014} Needs approval: &&Approve <b>me</b>[31m"),
+            label.starts_with("evil \u{2014} Needs approval: &&Approve <b>me</b>\\u{7}\\u{1b}[31m"),
             "{label}"
         );
         assert!(matches!(&entries[1], Entry::Item { label, .. } if label == "&&Yes"));
@@ -1300,7 +1302,12 @@ mod tests {
             menu_text("\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}", 5),
             "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}"
         );
-        assert_eq!(menu_text("a&b\nc", 10), "a&&bc");
+        assert_eq!(menu_text("a&b\nc", 20), "a&&b\\u{a}c");
+        // Issue 29: a receipt's name cannot reorder or hide the rest of the line.
+        assert_eq!(
+            menu_text("Attach \u{202e}lve\u{1b}[8m (demo)", 80),
+            "Attach \\u{202e}lve\\u{1b}[8m (demo)"
+        );
     }
 
     #[test]

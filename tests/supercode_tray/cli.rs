@@ -660,15 +660,16 @@ struct StaleReceipt {
 }
 
 fn stale_receipt(home: &Home, argv: &[&str], env: Value) -> StaleReceipt {
+    stale_receipt_named(home, "planned", argv, env)
+}
+
+/// [`stale_receipt`] whose display name (and runtime id, `test:NAME`) is `name`.
+fn stale_receipt_named(home: &Home, name: &str, argv: &[&str], env: Value) -> StaleReceipt {
     let holder = ChildGuard::sleep();
     let identity = holder.identity();
     let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
-    let mut receipt = test_support::foreign_receipt(
-        &endpoint,
-        "planned",
-        identity.pid,
-        Some(identity.start_time + 1),
-    );
+    let mut receipt =
+        test_support::foreign_receipt(&endpoint, name, identity.pid, Some(identity.start_time + 1));
     receipt["source"]["workspace"] = serde_json::json!(home.path("workspace"));
     receipt["metadata"]["supervisor"] = serde_json::json!({
         "kind": "launchCommand", "argv": argv, "cwd": home.path("workspace"), "env": env,
@@ -683,7 +684,8 @@ fn stale_receipt(home: &Home, argv: &[&str], env: Value) -> StaleReceipt {
 
 /// Issue 13: `revive` prints the plan (absolute program, each argument, working directory, every
 /// variable), runs nothing without `--yes` when stdin is not a terminal, refuses `LD_PRELOAD`
-/// with its reason until `--allow-env LD_PRELOAD`, and remembers that allow.
+/// with its reason until `--allow-env LD_PRELOAD`, and remembers that allow; a harmless `LANG`
+/// needs no allow (issue 29).
 #[test]
 fn revive_prints_the_plan_asks_for_yes_and_refuses_ld_preload_until_allowed() {
     let home = Home::new();
@@ -692,7 +694,7 @@ fn revive_prints_the_plan_asks_for_yes_and_refuses_ld_preload_until_allowed() {
     let receipt = stale_receipt(
         &home,
         &["sh", "-c", &script],
-        serde_json::json!({ "LD_PRELOAD": "/nonexistent/hook.so", "GREETING": "hi there" }),
+        serde_json::json!({ "LD_PRELOAD": "/nonexistent/hook.so", "LANG": "C.UTF-8" }),
     );
     let id = receipt.endpoint.as_str();
     let mut printed = String::new();
@@ -720,10 +722,10 @@ fn revive_prints_the_plan_asks_for_yes_and_refuses_ld_preload_until_allowed() {
         plan.contains(&format!("working directory: {workspace:?}")),
         "{plan}"
     );
-    assert!(plan.contains("GREETING=\"hi there\""), "{plan}");
+    assert!(plan.contains("    LANG=\"C.UTF-8\"\n"), "{plan}");
     assert!(
         plan.contains(
-            "LD_PRELOAD=\"/nonexistent/hook.so\"  REFUSED: LD_PRELOAD changes how programs load"
+            "LD_PRELOAD=\"/nonexistent/hook.so\"  NEEDS --allow-env: LD_PRELOAD is not one of the few harmless variables"
         ),
         "{plan}"
     );
@@ -750,6 +752,223 @@ fn revive_prints_the_plan_asks_for_yes_and_refuses_ld_preload_until_allowed() {
     let stdout = String::from_utf8_lossy(&remembered.stdout).into_owned();
     assert!(stdout.contains("(allowed for this runtime)"), "{stdout}");
     assert!(marker.exists(), "the allow was remembered");
+}
+
+/// A display name that, printed raw, erases its line, forges the plan's program line and a line
+/// of its own, starts a C1 control sequence and reverses what follows (issue 29).
+const HOSTILE_NAME: &str =
+    "planned\u{1b}[2K\r  program:           \"/usr/local/bin/canon-agent\"\n\u{9b}31m\u{202e}evil";
+/// An argument that, printed raw, moves up a line and rewrites the first argument.
+const HOSTILE_ARG: &str = "\u{1b}[1A\u{1b}[2K     1. \"serve\"\u{2066}";
+
+/// The characters in `text` a terminal would act on rather than show: C0 controls other than a
+/// line break (`\n`, or the `\r\n` a terminal's output processing makes of it), DEL, the C1
+/// controls and the bidirectional overrides, embeddings, isolates and marks. Written out here,
+/// apart from the app's own rule, so the check does not trust what it checks.
+fn raw_controls(text: &str) -> Vec<(usize, char)> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .iter()
+        .enumerate()
+        .filter(|&(i, &c)| match c {
+            '\n' => false,
+            '\r' => chars.get(i + 1) != Some(&'\n'),
+            c if c < ' ' => true,
+            '\u{7f}'..='\u{9f}' => true,
+            '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' => true,
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+            _ => false,
+        })
+        .map(|(i, &c)| (i, c))
+        .collect()
+}
+
+/// Runs `supercode-tray ARGS` on a real pseudo-terminal (util-linux `script`), typing `answer`;
+/// returns its exit code and everything the terminal was sent.
+fn run_on_a_terminal(home: &Home, args: &[&str], answer: &str) -> (Option<i32>, String) {
+    use std::io::Write as _;
+    let mut line = shell_quote(TRAY);
+    for arg in args {
+        line.push(' ');
+        line.push_str(&shell_quote(arg));
+    }
+    let mut command = Command::new("script");
+    command.args(["--quiet", "--return", "--command", &line, "/dev/null"]);
+    private_env(&mut command, home.dir.path());
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = command
+        .spawn()
+        .expect("util-linux `script` runs the command on a pseudo-terminal");
+    // Held open until it exits: `script` may end the session when its input ends.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(answer.as_bytes()).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`supercode-tray {}` on a terminal did not end",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let bytes = reader.join().unwrap();
+    (status.code(), String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// Issue 29: on a real terminal, the revive plan of a record whose name and argument carry
+/// escape sequences, a carriage return, a newline, C1 and bidirectional controls shows each as a
+/// visible `\u{..}` escape: the terminal receives none of them, the plan has one program line
+/// (the real one), and the record's text stays on its own line. Answered no, nothing runs.
+#[test]
+fn issue_29_a_hostile_records_revive_plan_reaches_a_real_terminal_escaped() {
+    let home = Home::new();
+    let marker = home.path("workspace").join("ran");
+    let script = format!("echo ran > '{}'", marker.display());
+    let receipt = stale_receipt_named(
+        &home,
+        HOSTILE_NAME,
+        &["sh", "-c", &script, HOSTILE_ARG],
+        serde_json::json!({ "LANG": "C.UTF-8" }),
+    );
+    let (code, terminal) = run_on_a_terminal(&home, &["revive", &receipt.endpoint], "n\n");
+
+    assert_eq!(raw_controls(&terminal), [], "{terminal:?}");
+    assert_eq!(code, Some(1), "{terminal}");
+    assert!(
+        terminal.contains(
+            r#"Revive planned\u{1b}[2K\u{d}  program:           "/usr/local/bin/canon-agent"\u{a}\u{9b}31m\u{202e}evil will run:"#
+        ),
+        "{terminal}"
+    );
+    let programs: Vec<&str> = terminal
+        .lines()
+        .filter(|l| l.trim_start().starts_with("program:"))
+        .collect();
+    assert_eq!(programs.len(), 1, "{terminal}");
+    assert!(programs[0].trim_end().ends_with(r#"/sh""#), "{terminal}");
+    assert!(
+        terminal.contains(r#" 3. "\u{1b}[1A\u{1b}[2K     1. \"serve\"\u{2066}""#),
+        "{terminal}"
+    );
+    assert!(
+        terminal.contains(r#"LANG="C.UTF-8""#),
+        "a harmless variable: {terminal}"
+    );
+    assert!(
+        terminal.contains(r#"\u{202e}evil? [y/N]"#),
+        "asked: {terminal}"
+    );
+    assert!(terminal.contains("was not revived"), "{terminal}");
+    assert!(!marker.exists(), "answered no, yet it ran");
+}
+
+/// Issue 29: a record that sets a variable whose name is not `[A-Za-z_][A-Za-z0-9_]*` (an
+/// escape sequence in it, or bash's exported-function form) is refused with the reason, the
+/// name shown escaped, and nothing runs.
+#[test]
+fn issue_29_a_variable_name_that_is_not_plain_refuses_the_revive_with_the_reason() {
+    let home = Home::new();
+    let marker = home.path("workspace").join("ran");
+    let script = format!("echo ran > '{}'", marker.display());
+    for (name, shown) in [
+        ("X\u{1b}[2K\rPATH", r#""X\u{1b}[2K\rPATH""#),
+        ("BASH_FUNC_x%%", r#""BASH_FUNC_x%%""#),
+    ] {
+        let receipt = stale_receipt(
+            &home,
+            &["sh", "-c", &script],
+            serde_json::json!({ name: "() { echo evil; }" }),
+        );
+        let mut printed = String::new();
+        let refused = home.run(
+            &["revive", &receipt.endpoint, "--yes", "--allow-env", name],
+            &mut printed,
+        );
+        assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+        assert_eq!(raw_controls(&printed), [], "{printed:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "sets an environment variable named {shown}, which is not a plain name"
+            )),
+            "{stderr}"
+        );
+        assert!(!marker.exists(), "{name:?} ran");
+    }
+}
+
+/// Issue 29: `list` shows a hostile record's name, runtime id and workspace with each control
+/// as a visible escape, and `list --json` carries them as JSON escapes that parse back to the
+/// very text recorded; neither sends the terminal a raw control.
+#[test]
+fn issue_29_list_and_list_json_print_a_hostile_records_text_escaped() {
+    let home = Home::new();
+    let receipt = stale_receipt_named(&home, HOSTILE_NAME, &["sleep", "1"], serde_json::json!({}));
+    let hostile_workspace = "/w\u{1b}]0;owned\u{7}\u{202e}kcatta";
+    let path = home
+        .path("receipts")
+        .join(format!("{}.json", receipt.endpoint));
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record["source"]["workspace"] = serde_json::json!(hostile_workspace);
+    test_support::write_receipt_file(
+        &home.path("receipts"),
+        &format!("{}.json", receipt.endpoint),
+        &record,
+    );
+    let mut printed = String::new();
+
+    let table = home.run(&["list", "--scan"], &mut printed);
+    assert!(table.status.success(), "{table:?}");
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert_eq!(raw_controls(&table), [], "{table:?}");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&receipt.endpoint))
+        .unwrap_or_else(|| panic!("no row: {table}"));
+    assert!(
+        row.contains(r#"planned\u{1b}[2K\u{d}  program:           "/usr/local/bin/canon-agent"\u{a}\u{9b}31m\u{202e}evil"#),
+        "{row}"
+    );
+    assert!(
+        row.ends_with(r"/w\u{1b}]0;owned\u{7}\u{202e}kcatta"),
+        "{row}"
+    );
+
+    let json = home.run(&["list", "--json", "--scan"], &mut printed);
+    assert!(json.status.success(), "{json:?}");
+    let text = String::from_utf8_lossy(&json.stdout).into_owned();
+    assert_eq!(raw_controls(&text), [], "{text:?}");
+    assert!(text.contains(r"\u009b31m\u202eevil"), "{text}");
+    let list: Value = serde_json::from_str(&text).unwrap();
+    let shown = runtimes(&list)
+        .iter()
+        .find(|r| r["id"] == receipt.endpoint.as_str())
+        .unwrap_or_else(|| panic!("not listed: {list:#}"));
+    assert_eq!(
+        shown["name"], HOSTILE_NAME,
+        "the same text, escaped for JSON"
+    );
+    assert_eq!(shown["workspace"], hostile_workspace);
 }
 
 /// Runs a subcommand, failing the test (and killing it) if it has not ended within `deadline`:

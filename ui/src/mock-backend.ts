@@ -12,14 +12,18 @@ export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revi
 /** One recorded call: the action and its argument (runtime id or profile), if any. */
 export type MockCall = { action: MockAction, arg: string | null, planDigest?: string, allowEnv?: string[], agentAction?: string };
 
-/** Like the app's list (`revive::allowed_env`): variables that change how programs load. */
-const LOADER_VARIABLES = new Set(["PATH", "PATHEXT", "NODE_OPTIONS", "NODE_PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE", "PERL5LIB", "PERLLIB", "PERL5OPT", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH", "GCONV_PATH"]);
+/** Like the app's rule (`revive::allowed_env`): every variable needs an allow but these, with plain values. */
+const HARMLESS = new Set(["LANG", "LANGUAGE", "LC_ALL", "LC_ADDRESS", "LC_COLLATE", "LC_CTYPE", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_MESSAGES", "LC_MONETARY", "LC_NAME", "LC_NUMERIC", "LC_PAPER", "LC_TELEPHONE", "LC_TIME", "TZ", "TERM", "COLORTERM", "NO_COLOR", "CANON_AGENT"]);
 
-function loaderReason(name: string): string | null {
-  const upper = name.toUpperCase();
-  if (upper.startsWith("LD_") || upper.startsWith("DYLD_")) return `${name} changes how programs load: ${upper.slice(0, upper.indexOf("_") + 1)}* variables make the dynamic linker load other code into the program`;
-  if (LOADER_VARIABLES.has(upper)) return `${name} changes how programs load: it makes the program's interpreter load or run code the command does not show`;
-  return null;
+function allowReason(name: string, value: string): string | null {
+  if (!HARMLESS.has(name)) return `${name} is not one of the few harmless variables revive sets without asking`;
+  const plain = name === "TZ"
+    ? /^[A-Za-z0-9_.@:+\-\/,<>]{0,64}$/.test(value) && !value.startsWith("/") && !value.startsWith(":/") && !value.includes("..")
+    : /^[A-Za-z0-9_.@:+\-]{0,64}$/.test(value);
+  if (plain) return null;
+  return name === "TZ"
+    ? `${name} is set without asking only to a time zone name (no leading /, no ..), and this value is not one`
+    : `${name} is set without asking only to a plain name (letters, digits, _ . @ : + -; no /), and this value is not one`;
 }
 
 /** A stable stand-in for the app's plan digest (any change to the plan changes it). */
@@ -210,7 +214,7 @@ export class MockBackend implements Backend {
       .sort()
       .map((name) => {
         const value = vars[name]!;
-        const reason = loaderReason(name);
+        const reason = allowReason(name, value);
         return { name, value, needsAllow: reason !== null, allowed: reason !== null && allowed.get(name) === value, reason };
       });
     const refused = env.filter((v) => v.needsAllow && !v.allowed);

@@ -140,14 +140,14 @@ describe("revive", () => {
     expect(planArgs(panel)).toEqual(["--workspace", "/home/dev/My Project"]);
   });
 
-  it("shows a variable that changes how programs load as refused, and revives only once it is allowed", async () => {
+  it("shows a variable that is not harmless as refused, and revives only once it is allowed", async () => {
     m = await mount(demoSnapshot(NOW));
-    m.mock.setLaunchEnv("rt-review", { LD_PRELOAD: "/tmp/hook.so", LOG_LEVEL: "debug" });
+    m.mock.setLaunchEnv("rt-review", { LD_PRELOAD: "/tmp/hook.so", LANG: "C.UTF-8" });
     const panel = await openRevive(m, "rt-review");
     const preload = panel.querySelector<HTMLElement>('[data-env-name="LD_PRELOAD"]')!;
     expect(preload.textContent).toContain("LD_PRELOAD=/tmp/hook.so");
-    expect(preload.textContent).toContain("LD_PRELOAD changes how programs load");
-    expect(panel.querySelector('[data-env-name="LOG_LEVEL"] [data-testid="allow-env"]')).toBeNull();
+    expect(preload.textContent).toContain("LD_PRELOAD is not one of the few harmless variables");
+    expect(panel.querySelector('[data-env-name="LANG"] [data-testid="allow-env"]')).toBeNull();
     const accept = byTestId(panel, "confirm-accept");
     expect(accept.getAttribute("aria-disabled")).toBe("true");
     expect(panel.textContent).toContain("Allow LD_PRELOAD above to revive with it");

@@ -8,7 +8,10 @@
 //! machine (`localhost`, `127.0.0.0/8`, `::1`), which is what tests and a local Canon use
 //! ([`check_base_url`]). No redirect is followed: a 3xx answer is an error
 //! ([`ClientError::Redirected`]), so the poll token header is only ever sent to the API it was
-//! meant for.
+//! meant for. For the same reason a `requestId` goes into a URL path only when it is one plain
+//! path segment ([`is_valid_request_id`]): `../../steal?x=` would send the token to another
+//! path of the same host (issue 29). It is checked where Canon hands it out and again where it
+//! is used, since the pending file it is kept in is any local program's to write.
 
 use std::time::Duration;
 
@@ -31,6 +34,19 @@ pub const POLL_TOKEN_HEADER: &str = "x-canon-poll-token";
 /// Per-request timeout: generous, because the tray polls in the background and a slow Canon
 /// answer is better than a spurious retry; the approval deadline bounds the whole exchange.
 pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Longest `requestId` used: Canon's ids are short; a longer one is not an id.
+pub const REQUEST_ID_MAX: usize = 128;
+
+/// Whether `request_id` can go into a URL path as one segment, as is: 1 to [`REQUEST_ID_MAX`]
+/// ASCII letters, digits, `-` and `_`. No `/`, `.`, `%`, `?` or `#`, so it can neither climb
+/// out of `/agents/status/` nor end the path.
+pub fn is_valid_request_id(request_id: &str) -> bool {
+    (1..=REQUEST_ID_MAX).contains(&request_id.len())
+        && request_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
 
 /// Longest server body excerpt kept in an error: enough to show Canon's message, short enough
 /// for a notification.
@@ -139,6 +155,13 @@ pub enum ClientError {
         /// What failed.
         reason: String,
     },
+    /// A `requestId` (from Canon, or from the pending file) that is not one plain path segment;
+    /// nothing is sent with it.
+    #[error("the registration's requestId {request_id:?} is refused: a requestId is 1 to {REQUEST_ID_MAX} letters, digits, - and _, so that it stays one part of the URL and the poll token goes only to its status; reject the registration and submit it again")]
+    InvalidRequestId {
+        /// The refused id, cut to a readable length.
+        request_id: String,
+    },
     /// Canon answered 2xx with something that is not the documented JSON.
     #[error("Canon sent an unexpected response ({0}); the Canon API may have changed, update Supercode Tray")]
     InvalidResponse(String),
@@ -153,6 +176,7 @@ impl ClientError {
                 *status >= 500 || *status == 408 || *status == 429
             }
             ClientError::InvalidResponse(_)
+            | ClientError::InvalidRequestId { .. }
             | ClientError::InsecureBaseUrl { .. }
             | ClientError::Redirected { .. } => false,
         }
@@ -279,6 +303,7 @@ impl CanonClient {
             .and_then(Value::as_str)
             .ok_or_else(|| ClientError::InvalidResponse("register: no requestId".into()))?
             .to_owned();
+        let request_id = checked_request_id(&request_id)?.to_owned();
         let poll_token = value
             .get("pollToken")
             .and_then(Value::as_str)
@@ -295,6 +320,7 @@ impl CanonClient {
         request_id: &str,
         poll_token: Option<&Sensitive<String>>,
     ) -> Result<RegistrationStatus, ClientError> {
+        let request_id = checked_request_id(request_id)?;
         let mut request = self
             .http
             .get(format!("{}/agents/status/{request_id}", self.base_url));
@@ -357,6 +383,7 @@ impl CanonClient {
         request_id: &str,
         poll_token: Option<&Sensitive<String>>,
     ) -> Result<(), ClientError> {
+        let request_id = checked_request_id(request_id)?;
         let mut headers = match poll_token {
             Some(token) => token_header(token)?,
             None => HeaderMap::new(),
@@ -379,6 +406,17 @@ impl CanonClient {
             });
         }
         Ok(())
+    }
+}
+
+/// `request_id`, when [`is_valid_request_id`]; the refusal otherwise.
+fn checked_request_id(request_id: &str) -> Result<&str, ClientError> {
+    if is_valid_request_id(request_id) {
+        Ok(request_id)
+    } else {
+        Err(ClientError::InvalidRequestId {
+            request_id: request_id.chars().take(BASE_URL_SHOWN_LIMIT).collect(),
+        })
     }
 }
 

@@ -4,7 +4,8 @@
 //! Behaviour is scripted with [`TestServerConfig`]: how many `pending` and `approving` answers
 //! precede the verdict, rejection, initial 5xx errors, a delay on every status answer, and the
 //! API key it issues. Registration is idempotent by `localRegistrationId`; status and ack require
-//! the poll token (401 without). `GET /__test/state` returns what happened, for assertions.
+//! the poll token (401 without). A request to any other path is answered 404 and recorded, with
+//! whether it carried a poll token. `GET /__test/state` returns what happened, for assertions.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -44,6 +45,8 @@ pub struct TestServerConfig {
     pub poll_interval_ms: Option<u64>,
     /// `Retry-After` (seconds) sent with every status answer.
     pub retry_after_secs: Option<u64>,
+    /// The `requestId` issued to the first registration instead of `req-1` (a hostile server).
+    pub request_id: Option<String>,
 }
 
 impl Default for TestServerConfig {
@@ -60,6 +63,7 @@ impl Default for TestServerConfig {
             withhold_key: false,
             poll_interval_ms: None,
             retry_after_secs: None,
+            request_id: None,
         }
     }
 }
@@ -98,6 +102,9 @@ pub struct TestServerState {
     pub unauthorized: u32,
     /// Acknowledged request ids, in order.
     pub acks: Vec<String>,
+    /// Requests to any path the API does not have: `METHOD /path?query`, and whether each
+    /// carried a poll token.
+    pub stray_requests: Vec<(String, bool)>,
 }
 
 struct Inner {
@@ -143,6 +150,7 @@ impl TestServer {
             .route("/agents/status/{id}", get(status))
             .route("/agents/status/{id}/ack", post(ack))
             .route("/__test/state", get(state))
+            .fallback(stray)
             .with_state(shared.clone());
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -229,7 +237,10 @@ async fn register(State(shared): State<Shared>, body: Option<Json<Value>>) -> Re
         let token = inner.tokens[i].clone();
         return Json(json!({ "requestId": request_id, "pollToken": token })).into_response();
     }
-    let request_id = format!("req-{}", inner.state.registrations.len() + 1);
+    let request_id = match &inner.config.request_id {
+        Some(id) if inner.state.registrations.is_empty() => id.clone(),
+        _ => format!("req-{}", inner.state.registrations.len() + 1),
+    };
     let token = format!("poll-{}", uuid::Uuid::new_v4());
     inner.state.registrations.push(RegistrationRecord {
         request_id: request_id.clone(),
@@ -336,6 +347,20 @@ async fn ack(State(shared): State<Shared>, Path(id): Path<String>, headers: Head
     inner.state.registrations[i].acked = true;
     inner.state.acks.push(id);
     Json(json!({ "ok": true })).into_response()
+}
+
+async fn stray(
+    State(shared): State<Shared>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    let with_token = headers.contains_key(crate::client::POLL_TOKEN_HEADER);
+    lock(&shared)
+        .state
+        .stray_requests
+        .push((format!("{method} {uri}"), with_token));
+    error(StatusCode::NOT_FOUND, "no such API")
 }
 
 async fn state(State(shared): State<Shared>) -> Json<TestServerState> {

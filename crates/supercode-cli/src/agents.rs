@@ -4,7 +4,8 @@
 //!
 //! Everything printed comes from browser-safe view types (no token, no address); runtime text is
 //! already sanitized by the core, and is printed escaped (`{:?}`) in questions so that nothing a
-//! runtime sends can rewrite the terminal.
+//! runtime sends can rewrite the terminal; outcomes and JSON lines go through the core's rule for
+//! terminals ([`supercode_core::text`]), since they carry a receipt's name too.
 
 use std::io::{IsTerminal, Write};
 
@@ -34,7 +35,7 @@ pub async fn act(core: &Supercode, id: &str, action: &str, yes: bool) -> Result<
     }
     // The core checks again against the document it acts on: only an offered action is sent.
     let outcome = core.act(id, action).await?;
-    println!("{}", outcome.message);
+    println!("{}", supercode_core::text::visible_lines(&outcome.message));
     Ok(())
 }
 
@@ -83,6 +84,7 @@ pub async fn events(core: &Supercode) -> Result<(), CliError> {
                 };
                 let mut out = std::io::stdout().lock();
                 // A closed pipe (`| head`) ends the stream like Ctrl-C.
+                let line = supercode_core::text::json_safe(&line.to_string()).into_owned();
                 if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
                     break;
                 }

@@ -8,7 +8,9 @@
 //!
 //! Output contract: results go to stdout (`--json` output is documented in `docs/cli.md` and
 //! stable), errors go to stderr with exit code 1, usage errors exit 2 (clap's convention).
-//! No secret is ever printed: every value printed comes from a browser-safe view type.
+//! No secret is ever printed: every value printed comes from a browser-safe view type. Text
+//! from records and runtimes is printed through the core's one rule for terminals
+//! ([`supercode_core::text`]): a control or bidirectional character shows as a `\u{..}` escape.
 //!
 //! # Layout
 //! - this module: [`Cli`], [`Command`], [`CliError`] (the one place exit codes are decided) and
@@ -21,6 +23,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use supercode_core::text::visible;
 use supercode_core::view::{PendingState, PendingView};
 use supercode_core::{CoreError, Supercode};
 
@@ -89,8 +92,9 @@ pub enum Command {
         /// Run the plan shown without asking (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
         yes: bool,
-        /// Allow a variable that changes how programs load (LD_PRELOAD, PATH, NODE_OPTIONS...)
-        /// with the value shown, for this runtime; remembered for later revives.
+        /// Allow a variable the plan sets (every one but a few harmless ones, such as LANG and
+        /// TZ, needs allowing) with the value shown, for this runtime; remembered for later
+        /// revives.
         #[arg(long = "allow-env", value_name = "NAME")]
         allow_env: Vec<String>,
     },
@@ -238,7 +242,11 @@ impl CliError {
             CliError::Usage(e) => {
                 let _ = e.print();
             }
-            _ => eprintln!("error: {self}"),
+            // Its message carries record and runtime text (names, reasons, a log tail).
+            _ => eprintln!(
+                "error: {}",
+                supercode_core::text::visible_lines(&self.to_string())
+            ),
         }
         ExitCode::from(self.exit_code())
     }
@@ -289,7 +297,7 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
         }
         Command::Forget { id } => {
             core.forget(&id)?;
-            println!("Forgot {id}.");
+            println!("Forgot {}.", visible(&id));
         }
         Command::Attach { id, no_open } => attach(&core, &id, no_open).await?,
         Command::Revive { id, yes, allow_env } => revive::run(&core, &id, yes, allow_env).await?,
@@ -306,12 +314,16 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
                         PendingState::Approved | PendingState::Rejected | PendingState::Expired
                     );
                     if !settled && last_progress.as_ref() != Some(&text) {
-                        eprintln!("{}: {text}", view.profile);
+                        eprintln!("{}: {text}", visible(&view.profile));
                         last_progress = Some(text);
                     }
                 })
                 .await?;
-            println!("{}: {}", view.profile, output::pending_state_text(&view));
+            println!(
+                "{}: {}",
+                visible(&view.profile),
+                output::pending_state_text(&view)
+            );
             if view.state != PendingState::Approved {
                 return Err(CliError::NotApproved {
                     profile: view.profile,
@@ -320,7 +332,10 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
         }
         Command::Reject { profile } => {
             core.reject(&profile)?;
-            println!("Dismissed the pending registration for {profile}.");
+            println!(
+                "Dismissed the pending registration for {}.",
+                visible(&profile)
+            );
         }
         Command::Doctor { json } => {
             let report = core.doctor().await;

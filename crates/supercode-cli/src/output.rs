@@ -1,7 +1,12 @@
 //! How subcommands print: human tables, or the documented JSON (`docs/cli.md`); and how they
 //! read the answer to a `[y/N]` question.
 //!
-//! Everything printed here comes from browser-safe view types, which hold no secret.
+//! Everything printed here comes from browser-safe view types, which hold no secret. Their text
+//! comes from records and runtimes, so every such string is rendered with the core's one rule
+//! for terminals ([`supercode_core::text`]): in tables each field through `visible` (a control
+//! or bidirectional character shows as a `\u{..}` escape, a newline cannot forge a row), and
+//! every JSON document through `json_safe` (JSON escapes C0 itself; C1 and bidirectional
+//! characters are written as `\uXXXX`, which parses to the same string).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -10,6 +15,7 @@ use std::io::BufRead as _;
 
 use serde::Serialize;
 use supercode_core::doctor::{CheckStatus, DoctorReport};
+use supercode_core::text::{json_safe, visible};
 use supercode_core::view::{PendingState, PendingView, RuntimeView, Snapshot};
 
 use super::CliError;
@@ -57,7 +63,7 @@ impl JsonList {
     /// text of `previous` for every runtime whose view is unchanged.
     pub fn render(snapshot: std::sync::Arc<Snapshot>, previous: Option<&JsonList>) -> Self {
         let (head, tail) = match serde_json::to_string_pretty(&list_json(&snapshot, &[])) {
-            Ok(text) => match text.split_once(EMPTY_RUNTIMES) {
+            Ok(text) => match json_safe(&text).split_once(EMPTY_RUNTIMES) {
                 Some((head, tail)) => (head.to_owned(), tail.to_owned()),
                 None => unreachable!("the document always has its runtimes"),
             },
@@ -102,7 +108,7 @@ impl JsonList {
                     }
                     // JSON strings hold no raw newline, so every newline starts a line.
                     None => match serde_json::to_string_pretty(runtime) {
-                        Ok(text) => out.push_str(&text.replace('\n', RUNTIME_NEWLINE)),
+                        Ok(text) => out.push_str(&json_safe(&text).replace('\n', RUNTIME_NEWLINE)),
                         Err(e) => eprintln!("error: could not encode JSON: {e}"),
                     },
                 }
@@ -165,25 +171,31 @@ pub fn render_list(snapshot: &Snapshot, json: bool) -> String {
             let _ = writeln!(
                 out,
                 "{:<38} {:<9} {:<14} {:<12} {:<20} {}",
-                r.id,
+                visible(&r.id),
                 status_text(r),
                 agent_state_text(r),
-                r.kind,
-                r.name,
-                r.workspace.as_deref().unwrap_or("-")
+                visible(&r.kind),
+                visible(&r.name),
+                visible(r.workspace.as_deref().unwrap_or("-"))
             );
             if let Some(reason) = &r.status_reason {
-                let _ = writeln!(out, "{:<38} {reason}", "");
+                let _ = writeln!(out, "{:<38} {}", "", visible(reason));
             }
         }
     }
     for ignored in &snapshot.ignored {
-        let _ = writeln!(out, "ignored {}: {}", ignored.file, ignored.reason);
+        let (file, reason) = (visible(&ignored.file), visible(&ignored.reason));
+        let _ = writeln!(out, "ignored {file}: {reason}");
     }
     for warning in &snapshot.warnings {
-        let _ = writeln!(out, "warning {}: {}", warning.file, warning.reason);
+        let (file, reason) = (visible(&warning.file), visible(&warning.reason));
+        let _ = writeln!(out, "warning {file}: {reason}");
     }
-    let _ = writeln!(out, "Secret store: {}", snapshot.secret_store.description);
+    let _ = writeln!(
+        out,
+        "Secret store: {}",
+        visible(&snapshot.secret_store.description)
+    );
     out
 }
 
@@ -229,16 +241,16 @@ pub fn print_pending(pending: &[PendingView], json: bool) {
         let _ = writeln!(
             out,
             "{:<24} {:<14} {:<12} {}",
-            p.profile,
-            p.client_type.as_deref().unwrap_or("-"),
+            visible(&p.profile),
+            visible(p.client_type.as_deref().unwrap_or("-")),
             pending_state_text(p),
-            p.created_at
+            visible(&p.created_at)
         );
     }
     emit(&out);
 }
 
-/// A pending registration's state in words.
+/// A pending registration's state in words, terminal-safe.
 pub fn pending_state_text(view: &PendingView) -> String {
     let state = match view.state {
         PendingState::Unsubmitted => "not submitted",
@@ -250,7 +262,7 @@ pub fn pending_state_text(view: &PendingView) -> String {
         PendingState::Error => "error",
     };
     match &view.message {
-        Some(message) => format!("{state} ({message})"),
+        Some(message) => format!("{state} ({})", visible(message)),
         None => state.to_owned(),
     }
 }
@@ -269,9 +281,14 @@ pub fn print_doctor(report: &DoctorReport, json: bool) {
             CheckStatus::Warn => "warn",
             CheckStatus::Fail => "FAIL",
         };
-        let _ = writeln!(out, "[{mark}] {}: {}", check.name, check.detail);
+        let _ = writeln!(
+            out,
+            "[{mark}] {}: {}",
+            visible(&check.name),
+            visible(&check.detail)
+        );
         if let Some(fix) = &check.fix {
-            let _ = writeln!(out, "       fix: {fix}");
+            let _ = writeln!(out, "       fix: {}", visible(fix));
         }
     }
     emit(&out);
@@ -280,7 +297,7 @@ pub fn print_doctor(report: &DoctorReport, json: bool) {
 fn print_json<T: Serialize + ?Sized>(out: &mut String, value: &T) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => {
-            out.push_str(&text);
+            out.push_str(&json_safe(&text));
             out.push('\n');
         }
         Err(e) => eprintln!("error: could not encode JSON: {e}"),

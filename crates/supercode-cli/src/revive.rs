@@ -3,13 +3,17 @@
 //! on a terminal; `--yes` otherwise), and runs exactly that plan: the revive carries the plan's
 //! digest, so a record rewritten in between is refused.
 //!
-//! Every value is printed quoted and escaped (`{:?}`), so an argument with spaces stays one
-//! argument and a control character in a record cannot rewrite the terminal.
+//! Everything in the plan comes from a record, so all of it goes through the core's one rule for
+//! terminals ([`supercode_core::text`]): values quoted (an argument with spaces stays one
+//! argument), the name and the reasons inline, each control or bidirectional character as a
+//! visible `\u{..}` escape, so a record cannot repaint the terminal or forge a line of the plan
+//! (issue 29). Each variable that needs allowing says so, with the reason.
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 
 use supercode_core::revive::ReviveRequest;
+use supercode_core::text::{quoted, visible};
 use supercode_core::view::RevivePlanView;
 use supercode_core::Supercode;
 
@@ -63,7 +67,7 @@ fn confirmed_on_terminal(plan: &RevivePlanView) -> Result<bool, CliError> {
             name: plan.name.clone(),
         });
     }
-    eprint!("Revive {}? [y/N] ", plan.name);
+    eprint!("Revive {}? [y/N] ", visible(&plan.name));
     let _ = std::io::stderr().flush();
     super::output::read_yes()
 }
@@ -71,13 +75,13 @@ fn confirmed_on_terminal(plan: &RevivePlanView) -> Result<bool, CliError> {
 /// The plan as text: one item per line, every value quoted.
 fn plan_text(plan: &RevivePlanView, allow_env: &[String]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Revive {} will run:", plan.name);
-    let _ = writeln!(out, "  program:           {:?}", plan.program);
+    let _ = writeln!(out, "Revive {} will run:", visible(&plan.name));
+    let _ = writeln!(out, "  program:           {}", quoted(&plan.program));
     if plan.recorded_program != plan.program {
         let _ = writeln!(
             out,
-            "    (recorded as {:?}, found on PATH)",
-            plan.recorded_program
+            "    (recorded as {}, found on PATH)",
+            quoted(&plan.recorded_program)
         );
     }
     if plan.args.is_empty() {
@@ -85,10 +89,10 @@ fn plan_text(plan: &RevivePlanView, allow_env: &[String]) -> String {
     } else {
         let _ = writeln!(out, "  arguments:");
         for (i, arg) in plan.args.iter().enumerate() {
-            let _ = writeln!(out, "    {:>2}. {arg:?}", i + 1);
+            let _ = writeln!(out, "    {:>2}. {}", i + 1, quoted(arg));
         }
     }
-    let _ = writeln!(out, "  working directory: {:?}", plan.cwd);
+    let _ = writeln!(out, "  working directory: {}", quoted(&plan.cwd));
     if plan.env.is_empty() {
         let _ = writeln!(
             out,
@@ -99,10 +103,11 @@ fn plan_text(plan: &RevivePlanView, allow_env: &[String]) -> String {
         for var in &plan.env {
             let note = match (&var.reason, var.allowed || allow_env.contains(&var.name)) {
                 (Some(_), true) => "  (allowed for this runtime)".to_owned(),
-                (Some(reason), false) => format!("  REFUSED: {reason}"),
+                (Some(reason), false) => format!("  NEEDS --allow-env: {}", visible(reason)),
                 (None, _) => String::new(),
             };
-            let _ = writeln!(out, "    {}={:?}{note}", var.name, var.value);
+            let (name, value) = (visible(&var.name), quoted(&var.value));
+            let _ = writeln!(out, "    {name}={value}{note}");
         }
     }
     out

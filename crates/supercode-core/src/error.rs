@@ -147,14 +147,14 @@ pub enum Refusal {
         /// The receipt's runtime id.
         runtime_id: String,
     },
-    /// The launch command sets variables that change how programs load, not allowed for it.
+    /// The launch command sets variables the user has not allowed for it.
     #[error(
-        "Not reviving {name}: its launch command sets {}. {}. Allow {} for this runtime only if you trust the value shown.",
+        "Not reviving {name}: its launch command sets {}. {}. A variable can make the program run other code, read other files or send its requests elsewhere: allow {} for this runtime only if you trust the value shown.",
         names(.variables),
         reasons(.variables),
         it_or_them(.variables)
     )]
-    LoaderVariables {
+    UnallowedVariables {
         /// The runtime's display name.
         name: String,
         /// Each refused variable, with why it needs allowing.

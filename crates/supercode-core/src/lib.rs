@@ -17,6 +17,8 @@
 //! - [`doctor`]: the set-up checks behind `supercode-tray doctor`.
 //! - [`background`]: what runs in the background, and its cancellation and awaited shutdown.
 //! - [`agents`]: live agent state from each runtime's status API, and its actions.
+//! - [`text`]: how record- and runtime-derived text is shown on a terminal, in a notification
+//!   or a menu (control and bidirectional characters made visible), for every shell.
 #![deny(missing_docs)]
 
 pub mod agents;
@@ -29,6 +31,7 @@ mod error;
 pub mod inventory;
 mod locations;
 pub mod revive;
+pub mod text;
 pub mod view;
 pub mod watch;
 

@@ -8,8 +8,9 @@
 //! - [`revive`] takes that digest back, plans again, and refuses when the two differ ("the launch
 //!   command changed; review it again"), so a record rewritten between showing and confirming
 //!   never runs. It then spawns that plan's absolute program, no shell, no added arguments.
-//! - Variables that change how programs load (`LD_PRELOAD`, `PATH`, `NODE_OPTIONS`, ...; see
-//!   [`allowed_env`]) are refused unless the user allowed that exact value for that runtime.
+//! - Every variable the record sets is refused unless the user allowed that exact value for that
+//!   runtime, except a few harmless ones with plain values (`LANG`, `TZ`, ...; see
+//!   [`allowed_env`]); a variable whose name is not `[A-Za-z_][A-Za-z0-9_]*` refuses the plan.
 //!
 //! The process is detached from the app (its own session, so it survives the app quitting),
 //! inherits the app's environment plus the plan's variables, writes to a per-runtime log in the
@@ -31,7 +32,7 @@ use sha2::{Digest, Sha256};
 use crate::inventory::{self, CatalogRuntime};
 use crate::view::{ActionAvailability, PlanEnvVar, ReviveOutcome, RevivePlanView};
 use crate::{CoreError, Locations, Refusal};
-use allowed_env::{loader_reason, AllowedEnv};
+use allowed_env::{allow_reason, is_valid_name, AllowedEnv};
 
 /// How long a revived runtime may take to show up. Agent runtimes load models and tools before
 /// they register; half a minute covers a cold start without leaving the user waiting forever.
@@ -98,8 +99,8 @@ pub enum ReviveBlocker {
         /// The working directory as recorded.
         cwd: String,
     },
-    /// Its record sets a variable whose name cannot be set.
-    #[error("its record sets an environment variable with an invalid name ({name:?}).")]
+    /// Its record sets a variable whose name is not `[A-Za-z_][A-Za-z0-9_]*`.
+    #[error("its record sets an environment variable named {name:?}, which is not a plain name (letters, digits and _, not starting with a digit), so it is not set.")]
     InvalidVariableName {
         /// The name as recorded.
         name: String,
@@ -228,14 +229,16 @@ impl RevivePlan {
         self.env
             .iter()
             .filter(|(name, value)| !allowed.allows(self.allow_key(), name, value))
-            .filter_map(|(name, _)| loader_reason(name).map(|reason| (name.clone(), reason)))
+            .filter_map(|(name, value)| {
+                allow_reason(name, value).map(|reason| (name.clone(), reason))
+            })
             .collect()
     }
 
     /// The refusal for running it while `allowed` leaves variables refused, if it does.
     fn env_refusal(&self, allowed: &AllowedEnv) -> Option<Refusal> {
         let variables = self.refused_env(allowed);
-        (!variables.is_empty()).then(|| Refusal::LoaderVariables {
+        (!variables.is_empty()).then(|| Refusal::UnallowedVariables {
             name: self.name.clone(),
             variables,
         })
@@ -250,7 +253,7 @@ pub struct ReviveRequest {
     pub id: String,
     /// [`RevivePlan::digest`] of the plan that was shown.
     pub plan_digest: String,
-    /// Variables that change how programs load which the user allowed for this runtime now.
+    /// Variables the user allowed for this runtime now (with the values the plan shows).
     pub allow_env: Vec<String>,
 }
 
@@ -350,7 +353,7 @@ fn resolve(recorded: Recorded<'_>) -> Result<RevivePlan, CoreError> {
     }
     let mut env = recorded.env.clone();
     for name in env.keys() {
-        if name.is_empty() || name.contains(['=', '\0']) {
+        if !is_valid_name(name) {
             return Err(refuse(ReviveBlocker::InvalidVariableName {
                 name: name.clone(),
             }));
@@ -456,7 +459,7 @@ pub fn plan_view(locations: &Locations, id: &str) -> Result<RevivePlanView, Core
         .env
         .iter()
         .map(|(name, value)| {
-            let reason = loader_reason(name);
+            let reason = allow_reason(name, value);
             PlanEnvVar {
                 name: name.clone(),
                 value: value.clone(),

@@ -510,7 +510,8 @@ pub struct PlanEnvVar {
     pub name: String,
     /// Its value, exactly as it will be set.
     pub value: String,
-    /// It changes how programs load, so it runs only once allowed for this runtime.
+    /// It is not one of the few harmless variables (with a plain value), so it runs only once
+    /// allowed for this runtime.
     pub needs_allow: bool,
     /// The user allowed this exact value for this runtime before.
     pub allowed: bool,

@@ -9,7 +9,8 @@ name: string,
  */
 value: string, 
 /**
- * It changes how programs load, so it runs only once allowed for this runtime.
+ * It is not one of the few harmless variables (with a plain value), so it runs only once
+ * allowed for this runtime.
  */
 needsAllow: boolean, 
 /**

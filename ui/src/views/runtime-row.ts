@@ -529,7 +529,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     );
   }
 
-  /** Why Confirm waits: a variable that changes how programs load and is not ticked yet. */
+  /** Why Confirm waits: a variable that needs allowing and is not ticked yet. */
   private refusedReason(): string | null {
     const plan = this.plan;
     if (plan === null) return null;

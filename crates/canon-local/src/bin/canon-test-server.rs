@@ -63,6 +63,7 @@ async fn main() -> std::io::Result<()> {
         withhold_key: args.withhold_key,
         poll_interval_ms: args.poll_interval_ms,
         retry_after_secs: args.retry_after_secs,
+        request_id: None,
     };
     let server = TestServer::start(config).await?;
     let mut stdout = std::io::stdout();

@@ -495,3 +495,125 @@ fn base_url_precedence_prefers_the_profile_and_trims_a_trailing_slash() {
         });
     assert_eq!(fallback, expected);
 }
+
+/// The hostile `requestId` of issue 29: pasted into the status path, it climbs to `/steal` and
+/// turns the rest into a query, taking the poll token header along.
+const HOSTILE_REQUEST_ID: &str = "../../steal?x=";
+
+/// Asserts the server saw no status, ack or other request after the registration: the poll
+/// token went nowhere.
+fn nothing_sent_after_register(server: &TestServer) {
+    let state = server.state();
+    assert_eq!(state.polls, 0, "{state:?}");
+    assert!(state.acks.is_empty(), "{state:?}");
+    assert!(state.stray_requests.is_empty(), "{state:?}");
+    assert_eq!(state.unauthorized, 0, "{state:?}");
+}
+
+/// Issue 29: the test server's record of stray requests sees a request that carries the poll
+/// token to another path, so an empty record below means the token was not sent there.
+#[tokio::test]
+async fn the_test_server_records_a_poll_token_sent_to_another_path() {
+    let server = TestServer::start(config()).await.unwrap();
+    let response = reqwest::Client::new()
+        .get(format!("{}/steal?x=/agents/status", server.base_url()))
+        .header(canon_local::client::POLL_TOKEN_HEADER, "poll-x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    assert_eq!(
+        server.state().stray_requests,
+        [("GET /steal?x=/agents/status".to_owned(), true)]
+    );
+}
+
+/// Issue 29: a `requestId` Canon hands out that is not one plain path segment is refused with a
+/// clear error, is not saved, and the poll token is never sent with it.
+#[tokio::test]
+async fn a_hostile_request_id_from_canon_is_refused_and_the_poll_token_never_sent() {
+    let (c, run) = approve_once(TestServerConfig {
+        request_id: Some(HOSTILE_REQUEST_ID.into()),
+        ..config()
+    })
+    .await;
+    let error = run.outcome.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            ApprovalError::Client(ClientError::InvalidRequestId { request_id })
+                if request_id == HOSTILE_REQUEST_ID
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("requestId \"../../steal?x=\" is refused"),
+        "{message}"
+    );
+    assert_eq!(c.server.state().register_calls, 1);
+    nothing_sent_after_register(&c.server);
+    let pending = load_pending_registrations(&c.t.home).unwrap();
+    assert_eq!(
+        pending.get("alice").unwrap().request_id,
+        None,
+        "the refused id is not kept"
+    );
+}
+
+/// Issue 29: the pending file is any local program's to write: a hostile `requestId` kept there
+/// is refused before the first poll, and the client refuses it for status and ack alike.
+#[tokio::test]
+async fn a_hostile_request_id_in_the_pending_file_is_refused_before_anything_is_sent() {
+    let c = pending_alice(config(), None).await;
+    canon_local::update_pending_registration(
+        &c.t.home,
+        "alice",
+        canon_local::PendingPatch {
+            request_id: Some(HOSTILE_REQUEST_ID.into()),
+            poll_token: Some(Sensitive::new("poll-planted".into())),
+            client_type: None,
+        },
+    )
+    .unwrap();
+    let run = c.approve().await;
+    let error = run.outcome.unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            ApprovalError::Client(ClientError::InvalidRequestId { .. })
+        ),
+        "{error:?}"
+    );
+    assert_eq!(c.server.state().register_calls, 0);
+    nothing_sent_after_register(&c.server);
+
+    let client = CanonClient::new(c.server.base_url()).unwrap();
+    let token = Sensitive::new("poll-planted".to_owned());
+    for id in [
+        HOSTILE_REQUEST_ID,
+        "",
+        "a/b",
+        "..",
+        "a%2Fb",
+        "a?b",
+        "a#b",
+        "a b",
+        &"x".repeat(canon_local::client::REQUEST_ID_MAX + 1),
+    ] {
+        let status = client.check_status(id, Some(&token)).await;
+        assert!(
+            matches!(status, Err(ClientError::InvalidRequestId { .. })),
+            "{id:?}: {status:?}"
+        );
+        let ack = client.ack_registration_status(id, Some(&token)).await;
+        assert!(
+            matches!(ack, Err(ClientError::InvalidRequestId { .. })),
+            "{id:?}: {ack:?}"
+        );
+    }
+    nothing_sent_after_register(&c.server);
+    for id in ["req-1", "0f3c9a2e-77b1-4c1e-9d2a-5b6e8f1a0c3d", "AbC_123-x"] {
+        assert!(canon_local::client::is_valid_request_id(id), "{id}");
+    }
+}

@@ -147,7 +147,8 @@ pub fn is_valid_action_id(id: &str) -> bool {
     (1..=64).contains(&bytes.len()) && first(&bytes[0]) && bytes[1..].iter().all(rest)
 }
 
-/// A runtime's text made safe to show: control and bidirectional formatting characters removed
+/// A runtime's text made safe to show: control and bidirectional formatting characters (the
+/// shells' one rule, [`crate::text::is_hidden_control`]) removed
 /// (in `multiline` text `\n` and `\t` are kept and `\r\n` becomes `\n`), then capped at `cap`
 /// characters with `…`.
 pub fn clean(text: &str, multiline: bool, cap: usize) -> String {
@@ -158,16 +159,11 @@ pub fn clean(text: &str, multiline: bool, cap: usize) -> String {
             continue;
         }
         let kept = multiline && matches!(c, '\n' | '\t');
-        if kept || !is_removed(c) {
+        if kept || !crate::text::is_hidden_control(c) {
             out.push(c);
         }
     }
     cap_chars(out, cap)
-}
-
-fn is_removed(c: char) -> bool {
-    matches!(c,
-        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 fn cap_chars(text: String, cap: usize) -> String {
@@ -515,11 +511,9 @@ mod tests {
         let view = read(&full).unwrap().view;
         assert_eq!(view.title.as_deref(), Some("abc[31mdefghij"));
         assert_eq!(view.detail.as_deref(), Some("one\ntwothree\nfour\tfive"));
-        // U+200F (a mark, not a formatting embedding) is not in the removed ranges.
-        assert_eq!(
-            view.controller.unwrap().label.as_deref(),
-            Some("VS\u{200f} Code")
-        );
+        // U+200F, a right-to-left mark, reorders neutral text around it: removed too (issue 29,
+        // the shells' one rule).
+        assert_eq!(view.controller.unwrap().label.as_deref(), Some("VS Code"));
     }
 
     #[test]

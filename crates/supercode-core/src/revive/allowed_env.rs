@@ -1,9 +1,16 @@
-//! Environment variables that change how programs load, which revive refuses to set unless the
-//! user allowed them for that runtime, and the record of those allows.
+//! Which environment variables revive sets without asking, and the record of the user's allows
+//! for the others.
 //!
 //! A launch command comes from a receipt or a catalog entry, files any local program can write.
-//! `LD_PRELOAD`, `NODE_OPTIONS` and their kind make the program (or any program it starts) load
-//! code the command does not show, so they are refused until the user allows them.
+//! Its variables can make the program, or any program it starts, run code the command does not
+//! show: the loaders' (`LD_PRELOAD`, `NODE_OPTIONS`), a shell's (`BASH_ENV`, `BASH_FUNC_x%%`),
+//! git's (`GIT_SSH_COMMAND`, `GIT_CONFIG_*`), where configuration and credentials are read
+//! (`HOME`, `XDG_*`, `CLAUDE_CONFIG_DIR`), where requests go and whom they trust (`*_BASE_URL`,
+//! `HTTPS_PROXY`, `NODE_TLS_REJECT_UNAUTHORIZED`, `SSL_CERT_FILE`), and more every release. A
+//! list of the dangerous ones always has holes (issue 29), so the rule is the other way round:
+//! every variable a record sets needs the user's allow, except the few in [`HARMLESS`], each with
+//! a value of the plain shape it takes ([`allow_reason`]). A name outside `[A-Za-z_][A-Za-z0-9_]*`
+//! ([`is_valid_name`]) is not set at all: the plan is refused.
 //!
 //! An allow is for one runtime and one exact value, recorded by the app in
 //! `<state dir>/revive-allowed-env.json` when the user ticks "Allow" in the window's confirmation
@@ -20,46 +27,111 @@ use serde::{Deserialize, Serialize};
 
 use crate::CoreError;
 
-/// Variables that change how programs load, by exact name (matched ignoring ASCII case, as
-/// Windows does). Documented in `docs/cli.md`.
-pub const LOADER_VARIABLES: &[&str] = &[
-    // Where programs are looked up.
-    "PATH",
-    "PATHEXT",
-    // Node.js.
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    // Shells: files sourced at start-up, options that run code.
-    "BASH_ENV",
-    "ENV",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PS4",
-    "PROMPT_COMMAND",
-    // Python.
-    "PYTHONPATH",
-    "PYTHONSTARTUP",
-    "PYTHONHOME",
-    "PYTHONUSERBASE",
-    // Perl.
-    "PERL5LIB",
-    "PERLLIB",
-    "PERL5OPT",
-    // Ruby.
-    "RUBYOPT",
-    "RUBYLIB",
-    // Java.
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "CLASSPATH",
-    // glibc's character-set modules.
-    "GCONV_PATH",
+/// The shape of value a [harmless](HARMLESS) variable may have; any other value needs an allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlainValue {
+    /// A name: letters, digits and `_ . @ : + -`, no `/`, so it names no file (a locale, a
+    /// terminal type, a profile). glibc reads a locale or terminfo name with a `/` as a path.
+    Word,
+    /// A time zone: a [`PlainValue::Word`] that may also hold `/`, `,`, `<` and `>` (a zone such
+    /// as `Europe/Paris` or a POSIX rule), but not start with `/` or `:/` and hold no `..`, so it
+    /// names a zone under the system's zoneinfo and no other file.
+    Zone,
+}
+
+/// The longest value a harmless variable may have: every locale, zone or terminal name fits.
+const PLAIN_VALUE_MAX: usize = 64;
+
+impl PlainValue {
+    fn admits(self, value: &str) -> bool {
+        let word = |c: char| c.is_ascii_alphanumeric() || "_.@:+-".contains(c);
+        value.len() <= PLAIN_VALUE_MAX
+            && match self {
+                PlainValue::Word => value.chars().all(word),
+                PlainValue::Zone => {
+                    value.chars().all(|c| word(c) || "/,<>".contains(c))
+                        && !value.starts_with('/')
+                        && !value.starts_with(":/")
+                        && !value.contains("..")
+                }
+            }
+    }
+
+    fn described(self) -> &'static str {
+        match self {
+            PlainValue::Word => "a plain name (letters, digits, _ . @ : + -; no /)",
+            PlainValue::Zone => "a time zone name (no leading /, no ..)",
+        }
+    }
+}
+
+/// The variables revive sets without the user's allow, by exact name, with the value each may
+/// have and why it is harmless: each only chooses how text is shown or which of the user's own
+/// agents runs, never what code runs, where files are read or where requests go. Documented in
+/// `docs/cli.md`.
+pub const HARMLESS: &[(&str, PlainValue, &str)] = &[
+    (
+        "LANG",
+        PlainValue::Word,
+        "the locale: language and formats of text",
+    ),
+    ("LANGUAGE", PlainValue::Word, "the languages of messages"),
+    ("LC_ALL", PlainValue::Word, "the locale"),
+    ("LC_ADDRESS", PlainValue::Word, "the locale"),
+    ("LC_COLLATE", PlainValue::Word, "the locale"),
+    ("LC_CTYPE", PlainValue::Word, "the locale"),
+    ("LC_IDENTIFICATION", PlainValue::Word, "the locale"),
+    ("LC_MEASUREMENT", PlainValue::Word, "the locale"),
+    ("LC_MESSAGES", PlainValue::Word, "the locale"),
+    ("LC_MONETARY", PlainValue::Word, "the locale"),
+    ("LC_NAME", PlainValue::Word, "the locale"),
+    ("LC_NUMERIC", PlainValue::Word, "the locale"),
+    ("LC_PAPER", PlainValue::Word, "the locale"),
+    ("LC_TELEPHONE", PlainValue::Word, "the locale"),
+    ("LC_TIME", PlainValue::Word, "the locale"),
+    ("TZ", PlainValue::Zone, "the time zone times are shown in"),
+    (
+        "TERM",
+        PlainValue::Word,
+        "the terminal type output is written for",
+    ),
+    (
+        "COLORTERM",
+        PlainValue::Word,
+        "whether the terminal shows colours",
+    ),
+    ("NO_COLOR", PlainValue::Word, "output without colours"),
+    (
+        "CANON_AGENT",
+        PlainValue::Word,
+        "which of the user's registered Canon agents it runs as (the plan's profile)",
+    ),
 ];
 
-/// Prefixes of variables that change how programs load: the dynamic linkers' (`LD_PRELOAD`,
-/// `LD_LIBRARY_PATH`, `LD_AUDIT`, `DYLD_INSERT_LIBRARIES`, ...).
-pub const LOADER_PREFIXES: &[&str] = &["LD_", "DYLD_"];
+/// Whether `name` is a variable name revive sets: `[A-Za-z_][A-Za-z0-9_]*`. Anything else (`=`,
+/// NUL, `%` as in `BASH_FUNC_x%%`, a control character) is refused with the plan.
+pub fn is_valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why `name=value` needs the user's allow before revive sets it, or `None` when it is one of
+/// the [harmless](HARMLESS) variables with a plain value.
+pub fn allow_reason(name: &str, value: &str) -> Option<String> {
+    match HARMLESS.iter().find(|(harmless, _, _)| *harmless == name) {
+        Some((_, shape, _)) if shape.admits(value) => None,
+        Some((_, shape, _)) => Some(format!(
+            "{name} is set without asking only to {}, and this value is not one",
+            shape.described()
+        )),
+        None => Some(format!(
+            "{name} is not one of the few harmless variables revive sets without asking"
+        )),
+    }
+}
 
 /// The file in the state directory that records the allows.
 pub const ALLOWED_ENV_FILE: &str = "revive-allowed-env.json";
@@ -74,25 +146,6 @@ const ALLOWED_ENV_RULES: FileRules = FileRules {
     max_bytes: MAX_FILE_BYTES,
     mode: ModeRule::OwnerOnly,
 };
-
-/// Why `name` must be allowed before revive sets it, or `None` when it need not be.
-pub fn loader_reason(name: &str) -> Option<String> {
-    let upper = name.to_ascii_uppercase();
-    let what = if let Some(prefix) = LOADER_PREFIXES.iter().find(|p| upper.starts_with(**p)) {
-        format!("{prefix}* variables make the dynamic linker load other code into the program")
-    } else if LOADER_VARIABLES.contains(&upper.as_str()) {
-        match upper.as_str() {
-            "PATH" | "PATHEXT" => {
-                "it decides which programs are found when the runtime starts others".to_owned()
-            }
-            _ => "it makes the program's interpreter load or run code the command does not show"
-                .to_owned(),
-        }
-    } else {
-        return None;
-    };
-    Some(format!("{name} changes how programs load: {what}"))
-}
 
 /// The allows, as recorded.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -159,34 +212,97 @@ impl AllowedEnv {
 mod tests {
     use super::*;
 
+    /// Issue 29: the variables the deny-list let through, and the ones it named, all need an
+    /// allow; only the documented harmless ones with plain values do not.
     #[test]
-    fn loader_variables_are_recognised_ignoring_case_and_others_are_not() {
-        for name in [
-            "LD_PRELOAD",
-            "ld_library_path",
-            "DYLD_INSERT_LIBRARIES",
-            "PATH",
-            "NODE_OPTIONS",
-            "BASH_ENV",
-            "ENV",
-            "PYTHONPATH",
-            "PYTHONSTARTUP",
-            "PERL5LIB",
-            "RUBYOPT",
-            "NODE_PATH",
+    fn every_variable_needs_an_allow_but_the_harmless_ones_with_plain_values() {
+        for (name, value) in [
+            ("BASH_FUNC_x", "() { evil; }"),
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "core.sshCommand"),
+            ("GIT_SSH_COMMAND", "evil.sh"),
+            ("HOME", "/tmp/evil"),
+            ("XDG_CONFIG_HOME", "/tmp/evil"),
+            ("CLAUDE_CONFIG_DIR", "/tmp/evil"),
+            ("ANTHROPIC_BASE_URL", "https://evil.example"),
+            ("OPENAI_BASE_URL", "https://evil.example"),
+            ("HTTP_PROXY", "http://evil.example"),
+            ("HTTPS_PROXY", "http://evil.example"),
+            ("NODE_TLS_REJECT_UNAUTHORIZED", "0"),
+            ("SSL_CERT_FILE", "/tmp/evil.pem"),
+            ("NODE_EXTRA_CA_CERTS", "/tmp/evil.pem"),
+            ("npm_config_script_shell", "/tmp/evil.sh"),
+            ("ELECTRON_RUN_AS_NODE", "1"),
+            ("NODE_REPL_EXTERNAL_MODULE", "/tmp/evil.js"),
+            ("GLIBC_TUNABLES", "glibc.malloc.check=3"),
+            ("LOCPATH", "/tmp/evil"),
+            ("GEM_PATH", "/tmp/evil"),
+            ("LD_PRELOAD", "/tmp/evil.so"),
+            ("ld_preload", "/tmp/evil.so"),
+            ("DYLD_INSERT_LIBRARIES", "/tmp/evil.dylib"),
+            ("PATH", "/tmp/evil:/usr/bin"),
+            ("NODE_OPTIONS", "--require /tmp/evil.js"),
+            ("PYTHONPATH", "/tmp/evil"),
+            ("RUST_LOG", "trace"),
+            ("GREETING", "hello"),
+            ("lang", "C"),
         ] {
-            let reason = loader_reason(name).unwrap_or_else(|| panic!("{name} is refused"));
-            assert!(reason.starts_with(&format!("{name} changes how programs load")));
+            let reason = allow_reason(name, value)
+                .unwrap_or_else(|| panic!("{name}={value} is set without an allow"));
+            assert!(reason.starts_with(name), "{reason}");
+        }
+        for (name, value) in [
+            ("LANG", "en_US.UTF-8"),
+            ("LANGUAGE", "fr:en"),
+            ("LC_ALL", "C"),
+            ("LC_TIME", "de_DE.UTF-8@euro"),
+            ("TZ", "Europe/Paris"),
+            ("TZ", ":America/New_York"),
+            ("TZ", "CET-1CEST,M3.5.0,M10.5.0/3"),
+            ("TERM", "xterm-256color"),
+            ("COLORTERM", "truecolor"),
+            ("NO_COLOR", "1"),
+            ("CANON_AGENT", "reviewer"),
+        ] {
+            assert_eq!(allow_reason(name, value), None, "{name}={value}");
+        }
+        for (name, value) in [
+            ("LANG", "/tmp/evil-locale"),
+            ("LC_ALL", "../../tmp/evil"),
+            ("TZ", "/tmp/evil-zone"),
+            ("TZ", ":/tmp/evil-zone"),
+            ("TZ", "../../../tmp/evil"),
+            ("TERM", "../../tmp/evil"),
+            ("CANON_AGENT", "a\u{1b}[2Jb"),
+        ] {
+            let reason = allow_reason(name, value)
+                .unwrap_or_else(|| panic!("{name}={value:?} is set without an allow"));
+            assert!(reason.contains("this value is not one"), "{reason}");
+        }
+        assert!(
+            allow_reason("LANG", &"a".repeat(PLAIN_VALUE_MAX + 1)).is_some(),
+            "a long value"
+        );
+    }
+
+    #[test]
+    fn only_plain_names_are_variable_names() {
+        for name in ["A", "_", "LANG", "lc_all", "A1_B2", "_X"] {
+            assert!(is_valid_name(name), "{name}");
         }
         for name in [
-            "CANON_AGENT",
-            "HOME",
-            "RUST_LOG",
-            "LANG",
-            "OLDPATH",
-            "ENVIRONMENT",
+            "",
+            "1A",
+            "BASH_FUNC_x%%",
+            "A=B",
+            "A\0",
+            "A\u{1b}[31m",
+            "A B",
+            "A-B",
+            "\u{e9}",
+            "X\u{202e}",
         ] {
-            assert_eq!(loader_reason(name), None, "{name}");
+            assert!(!is_valid_name(name), "{name:?}");
         }
     }
 

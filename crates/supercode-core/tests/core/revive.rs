@@ -389,7 +389,7 @@ async fn the_revive_plan_shows_the_absolute_program_its_arguments_cwd_and_every_
         &holder,
         &endpoint,
         &["sleep", "30", "two words"],
-        serde_json::json!({ "GREETING": "hello world" }),
+        serde_json::json!({ "TZ": "Europe/Paris" }),
     );
     let plan = fx.core().revive_plan(&id).await.unwrap();
 
@@ -412,11 +412,14 @@ async fn the_revive_plan_shows_the_absolute_program_its_arguments_cwd_and_every_
         .iter()
         .map(|v| (v.name.as_str(), v.value.as_str()))
         .collect();
-    assert_eq!(env, [("CANON_AGENT", "p"), ("GREETING", "hello world")]);
-    assert!(plan
-        .env
-        .iter()
-        .all(|v| !v.needs_allow && v.reason.is_none()));
+    assert_eq!(env, [("CANON_AGENT", "p"), ("TZ", "Europe/Paris")]);
+    assert!(
+        plan.env
+            .iter()
+            .all(|v| !v.needs_allow && v.reason.is_none()),
+        "the profile and a time zone are harmless: {:?}",
+        plan.env
+    );
     assert!(plan.run.available, "{:?}", plan.run);
     assert_eq!(plan.digest.len(), 64);
 }
@@ -445,7 +448,7 @@ async fn a_launch_plan_with_ld_preload_is_refused_with_its_reason_until_it_is_al
     assert!(var.needs_allow && !var.allowed, "{var:?}");
     let reason = var.reason.clone().unwrap();
     assert!(
-        reason.contains("LD_PRELOAD changes how programs load"),
+        reason.contains("LD_PRELOAD is not one of the few harmless variables"),
         "{reason}"
     );
     assert!(!plan.run.available);
@@ -626,4 +629,93 @@ async fn the_program_is_resolved_on_the_plans_path_and_that_absolute_path_runs()
         shadow.to_string_lossy(),
         "the new plan shows the new program"
     );
+}
+
+// Issue 29: the deny-list let these through. Every variable a record sets needs the user's allow
+// (and is named, with its reason, in the plan and in the refusal) except a few harmless ones with
+// plain values; a name that is not `[A-Za-z_][A-Za-z0-9_]*` refuses the plan outright.
+#[tokio::test]
+async fn every_variable_a_record_sets_needs_an_allow_but_the_few_harmless_ones() {
+    let fx = Fixture::new();
+    let holder = Sleeper::sleep();
+    let marker = fx.root.join("ran");
+    let script = format!("echo ran > '{}'; exit 3", marker.display());
+    let needing: &[(&str, &str)] = &[
+        ("BASH_FUNC_x", "() { evil; }"),
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "core.sshCommand"),
+        ("GIT_SSH_COMMAND", "/tmp/evil.sh"),
+        ("HOME", "/tmp/evil-home"),
+        ("XDG_CONFIG_HOME", "/tmp/evil"),
+        ("CLAUDE_CONFIG_DIR", "/tmp/evil"),
+        ("ANTHROPIC_BASE_URL", "https://evil.example"),
+        ("HTTPS_PROXY", "http://evil.example:8080"),
+        ("NODE_TLS_REJECT_UNAUTHORIZED", "0"),
+        ("SSL_CERT_FILE", "/tmp/evil.pem"),
+        ("NODE_EXTRA_CA_CERTS", "/tmp/evil.pem"),
+        ("npm_config_script_shell", "/tmp/evil.sh"),
+        ("ELECTRON_RUN_AS_NODE", "1"),
+        ("NODE_REPL_EXTERNAL_MODULE", "/tmp/evil.js"),
+        ("GLIBC_TUNABLES", "glibc.malloc.check=3"),
+        ("LOCPATH", "/tmp/evil"),
+        ("GEM_PATH", "/tmp/evil"),
+        ("LANG", "/tmp/evil-locale"),
+    ];
+    let mut env = serde_json::Map::new();
+    for (name, value) in needing {
+        env.insert((*name).to_owned(), serde_json::json!(value));
+    }
+    env.insert("LC_ALL".into(), serde_json::json!("C.UTF-8"));
+    env.insert("TERM".into(), serde_json::json!("xterm-256color"));
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
+    let id = stale_receipt_with(
+        &fx,
+        &holder,
+        &endpoint,
+        &["/bin/sh", "-c", &script],
+        serde_json::Value::Object(env),
+    );
+    let core = fx.core();
+    let plan = core.revive_plan(&id).await.unwrap();
+    for (name, _) in needing {
+        let var = plan.env.iter().find(|v| v.name == *name).unwrap();
+        assert!(var.needs_allow && !var.allowed, "{var:?}");
+        assert!(
+            var.reason.as_deref().is_some_and(|r| r.starts_with(name)),
+            "{var:?}"
+        );
+    }
+    for name in ["CANON_AGENT", "LC_ALL", "TERM"] {
+        let var = plan.env.iter().find(|v| v.name == name).unwrap();
+        assert!(!var.needs_allow && var.reason.is_none(), "{var:?}");
+    }
+    assert!(!plan.run.available);
+    let error = CommandError::from(core.revive(confirm(&plan, &[])).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::Refused, "{error:?}");
+    for (name, _) in needing {
+        assert!(error.message.contains(name), "{name}: {}", error.message);
+    }
+    let all_but_one: Vec<&str> = needing.iter().skip(1).map(|(n, _)| *n).collect();
+    let error = CommandError::from(core.revive(confirm(&plan, &all_but_one)).await.unwrap_err());
+    assert_eq!(error.code, ErrorCode::Refused, "{error:?}");
+    assert!(error.message.contains("BASH_FUNC_x"), "{}", error.message);
+    assert!(!marker.exists(), "a plan with a variable not allowed ran");
+
+    // A name outside [A-Za-z_][A-Za-z0-9_]* is never set: the plan itself is refused.
+    for name in ["BASH_FUNC_x%%", "X\u{1b}[31m", "1X", "A-B"] {
+        stale_receipt_with(
+            &fx,
+            &holder,
+            &endpoint,
+            &["/bin/sh", "-c", &script],
+            serde_json::json!({ name: "v" }),
+        );
+        let refused = CommandError::from(core.revive_plan(&id).await.unwrap_err());
+        assert!(
+            refused.message.contains("which is not a plain name"),
+            "{name:?}: {}",
+            refused.message
+        );
+    }
+    assert!(!marker.exists());
 }
