@@ -342,7 +342,10 @@ fn issue_29_act_chosen_from_a_prompt_that_changed_is_refused_and_the_new_one_sho
     )
     .unwrap();
     let id = registration.endpoint().to_string();
-    let (_app, webview) = fx.app();
+    let (app, webview) = fx.app();
+    // What the tray app starts at launch: the watcher, and with it the agent subscriptions the
+    // window's states come from.
+    let _watch = app.state::<Supercode>().watch();
     let first = shown_state(&webview, &id, |s| s["revision"] == 1);
     assert_eq!(first["title"], "Run the unit tests?");
     assert_eq!(
