@@ -13,6 +13,10 @@
 //! coalesces what it shows ([`AgentOptions::publish_interval`]) and rate-limits the alerts it
 //! sends ([`AgentOptions::alert_interval`]), so a runtime flooding changes floods nothing.
 //!
+//! An action is bound to the document it was chosen from (issue 29): every shell sends back the
+//! `revision` of the state it showed, and `Agents::act` refuses it once the runtime's prompt
+//! changed after that revision, before anything is sent.
+//!
 //! - [`document`]: parsing, validating and sanitizing one status document.
 //! - [`client`]: the HTTP client of the API (status, stream, actions) over a checked connection.
 pub mod client;
