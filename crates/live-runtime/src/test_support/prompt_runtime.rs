@@ -3,10 +3,12 @@
 //! prompt to the next when the test says, or on its own after a number of `GET`s (the runtime
 //! that answered the first look with one question and every later one with another).
 //!
-//! It is deliberately a naive runtime: it takes every action posted, whatever revision the body
+//! By default it is a naive runtime: it takes every action posted, whatever revision the body
 //! carries and whatever it offers, and records each one. So a test proves what the client sent,
 //! and that the client itself refused; a runtime keeping the `stale-revision` rule would hide
-//! a client that does not.
+//! a client that does not. [`PromptRuntime::keep_stale_revision`] makes it keep that rule (any
+//! revision but the current one is stale), and [`PromptRuntime::advance_unannounced`] moves on
+//! without telling its streams, for the client that has not heard of the change yet.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -37,6 +39,10 @@ struct Script {
     documents: Vec<Value>,
     /// Index into `documents` of what the runtime shows now.
     current: usize,
+    /// Index into `documents` of what its streams were told.
+    announced: usize,
+    /// Refuse an action whose revision is not the current one (`409` `stale-revision`).
+    keep_stale_revision: bool,
     /// Move on to the next document after this many more `GET /supercode/v1/status`.
     advance_after_gets: Option<usize>,
     posted: Vec<Posted>,
@@ -159,6 +165,19 @@ impl PromptRuntime {
         self.shared.changed.notify_all();
     }
 
+    /// Moves on to the next document now without telling open streams (its `GET` and its
+    /// actions see it; a stream shows it only after a later [`PromptRuntime::advance`]).
+    pub fn advance_unannounced(&self) {
+        let mut script = self.shared.script();
+        script.current = (script.current + 1).min(script.documents.len() - 1);
+    }
+
+    /// Refuses from now on an action whose revision is not the current document's, as a runtime
+    /// keeping the API's `stale-revision` rule does.
+    pub fn keep_stale_revision(&self) {
+        self.shared.script().keep_stale_revision = true;
+    }
+
     /// The revision of the document it shows now.
     pub fn revision(&self) -> u64 {
         let script = self.shared.script();
@@ -167,7 +186,7 @@ impl PromptRuntime {
             .unwrap()
     }
 
-    /// Every action it was asked for, in order.
+    /// Every action it was asked for, in order (those it refused included).
     pub fn posted(&self) -> Vec<Posted> {
         self.shared.script().posted.clone()
     }
@@ -184,6 +203,7 @@ impl Drop for PromptRuntime {
 
 fn advance(script: &mut Script) {
     script.current = (script.current + 1).min(script.documents.len() - 1);
+    script.announced = script.current;
 }
 
 fn serve(shared: &Shared, connection: TcpStream) {
@@ -257,15 +277,23 @@ fn serve(shared: &Shared, connection: TcpStream) {
             let revision = serde_json::from_slice::<Value>(&body)
                 .ok()
                 .and_then(|b| b["revision"].as_u64());
-            let offered = {
+            let (current, stale) = {
                 let mut script = shared.script();
                 script.posted.push(Posted {
                     action: action.clone(),
                     revision,
                 });
-                script.documents[script.current]["revision"].clone()
+                let current = script.documents[script.current]["revision"].as_u64();
+                let stale =
+                    script.keep_stale_revision && revision.is_some_and(|r| Some(r) != current);
+                (current, stale)
             };
-            let reply = json!({ "action": action, "revision": offered }).to_string();
+            if stale {
+                let refusal =
+                    br#"{"error":{"code":"stale-revision","message":"the status changed"}}"#;
+                return answer(&mut out, "409 Conflict", "application/json", refusal);
+            }
+            let reply = json!({ "action": action, "revision": current }).to_string();
             answer(
                 &mut out,
                 "202 Accepted",
@@ -305,9 +333,9 @@ fn stream(shared: &Shared, out: &mut TcpStream) {
         if shared.stopped.load(Ordering::SeqCst) {
             return;
         }
-        if sent != Some(script.current) {
-            sent = Some(script.current);
-            let document = &script.documents[script.current];
+        if sent != Some(script.announced) {
+            sent = Some(script.announced);
+            let document = &script.documents[script.announced];
             let event = format!(
                 "event: status\nid: {}\ndata: {document}\n\n",
                 document["revision"]

@@ -647,3 +647,28 @@ async fn issue_29_a_change_of_what_is_not_asked_keeps_the_shown_action_valid() {
         }]
     );
 }
+
+// Issue 29: when the tray has not heard of the change yet (the runtime moved on without telling
+// its stream), the action goes out with the revision the user was shown, never a later one, and
+// the runtime's `stale-revision` answer is told as the same "the prompt changed; look again".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_a_runtime_refusing_the_shown_revision_is_told_as_a_changed_prompt() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, quick());
+    let (runtime, registration) = start_prompts(&fixture, "switcher", bait_and_switch());
+    let endpoint = registration.endpoint().to_string();
+    runtime.keep_stale_revision();
+    let shown = wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    assert_eq!(revision_of(&shown, &endpoint), 1);
+    runtime.advance_unannounced();
+    let result = core.act(&endpoint, "approve", 1).await;
+    assert!(is_prompt_changed(&result), "{result:?}");
+    assert_eq!(
+        runtime.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(1)
+        }],
+        "the revision shown, which the runtime refused"
+    );
+}
