@@ -145,6 +145,10 @@ struct Inner {
     changed: Notify,
     sink: Mutex<Option<EventSink>>,
     next_task: AtomicU64,
+    /// The document of each runtime's last look without a subscription ([`Agents::offered`],
+    /// the CLI's), by endpoint: the act that follows is checked against it, so a change that
+    /// asks nothing new in between (another client starting to watch) does not refuse it.
+    looked: Mutex<HashMap<String, Document>>,
 }
 
 /// One running runtime's subscription and what it last showed.
@@ -229,6 +233,7 @@ impl Agents {
                 changed: Notify::new(),
                 sink: Mutex::default(),
                 next_task: AtomicU64::new(0),
+                looked: Mutex::default(),
             }),
         }
     }
@@ -384,6 +389,10 @@ impl Inner {
             Some(entry) if entry.task == task => Some(f(entry)),
             _ => None,
         }
+    }
+
+    fn looked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Document>> {
+        self.looked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn sink(&self) -> Option<EventSink> {
@@ -773,19 +782,26 @@ impl Asked {
 }
 
 impl Agents {
-    /// The runtime's latest document: its subscription's, or without one a fresh `GET` (a run
-    /// of one document).
+    /// The runtime's latest document: its subscription's, or without one a fresh `GET`, read
+    /// as following the last look at it ([`Agents::offered`]) if there was one.
     async fn latest_of(
         &self,
         record: &LiveRuntimeRecord,
         target: &Target,
         asked: &Asked,
     ) -> Result<Latest, CoreError> {
-        if let Some(latest) = self.latest(record.endpoint.as_str()) {
+        let endpoint = record.endpoint.as_str();
+        if let Some(latest) = self.latest(endpoint) {
             return Ok(latest);
         }
         match client::get_status(target, self.inner.options.timeouts()).await {
-            Ok(Fetched::Served(document)) => Ok(Latest::after(None, document)),
+            Ok(Fetched::Served(document)) => {
+                let looked = self.inner.looked().get(endpoint).cloned();
+                let looked = looked
+                    .filter(|looked| looked.revision <= document.revision)
+                    .map(|looked| Latest::after(None, looked));
+                Ok(Latest::after(looked.as_ref(), document))
+            }
             Ok(Fetched::NotServed) => Err(CoreError::NoStatusApi {
                 name: asked.name.clone(),
             }),
@@ -808,6 +824,9 @@ impl Agents {
         let target = resolve_off_thread(&self.inner.receipts, record).await?;
         let latest = self.latest_of(record, &target, &asked).await?;
         let revision = latest.document.revision;
+        self.inner
+            .looked()
+            .insert(record.endpoint.as_str().to_owned(), latest.document.clone());
         let offered = latest
             .document
             .view

@@ -672,3 +672,33 @@ async fn issue_29_a_runtime_refusing_the_shown_revision_is_told_as_a_changed_pro
         "the revision shown, which the runtime refused"
     );
 }
+
+// Issue 29, the CLI's road: a change between its look and its act that asks nothing new (here
+// another client starting to watch) does not refuse the act, which sends the revision looked at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_a_change_of_what_is_not_asked_after_a_look_keeps_the_act_valid() {
+    let fixture = Fixture::new();
+    let core = fixture.core();
+    let first = live_runtime::test_support::prompt_runtime::prompt(
+        4,
+        "Run the unit tests?",
+        &[("approve", "Approve", false, None)],
+    );
+    let mut watched_more = first.clone();
+    watched_more["revision"] = 5.into();
+    watched_more["observers"] = 2.into();
+    let (runtime, registration) = start_prompts(&fixture, "watched", vec![first, watched_more]);
+    let endpoint = registration.endpoint().to_string();
+    runtime.advance_after_gets(1);
+    let (_, revision) = core.offered(&endpoint, "approve").await.unwrap();
+    assert_eq!(revision, 4);
+    core.act(&endpoint, "approve", revision).await.unwrap();
+    assert_eq!(runtime.revision(), 5, "the act read the changed document");
+    assert_eq!(
+        runtime.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(4)
+        }]
+    );
+}
