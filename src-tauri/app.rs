@@ -300,18 +300,23 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
         }
         // Revive shows its launch command before running: the window asks for confirmation.
         MenuId::Revive(runtime) => open_window(app, Some(Confirm::Revive(runtime))),
-        MenuId::Act { id, action } => {
-            let (app, id, action) = (app.clone(), id.clone(), action.clone());
+        MenuId::Act {
+            id,
+            action,
+            revision,
+        } => {
+            let (app, id, action, revision) = (app.clone(), id.clone(), action.clone(), *revision);
             tauri::async_runtime::spawn(async move {
                 let core = app.state::<Supercode>();
                 // Accepted: its effect arrives as the agent's next state, in the menu itself.
-                if let Err(e) = core.act(&id, &action).await {
+                // Refused because the prompt changed: the menu shows the new one as it arrives.
+                if let Err(e) = core.act(&id, &action, revision).await {
                     notify(&app, "Action failed", &e.to_string());
                 }
             });
             Ok(())
         }
-        // A destructive action (or one with a question) is asked in the window first.
+        // An action the core says to ask about is asked in the window first.
         MenuId::ConfirmAct { id, action } => open_window(app, Some(Confirm::Act { id, action })),
         MenuId::AgentAlerts => toggle_agent_alerts(app),
         MenuId::Approve(profile) => {

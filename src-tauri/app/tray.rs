@@ -96,14 +96,18 @@ pub enum MenuId {
     Revive(String),
     /// Approve the registration of this profile.
     Approve(String),
-    /// Invoke an action the runtime's agent offers, without asking first.
+    /// Invoke an action the runtime's agent offers, without asking first, as chosen from the
+    /// status document the menu showed: the core refuses it once the runtime's prompt changed.
     Act {
         /// The runtime's inventory id.
         id: String,
         /// The action id (`^[a-z0-9][a-z0-9._-]{0,63}$`, so it never holds a `:`).
         action: String,
+        /// The `revision` of the status document the menu showed.
+        revision: u64,
     },
-    /// Open the window on the confirmation of a destructive action (or one with a question).
+    /// Open the window on the confirmation of an action the core says to ask about first. The
+    /// window asks from the state it shows, and acts on that state's revision.
     ConfirmAct {
         /// The runtime's inventory id.
         id: String,
@@ -132,17 +136,28 @@ impl MenuId {
             Some(("attach", id)) => Self::Attach(id.to_owned()),
             Some(("revive", id)) => Self::Revive(id.to_owned()),
             Some(("approve", profile)) => Self::Approve(profile.to_owned()),
-            // The action comes first: it never holds a `:`, an inventory id may.
-            Some((kind @ ("act" | "confirm-act"), rest)) => {
+            // The action (and the revision) come first: they never hold a `:`, an inventory id
+            // may.
+            Some(("act", rest)) => {
+                let (action, rest) = rest.split_once(':')?;
+                let (revision, id) = rest.split_once(':')?;
+                if action.is_empty() || id.is_empty() {
+                    return None;
+                }
+                Self::Act {
+                    id: id.to_owned(),
+                    action: action.to_owned(),
+                    revision: revision.parse().ok()?,
+                }
+            }
+            Some(("confirm-act", rest)) => {
                 let (action, id) = rest.split_once(':')?;
                 if action.is_empty() || id.is_empty() {
                     return None;
                 }
-                let (id, action) = (id.to_owned(), action.to_owned());
-                if kind == "act" {
-                    Self::Act { id, action }
-                } else {
-                    Self::ConfirmAct { id, action }
+                Self::ConfirmAct {
+                    id: id.to_owned(),
+                    action: action.to_owned(),
                 }
             }
             Some(_) => return None,
@@ -165,7 +180,11 @@ impl fmt::Display for MenuId {
             Self::Attach(id) => write!(f, "attach:{id}"),
             Self::Revive(id) => write!(f, "revive:{id}"),
             Self::Approve(profile) => write!(f, "approve:{profile}"),
-            Self::Act { id, action } => write!(f, "act:{action}:{id}"),
+            Self::Act {
+                id,
+                action,
+                revision,
+            } => write!(f, "act:{action}:{revision}:{id}"),
             Self::ConfirmAct { id, action } => write!(f, "confirm-act:{action}:{id}"),
             Self::NoRuntimes => f.write_str("none"),
             Self::Open => f.write_str("open"),
@@ -412,11 +431,11 @@ fn runtime_entry(runtime: &RuntimeView) -> Entry {
         label: "Attach".into(),
         enabled: true,
     }];
-    entries.extend(
+    entries.extend(view.revision.into_iter().flat_map(|revision| {
         view.actions
             .iter()
-            .map(|action| action_entry(&runtime.id, action)),
-    );
+            .map(move |action| action_entry(&runtime.id, action, revision))
+    }));
     Entry::Submenu {
         runtime: runtime.id.clone(),
         label: menu_text(&title, SUBMENU_TITLE_CHARS),
@@ -424,18 +443,24 @@ fn runtime_entry(runtime: &RuntimeView) -> Entry {
     }
 }
 
-/// One offered action: run at once, or (destructive, or with a question) asked in the window
-/// first, since a menu cannot ask.
-fn action_entry(id: &str, action: &AgentActionView) -> Entry {
-    let asks = action.destructive || action.confirm.is_some();
+/// One offered action of the document of `revision`: run at once, or (when the core says to
+/// ask first) asked in the window, since a menu cannot ask.
+fn action_entry(id: &str, action: &AgentActionView, revision: u64) -> Entry {
     let (id, name) = (id.to_owned(), action.id.clone());
-    let (menu_id, label) = if asks {
+    let (menu_id, label) = if action.confirm.is_some() {
         (
             MenuId::ConfirmAct { id, action: name },
             format!("{}\u{2026}", action.label),
         )
     } else {
-        (MenuId::Act { id, action: name }, action.label.clone())
+        (
+            MenuId::Act {
+                id,
+                action: name,
+                revision,
+            },
+            action.label.clone(),
+        )
     };
     Entry::Item {
         id: menu_id,
@@ -996,6 +1021,7 @@ mod tests {
             MenuId::Act {
                 id: "canon:agent:with:colons".into(),
                 action: "approve".into(),
+                revision: 9_007_199_254_740_991,
             },
             MenuId::ConfirmAct {
                 id: "lre_alpha".into(),
@@ -1013,9 +1039,12 @@ mod tests {
         }
         assert_eq!(MenuId::parse("forget:lre_alpha"), None);
         assert_eq!(MenuId::parse("exit"), None);
-        // An act id without its action or its runtime was never built.
+        // An act id without its action, its revision or its runtime was never built.
         assert_eq!(MenuId::parse("act:approve"), None);
-        assert_eq!(MenuId::parse("act::lre_alpha"), None);
+        assert_eq!(MenuId::parse("act::7:lre_alpha"), None);
+        assert_eq!(MenuId::parse("act:approve:lre_alpha"), None);
+        assert_eq!(MenuId::parse("act:approve::lre_alpha"), None);
+        assert_eq!(MenuId::parse("act:approve:7:"), None);
         assert_eq!(MenuId::parse("confirm-act:deny:"), None);
     }
 
@@ -1058,30 +1087,21 @@ mod tests {
                 detail: Some("cargo test --workspace".into()),
                 since: Some("2026-12-03T08:30:01.000Z".into()),
                 actions: vec![
-                    AgentActionView {
-                        id: "approve".into(),
-                        label: "Approve".into(),
-                        destructive: false,
-                        confirm: None,
-                    },
-                    AgentActionView {
-                        id: "deny".into(),
-                        label: "Deny".into(),
-                        destructive: true,
-                        confirm: None,
-                    },
-                    AgentActionView {
-                        id: "retry".into(),
-                        label: "Retry".into(),
-                        destructive: false,
-                        confirm: Some("Start over?".into()),
-                    },
+                    AgentActionView::new("approve".into(), "Approve".into(), false, None),
+                    AgentActionView::new("deny".into(), "Deny".into(), true, None),
+                    AgentActionView::new(
+                        "retry".into(),
+                        "Retry".into(),
+                        false,
+                        Some("Start over?".into()),
+                    ),
                 ],
                 controller: Some(ControllerView {
                     kind: ControllerKind::Terminal,
                     label: None,
                 }),
                 observers: Some(1),
+                revision: Some(7),
             }
         });
         runtime
@@ -1144,12 +1164,15 @@ mod tests {
                             Entry::Item {
                                 id: MenuId::Act {
                                     id: "lre_x".into(),
-                                    action: "approve".into()
+                                    action: "approve".into(),
+                                    // The revision of the document the menu shows.
+                                    revision: 7,
                                 },
                                 label: "Approve".into(),
                                 enabled: true,
                             },
-                            // Destructive, or carrying a question: asked in the window first.
+                            // The core says to ask (destructive, or carrying a question): asked
+                            // in the window first.
                             Entry::Item {
                                 id: MenuId::ConfirmAct {
                                     id: "lre_x".into(),

@@ -68,13 +68,16 @@ pub async fn revive(
     core.revive(request).await.map_err(Into::into)
 }
 
-/// Invokes an action the runtime's agent offers now ("Approve"); the core checks that its latest
-/// status document offers it and is the only one that talks to the runtime.
+/// Invokes an action the runtime's agent offers ("Approve"), chosen from the state whose
+/// `revision` the window showed; the core refuses it once the runtime's prompt changed since, or
+/// when its latest status document does not offer it, and is the only one that talks to the
+/// runtime.
 #[tauri::command]
 pub async fn act(
     core: State<'_, Supercode>,
     id: String,
     action: String,
+    revision: u64,
 ) -> Result<ActOutcome, CommandError> {
-    core.act(&id, &action).await.map_err(Into::into)
+    core.act(&id, &action, revision).await.map_err(Into::into)
 }

@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use live_runtime::test_support::prompt_runtime::{bait_and_switch, Posted, PromptRuntime};
 use live_runtime::test_support::WAIT_TIMEOUT;
 use live_runtime::{LiveRuntimeMetadata, LiveRuntimeSource, ReceiptDir, SecretStore, Sensitive};
 use serde_json::{json, Value};
@@ -300,7 +301,7 @@ fn act_answers_a_refusal_as_a_command_error_with_a_clean_message() {
     let refused = invoke(
         &webview,
         "act",
-        json!({ "id": fx.endpoint(), "action": "approve" }),
+        json!({ "id": fx.endpoint(), "action": "approve", "revision": 1 }),
     )
     .expect_err("a runtime that offers nothing refuses every action");
     fx.assert_clean("act error", &refused.to_string());
@@ -313,7 +314,7 @@ fn act_answers_a_refusal_as_a_command_error_with_a_clean_message() {
     let hostile = invoke(
         &webview,
         "act",
-        json!({ "id": fx.endpoint(), "action": "<b>deny</b>\u{7}" }),
+        json!({ "id": fx.endpoint(), "action": "<b>deny</b>\u{7}", "revision": 1 }),
     )
     .expect_err("an action id no runtime may offer");
     fx.assert_clean("act error", &hostile.to_string());
@@ -324,6 +325,102 @@ fn act_answers_a_refusal_as_a_command_error_with_a_clean_message() {
     let missing = invoke(&webview, "act", json!({ "id": fx.endpoint() }))
         .expect_err("an act without an action id is malformed");
     fx.assert_clean("act without action", &missing.to_string());
+    let unbound = invoke(
+        &webview,
+        "act",
+        json!({ "id": fx.endpoint(), "action": "approve" }),
+    )
+    .expect_err("an act that does not say which document it was chosen from is malformed");
+    fx.assert_clean("act without revision", &unbound.to_string());
+}
+
+/// The state the snapshot command shows for runtime `id`, once `ready` holds for it.
+fn shown_state(
+    webview: &WebviewWindow<MockRuntime>,
+    id: &str,
+    ready: impl Fn(&Value) -> bool,
+) -> Value {
+    live_runtime::test_support::wait_until("the state shown", WAIT_TIMEOUT, || {
+        let snapshot = invoke(webview, "snapshot", json!({})).ok()?;
+        let runtimes = snapshot["runtimes"].as_array()?;
+        let state = runtimes.iter().find(|r| r["id"] == id)?["state"].clone();
+        ready(&state).then_some(state)
+    })
+}
+
+/// Issue 29, the window's road: `act` carries the revision of the state the window showed; once
+/// the runtime's prompt changed from "Run the unit tests?" to "Drop the production database?",
+/// an approve chosen from the first is refused (`refused`, "look again") without reaching the
+/// runtime (a raw-socket one that would take it), and the snapshot shows the new prompt with its
+/// question; approving that one sends its revision.
+#[test]
+fn issue_29_act_chosen_from_a_prompt_that_changed_is_refused_and_the_new_one_shown() {
+    let fx = Fixture::new();
+    let prompts = PromptRuntime::start(TOKEN_CANARY, bait_and_switch());
+    let registration = live_runtime::register_live_runtime_with_metadata(
+        &fx.locations.receipts,
+        "test:switcher",
+        LiveRuntimeSource {
+            session_id: "session-switcher".into(),
+            workspace: std::env::temp_dir(),
+        },
+        prompts.address(),
+        Sensitive::new(TOKEN_CANARY.to_owned()),
+        LiveRuntimeMetadata {
+            runtime_kind: "sdk".into(),
+            display_name: Some("switcher".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let id = registration.endpoint().to_string();
+    let (app, webview) = fx.app();
+    // What the tray app starts at launch: the watcher, and with it the agent subscriptions the
+    // window's states come from.
+    let _watch = app.state::<Supercode>().watch();
+    let first = shown_state(&webview, &id, |s| s["revision"] == 1);
+    assert_eq!(first["title"], "Run the unit tests?");
+    assert_eq!(
+        first["actions"][0]["confirm"],
+        Value::Null,
+        "nothing to ask"
+    );
+
+    prompts.advance();
+    let now = shown_state(&webview, &id, |s| s["revision"] == 2);
+    let refused = invoke(
+        &webview,
+        "act",
+        json!({ "id": id, "action": "approve", "revision": 1 }),
+    )
+    .expect_err("the prompt the window showed is gone");
+    assert_eq!(refused["code"], "refused", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("look again"),
+        "{refused}"
+    );
+    fx.assert_clean("act error", &refused.to_string());
+    assert_eq!(prompts.posted(), [], "nothing reached the runtime");
+    assert_eq!(now["title"], "Drop the production database?");
+    assert_eq!(
+        now["actions"][0]["confirm"],
+        "Drop the production database?"
+    );
+
+    let accepted = invoke(
+        &webview,
+        "act",
+        json!({ "id": id, "action": "approve", "revision": 2 }),
+    )
+    .expect("the prompt shown now is approved");
+    fx.assert_clean("act outcome", &accepted.to_string());
+    assert_eq!(
+        prompts.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(2)
+        }]
+    );
 }
 
 #[test]

@@ -1225,6 +1225,70 @@ fn list_shows_agent_state_act_approves_and_events_streams_the_change() {
     assert_clean("the log", &home.files_text("logs"), &[TOKEN_CANARY]);
 }
 
+/// Issue 29, reproduced as reported: a runtime (a raw-socket one that takes every action
+/// posted, whatever its revision) answers the first look with "Run the unit tests?" (nothing to
+/// ask) and every later one with "Drop the production database?" (destructive, asked).
+/// `act ID approve </dev/null` decides and sends from one look: the prompt changed after it, so
+/// it exits 1 saying so and nothing reaches the runtime. Looking again, the question needs a
+/// terminal or `--yes`; with `--yes` the revision of that look is what is sent.
+#[test]
+fn issue_29_act_sends_nothing_when_the_prompt_changed_after_its_look() {
+    use live_runtime::test_support::prompt_runtime::{bait_and_switch, Posted, PromptRuntime};
+    use live_runtime::{LiveRuntimeMetadata, LiveRuntimeSource, ReceiptDir, SecretStore};
+
+    let home = Home::new();
+    let receipts = ReceiptDir::new(
+        home.path("receipts"),
+        SecretStore::file(home.path("secrets")),
+    );
+    let runtime = PromptRuntime::start(TOKEN_CANARY, bait_and_switch());
+    let registration = live_runtime::register_live_runtime_with_metadata(
+        &receipts,
+        "test:switcher",
+        LiveRuntimeSource {
+            session_id: "session-switcher".into(),
+            workspace: home.path("workspace"),
+        },
+        runtime.address(),
+        live_runtime::Sensitive::new(TOKEN_CANARY.to_owned()),
+        LiveRuntimeMetadata {
+            runtime_kind: "sdk".into(),
+            display_name: Some("switcher".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let endpoint = registration.endpoint().to_string();
+    runtime.advance_after_gets(1);
+    let mut printed = String::new();
+
+    let act = home.run(&["act", &endpoint, "approve"], &mut printed);
+    let stderr = String::from_utf8_lossy(&act.stderr);
+    assert_eq!(act.status.code(), Some(1), "{act:?}");
+    assert!(stderr.contains("changed since it was shown"), "{stderr}");
+    assert!(stderr.contains("look again"), "{stderr}");
+    assert_eq!(runtime.posted(), [], "nothing reached the runtime");
+
+    let asked = home.run(&["act", &endpoint, "approve"], &mut printed);
+    let stderr = String::from_utf8_lossy(&asked.stderr);
+    assert_eq!(asked.status.code(), Some(1), "{asked:?}");
+    assert!(stderr.contains("Drop the production database?"), "{stderr}");
+    assert!(stderr.contains("--yes"), "{stderr}");
+    assert_eq!(runtime.posted(), [], "nothing reached the runtime");
+
+    let yes = home.run(&["act", &endpoint, "approve", "--yes"], &mut printed);
+    assert!(yes.status.success(), "{yes:?}");
+    assert_eq!(
+        runtime.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(2)
+        }],
+        "the revision of the look it decided from"
+    );
+    assert_clean("the CLI's output", &printed, &[TOKEN_CANARY]);
+}
+
 /// The tray app's part that answers `list` (`supercode_cli::control`), over a home's
 /// directories: the real core, its watcher and the control socket, in this process (what the
 /// app runs, without its window and tray).

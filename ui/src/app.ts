@@ -159,7 +159,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
             },
             failed,
           ),
-        act: (id, action) => backend.act(id, action).catch((e: unknown) => Promise.reject(toCommandError(e))),
+        act: (id, action, revision) => backend.act(id, action, revision).catch((e: unknown) => Promise.reject(toCommandError(e))),
         now,
       }),
   );

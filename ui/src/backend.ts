@@ -32,7 +32,7 @@ export interface Backend {
    * Invokes `action` of runtime `id`'s agent ("approve"). The core refuses (`refused`) unless the
    * runtime's latest status document offers it; its effect arrives as the next snapshots.
    */
-  act(id: string, action: string): Promise<ActOutcome>;
+  act(id: string, action: string, revision: number): Promise<ActOutcome>;
   approve(profile: string): Promise<PendingView>;
   reject(profile: string): Promise<void>;
   openLogs(): Promise<void>;
@@ -104,7 +104,7 @@ export const tauriBackend: Backend = {
   forget: (id) => call<void>("forget", { id }),
   revivePlan: (id) => call<RevivePlanView>("revive_plan", { id }),
   revive: (id, planDigest, allowEnv) => call<ReviveOutcome>("revive", { id, planDigest, allowEnv }),
-  act: (id, action) => call<ActOutcome>("act", { id, action }),
+  act: (id, action, revision) => call<ActOutcome>("act", { id, action, revision }),
   approve: (profile) => call<PendingView>("approve", { profile }),
   reject: (profile) => call<void>("reject", { profile }),
   openLogs: () => call<void>("open_logs"),

@@ -46,11 +46,12 @@ export const APPROVAL_ACTIONS: AgentActionView[] = [
 ];
 
 /**
- * An agent state as the core sends it: `unknown` carries nothing, `not-answering` no controller
- * or observers; the others a title, a since, a controller and observers unless overridden.
+ * An agent state as the core sends it: `unknown` carries nothing, `not-answering` no controller,
+ * observers or revision; the others a title, a since, a controller, observers and the revision of
+ * their document unless overridden.
  */
 export function agentState(value: AgentState, over: Partial<AgentStateView> = {}): AgentStateView {
-  if (value === "unknown") return { value, title: null, detail: null, since: null, actions: [], controller: null, observers: null, ...over };
+  if (value === "unknown") return { value, title: null, detail: null, since: null, actions: [], controller: null, observers: null, revision: null, ...over };
   const answering = value !== "not-answering";
   return {
     value,
@@ -60,6 +61,7 @@ export function agentState(value: AgentState, over: Partial<AgentStateView> = {}
     actions: [],
     controller: answering ? { kind: "none", label: null } : null,
     observers: answering ? 1 : null,
+    revision: answering ? 1 : null,
     ...over,
   };
 }

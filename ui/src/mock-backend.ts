@@ -10,7 +10,7 @@ import { settle } from "./fixtures";
 export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revive" | "act" | "approve" | "reject" | "openLogs";
 
 /** One recorded call: the action and its argument (runtime id or profile), if any. */
-export type MockCall = { action: MockAction, arg: string | null, planDigest?: string, allowEnv?: string[], agentAction?: string };
+export type MockCall = { action: MockAction, arg: string | null, planDigest?: string, allowEnv?: string[], agentAction?: string, revision?: number };
 
 /** Like the app's rule (`revive::allowed_env`): every variable needs an allow but these, with plain values. */
 const HARMLESS = new Set(["LANG", "LANGUAGE", "LC_ALL", "LC_ADDRESS", "LC_COLLATE", "LC_CTYPE", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_MESSAGES", "LC_MONETARY", "LC_NAME", "LC_NUMERIC", "LC_PAPER", "LC_TELEPHONE", "LC_TIME", "TZ", "TERM", "COLORTERM", "NO_COLOR", "CANON_AGENT"]);
@@ -279,13 +279,17 @@ export class MockBackend implements Backend {
   }
 
   /**
-   * Like the core: refused unless the runtime's agent offers `action` now. An accepted action
+   * Like the core: refused when the agent's state changed since `revision` (the mock's states
+   * change whole, so any other revision), or unless it offers `action` now. An accepted action
    * moves the agent on the way the demo runtime does: to `working`, with nothing offered.
    */
-  async act(id: string, action: string): Promise<ActOutcome> {
-    this.calls.push({ action: "act", arg: id, agentAction: action });
+  async act(id: string, action: string, revision: number): Promise<ActOutcome> {
+    this.calls.push({ action: "act", arg: id, agentAction: action, revision });
     await this.begin("act", id, false);
     const rt = this.runtime(id);
+    if (rt.state && rt.state.revision !== revision) {
+      throw { code: "refused", message: `The prompt of ${rt.name} changed since it was shown, so "${action}" did not run; look again.` };
+    }
     const offered = rt.state?.actions.find((a) => a.id === action);
     if (!rt.state || !offered) throw { code: "refused", message: `${rt.name} does not offer "${action}" now.` };
     const state = rt.state;
@@ -295,6 +299,7 @@ export class MockBackend implements Backend {
       state.detail = null;
       state.since = new Date().toISOString();
       state.actions = [];
+      state.revision = (state.revision ?? 0) + 1;
     });
     return { id, action, message: `${rt.name} accepted ${offered.label}` };
   }

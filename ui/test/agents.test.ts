@@ -5,7 +5,6 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AgentState, RuntimeView, Snapshot } from "../src/bindings";
 import { AGENT_RULES } from "../src/bindings/agentRules";
 import { agentState, APPROVAL_ACTIONS, demoSnapshot, runtime } from "../src/fixtures";
-import { GENERIC_DESTRUCTIVE_QUESTION } from "../src/views/runtime-row";
 import { byTestId, mount, NOW, row, shown, visible, type Mounted } from "./helpers";
 
 let m: Mounted | undefined;
@@ -155,7 +154,7 @@ describe("agent actions", () => {
     approve.click();
     gate.release();
     await vi.waitFor(() => expect(byTestId(r, "agent-state").textContent).toBe("Working"));
-    expect(m.mock.calls.filter((c) => c.action === "act")).toEqual([{ action: "act", arg: "rt-demo-a", agentAction: "approve" }]);
+    expect(m.mock.calls.filter((c) => c.action === "act")).toEqual([{ action: "act", arg: "rt-demo-a", agentAction: "approve", revision: 1 }]);
     expect(agentButtons(r)).toHaveLength(0);
     expect(shown(r, "row-error")).toBe(false);
     // Focus stays in the row although the pressed button went with the action.
@@ -178,14 +177,47 @@ describe("agent actions", () => {
 
     button(r, "deny").click();
     byTestId(byTestId(r, "confirm-act"), "confirm-accept").click();
-    await vi.waitFor(() => expect(m!.mock.calls.filter((c) => c.action === "act")).toEqual([{ action: "act", arg: "rt-demo-a", agentAction: "deny" }]));
+    await vi.waitFor(() => expect(m!.mock.calls.filter((c) => c.action === "act")).toEqual([{ action: "act", arg: "rt-demo-a", agentAction: "deny", revision: 1 }]));
   });
 
-  it("a destructive action without a question of its own gets a generic one", async () => {
-    m = await mount(only(runtime({ id: "a", name: "agent-a", state: agentState("error", { actions: [{ id: "abort", label: "Abort", destructive: true, confirm: null }] }) })));
+  it("whether to ask is the core's: its question is asked, and no question means no asking", async () => {
+    const question = "\"Abort\" discards the agent's work or refuses what it asked, and cannot be undone. Go ahead?";
+    m = await mount(only(runtime({ id: "a", name: "agent-a", state: agentState("error", { actions: [
+      { id: "abort", label: "Abort", destructive: true, confirm: question },
+      { id: "skip", label: "Skip", destructive: true, confirm: null },
+    ] }) })));
     const r = row(m.root, "a");
     button(r, "abort").click();
-    expect(byTestId(byTestId(r, "confirm-act"), "confirm-act-text").textContent).toBe(GENERIC_DESTRUCTIVE_QUESTION);
+    expect(byTestId(byTestId(r, "confirm-act"), "confirm-act-text").textContent).toBe(question);
+    byTestId(byTestId(r, "confirm-act"), "confirm-cancel").click();
+    expect(m.mock.calls.some((c) => c.action === "act")).toBe(false);
+    // The core said not to ask (whatever `destructive` says): it runs at once.
+    button(r, "skip").click();
+    await vi.waitFor(() => expect(m!.mock.calls.filter((c) => c.action === "act")).toEqual([{ action: "act", arg: "a", agentAction: "skip", revision: 1 }]));
+  });
+
+  it("issue 29: a confirmation acts on the prompt it showed; a changed prompt is refused and shown", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-demo-a");
+    button(r, "deny").click();
+    expect(byTestId(byTestId(r, "confirm-act"), "confirm-act-text").textContent).toBe("Deny running the test suite?");
+    // The runtime moves on to another prompt under the open confirmation.
+    m.mock.update((s) => {
+      const state = s.runtimes.find((rt) => rt.id === "rt-demo-a")!.state!;
+      state.title = "Drop the production database?";
+      state.actions = [{ id: "deny", label: "Deny", destructive: true, confirm: "Drop the production database?" }];
+      state.revision = 2;
+    });
+    await vi.waitFor(() => expect(byTestId(r, "agent-title").textContent).toBe("Drop the production database?"));
+    // The confirmation still says what confirming acts on: the question it was opened with.
+    expect(byTestId(byTestId(r, "confirm-act"), "confirm-act-text").textContent).toBe("Deny running the test suite?");
+    byTestId(byTestId(r, "confirm-act"), "confirm-accept").click();
+    await vi.waitFor(() => expect(shown(r, "row-error")).toBe(true));
+    expect(m.mock.calls.filter((c) => c.action === "act")).toEqual([{ action: "act", arg: "rt-demo-a", agentAction: "deny", revision: 1 }]);
+    expect(byTestId(r, "row-error").textContent).toContain("look again");
+    // The new prompt is what the row offers now, asked with its own question.
+    button(r, "deny").click();
+    expect(byTestId(byTestId(r, "confirm-act"), "confirm-act-text").textContent).toBe("Drop the production database?");
   });
 
   it("a non-destructive action with a question asks it too", async () => {

@@ -22,7 +22,7 @@ describe("tauriBackend", () => {
     await tauriBackend.forget("rt-2");
     await tauriBackend.revivePlan("rt-3");
     await tauriBackend.revive("rt-3", "d1g35t", ["LD_PRELOAD"]);
-    await tauriBackend.act("rt-4", "approve");
+    await tauriBackend.act("rt-4", "approve", 7);
     await tauriBackend.approve("dev");
     await tauriBackend.reject("ci");
     await tauriBackend.openLogs();
@@ -32,7 +32,7 @@ describe("tauriBackend", () => {
       ["forget", { id: "rt-2" }],
       ["revive_plan", { id: "rt-3" }],
       ["revive", { id: "rt-3", planDigest: "d1g35t", allowEnv: ["LD_PRELOAD"] }],
-      ["act", { id: "rt-4", action: "approve" }],
+      ["act", { id: "rt-4", action: "approve", revision: 7 }],
       ["approve", { profile: "dev" }],
       ["reject", { profile: "ci" }],
       ["open_logs", undefined],
@@ -67,7 +67,7 @@ describe("tauriBackend", () => {
 describe("tauriBackend agent actions", () => {
   it("a refused act rejects with the core's CommandError", async () => {
     invoke.mockRejectedValue({ code: "refused", message: "demo-a does not offer \"approve\" now" });
-    await expect(tauriBackend.act("rt-1", "approve")).rejects.toEqual({ code: "refused", message: 'demo-a does not offer "approve" now' });
+    await expect(tauriBackend.act("rt-1", "approve", 3)).rejects.toEqual({ code: "refused", message: 'demo-a does not offer "approve" now' });
   });
 
   it("hands over only well-formed confirm-act requests from supercode://confirm-act", async () => {

@@ -2,8 +2,9 @@
 //! receipts written by hand the way a foreign runtime writes them (a temp file, then a rename),
 //! hostile files (raw writes with a chosen mode, sparse huge files, FIFOs), child processes
 //! (`sleep` most often) that are always killed and reaped, the real OS keychain or a clear skip,
-//! re-running the test binary for one helper test in a child process, and deadline-bounded
-//! polling.
+//! re-running the test binary for one helper test in a child process, deadline-bounded
+//! polling, and ([`prompt_runtime`]) a raw-socket runtime whose status API moves from one prompt
+//! to the next.
 //!
 //! Everything here is real (files, processes, the Secret Service); nothing is mocked. Helpers
 //! panic on failure: they run inside tests, where a panic is the failure report.
@@ -18,6 +19,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::{LiveRuntimeEndpoint, ProcessIdentity, SecretStore};
+
+pub mod prompt_runtime;
 
 /// The longest a single [`wait_until`] in a test should wait. Generous: CI machines are shared
 /// and slow, and a passing test never waits this long.

@@ -10,44 +10,33 @@
 use std::io::{IsTerminal, Write};
 
 use serde_json::json;
-use supercode_core::view::AgentActionView;
 use supercode_core::{CoreEvent, Supercode};
 
 use crate::CliError;
 
 /// `act ID ACTION [--yes]`: exit 0 when the runtime accepted it, 1 (with the reason) otherwise.
-/// A destructive action, or one with a confirmation text, asks y/N on a terminal and needs
-/// `--yes` without one.
+/// Looks once (one status document), asks the question the core decided for that document on a
+/// terminal (without one it needs `--yes`), and acts on that same document: should the runtime's
+/// prompt change in between, the core refuses and nothing runs.
 pub async fn act(core: &Supercode, id: &str, action: &str, yes: bool) -> Result<(), CliError> {
-    let snapshot = core.snapshot_with_states().await;
-    let offered: Option<AgentActionView> = snapshot
-        .runtimes
-        .iter()
-        .find(|r| r.id == id || r.runtime_id == id)
-        .and_then(|r| r.state.as_ref())
-        .and_then(|s| s.actions.iter().find(|a| a.id == action).cloned());
-    if let Some(offered) = offered.filter(|a| a.destructive || a.confirm.is_some()) {
-        if !yes && !confirmed(&offered)? {
+    let (offered, revision) = core.offered(id, action).await?;
+    if let Some(question) = &offered.confirm {
+        if !yes && !confirmed(question)? {
             return Err(CliError::NotInvoked {
                 label: offered.label,
             });
         }
     }
-    // The core checks again against the document it acts on: only an offered action is sent.
-    let outcome = core.act(id, action).await?;
+    let outcome = core.act(id, action, revision).await?;
     println!("{}", supercode_core::text::visible_lines(&outcome.message));
     Ok(())
 }
 
-fn confirmed(action: &AgentActionView) -> Result<bool, CliError> {
-    let question = action.confirm.clone().unwrap_or_else(|| {
-        format!(
-            "{} is destructive (it discards work or refuses the agent). Invoke it?",
-            action.label
-        )
-    });
+fn confirmed(question: &str) -> Result<bool, CliError> {
     if !std::io::stdin().is_terminal() {
-        return Err(CliError::ActNeedsConfirmation { question });
+        return Err(CliError::ActNeedsConfirmation {
+            question: question.to_owned(),
+        });
     }
     print!("{question:?} [y/N] ");
     let _ = std::io::stdout().flush();

@@ -184,6 +184,17 @@ pub enum Refusal {
         /// The registration's profile.
         profile: String,
     },
+    /// An agent action chosen from a status document whose prompt is no longer the runtime's:
+    /// nothing was sent, and the shells show the new one.
+    #[error(
+        "The prompt of {name} changed since it was shown, so \"{action}\" did not run; look again."
+    )]
+    PromptChanged {
+        /// The runtime's display name.
+        name: String,
+        /// The action (sanitized).
+        action: String,
+    },
     /// An agent action asked of a runtime whose process is gone.
     #[error("{name} is not running ({reason}), so it offers no actions")]
     NotRunning {

@@ -248,22 +248,50 @@ impl Supercode {
         snapshot
     }
 
+    /// What the running runtime `id` (its endpoint, or its runtime id when that is unambiguous)
+    /// offers as `action` now, the question to ask before invoking it included, and the revision
+    /// of the status document that says so, for [`Supercode::act`]: how a process without
+    /// subscriptions (the CLI) looks before it acts.
+    pub async fn offered(
+        &self,
+        id: &str,
+        action: &str,
+    ) -> Result<(view::AgentActionView, u64), CoreError> {
+        let record = self.running_record("look", id).await?;
+        logged("look", id, self.agents.offered(&record, action).await)
+    }
+
     /// Invokes `action` on the running runtime `id` (its endpoint, or its runtime id when that is
-    /// unambiguous), only if the runtime's latest status document offers it, and with that
-    /// document's revision: an action it does not offer reaches nothing.
-    pub async fn act(&self, id: &str, action: &str) -> Result<ActOutcome, CoreError> {
+    /// unambiguous), chosen from its status document of revision `revision` (the view's
+    /// `state.revision`, or [`Supercode::offered`]'s): only while the runtime's latest document
+    /// asks what that one asked and offers `action`, and with that revision. An action it does
+    /// not offer, or chosen from a prompt that has changed since ([`Refusal::PromptChanged`]),
+    /// reaches nothing.
+    pub async fn act(
+        &self,
+        id: &str,
+        action: &str,
+        revision: u64,
+    ) -> Result<ActOutcome, CoreError> {
+        let record = self.running_record("act", id).await?;
+        logged("act", id, self.agents.act(&record, action, revision).await)
+    }
+
+    /// The receipt of the runtime `id`, refused when its process is gone.
+    async fn running_record(
+        &self,
+        what: &'static str,
+        id: &str,
+    ) -> Result<live_runtime::LiveRuntimeRecord, CoreError> {
         let (receipts, owned) = (self.locations.receipts.clone(), id.to_owned());
         let record = tokio::task::spawn_blocking(move || attach::find_record(&receipts, &owned))
             .await
-            .map_err(|source| CoreError::Interrupted {
-                what: "act",
-                source,
-            });
-        let record = logged("act", id, record.and_then(|r| r))?;
+            .map_err(|source| CoreError::Interrupted { what, source });
+        let record = logged(what, id, record.and_then(|r| r))?;
         if let live_runtime::LiveRuntimeStatus::Stale { reason } = &record.status {
             let name = agents::display_name(&record);
             return logged(
-                "act",
+                what,
                 id,
                 Err(Refusal::NotRunning {
                     name,
@@ -272,7 +300,7 @@ impl Supercode {
                 .into()),
             );
         }
-        logged("act", id, self.agents.act(&record, action).await)
+        Ok(record)
     }
 
     /// Pending registrations, without poll tokens.

@@ -196,10 +196,32 @@ pub struct AgentActionView {
     pub id: String,
     /// The button or menu text (plain text, capped).
     pub label: String,
-    /// It discards work or refuses the agent: styled apart, asked before it runs.
+    /// It discards work or refuses the agent: styled apart.
     pub destructive: bool,
-    /// The question to ask before invoking it, when the runtime gave one (plain text, capped).
+    /// The question every shell asks before invoking it, or `None` to invoke it at once: decided
+    /// here, once ([`AgentActionView::new`]), never by a shell (plain text, capped).
     pub confirm: Option<String>,
+}
+
+impl AgentActionView {
+    /// An offered action, with the one rule of whether to ask before acting: ask the runtime's
+    /// own question (`question`) when it gave one, a generic one for a destructive action
+    /// without one, and nothing otherwise.
+    pub fn new(id: String, label: String, destructive: bool, question: Option<String>) -> Self {
+        let confirm = question.or_else(|| {
+            destructive.then(|| {
+                format!(
+                    "\"{label}\" discards the agent's work or refuses what it asked, and cannot be undone. Go ahead?"
+                )
+            })
+        });
+        Self {
+            id,
+            label,
+            destructive,
+            confirm,
+        }
+    }
 }
 
 /// Which kind of client drives an agent.
@@ -245,6 +267,12 @@ pub struct AgentStateView {
     pub controller: Option<ControllerView>,
     /// How many clients watch it; `None` while `unknown` or `not-answering`.
     pub observers: Option<u32>,
+    /// The `revision` of the status document this view shows; `None` without one. A shell that
+    /// invokes one of `actions` sends it back, and the core refuses the action
+    /// ([`Refusal::PromptChanged`](crate::Refusal::PromptChanged)) once the runtime's prompt
+    /// changed after it: what the user acts on is what they were shown.
+    #[ts(type = "number | null")]
+    pub revision: Option<u64>,
 }
 
 impl AgentStateView {
@@ -258,6 +286,7 @@ impl AgentStateView {
             actions: Vec::new(),
             controller: None,
             observers: None,
+            revision: None,
         }
     }
 }

@@ -279,6 +279,7 @@ mod tests {
                 MenuId::Act {
                     id: id.clone(),
                     action: (*action).into(),
+                    revision: 1,
                 },
                 action,
             )

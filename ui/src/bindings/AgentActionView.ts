@@ -9,10 +9,11 @@ id: string,
  */
 label: string, 
 /**
- * It discards work or refuses the agent: styled apart, asked before it runs.
+ * It discards work or refuses the agent: styled apart.
  */
 destructive: boolean, 
 /**
- * The question to ask before invoking it, when the runtime gave one (plain text, capped).
+ * The question every shell asks before invoking it, or `None` to invoke it at once: decided
+ * here, once ([`AgentActionView::new`]), never by a shell (plain text, capped).
  */
 confirm: string | null, };

@@ -31,4 +31,11 @@ controller: ControllerView | null,
 /**
  * How many clients watch it; `None` while `unknown` or `not-answering`.
  */
-observers: number | null, };
+observers: number | null, 
+/**
+ * The `revision` of the status document this view shows; `None` without one. A shell that
+ * invokes one of `actions` sends it back, and the core refuses the action
+ * ([`Refusal::PromptChanged`](crate::Refusal::PromptChanged)) once the runtime's prompt
+ * changed after it: what the user acts on is what they were shown.
+ */
+revision: number | null, };

@@ -13,12 +13,9 @@ import { ActionButton, type Variant } from "./action-button";
 /** The row actions that talk to the backend. */
 export type RuntimeAction = "attach" | "forget" | "revive" | "act";
 
-/** A destructive agent action without its own question gets this one. */
-export const GENERIC_DESTRUCTIVE_QUESTION = "This discards the agent's work or refuses what it asked, and cannot be undone.";
-
-/** True when an agent action is asked before it runs: destructive ones, and ones that carry a question. */
+/** True when an agent action is asked before it runs: the core decides, and carries the question in `confirm`. */
 export function asksFirst(action: AgentActionView): boolean {
-  return action.destructive || action.confirm !== null;
+  return action.confirm !== null;
 }
 
 /** What a row needs from the app to run its actions. */
@@ -29,8 +26,8 @@ export interface RuntimeActions {
   revivePlan(id: string): Promise<RevivePlanView>;
   /** Revives from the plan that was shown (its digest), with the variables the user allowed. */
   revive(id: string, planDigest: string, allowEnv: string[]): Promise<ReviveOutcome>;
-  /** Invokes an action the runtime's agent offers. */
-  act(id: string, action: string): Promise<ActOutcome>;
+  /** Invokes an action the runtime's agent offers, chosen from its state of `revision` (the one shown). */
+  act(id: string, action: string, revision: number): Promise<ActOutcome>;
   /** Current time, injectable for tests. */
   now(): Date;
 }
@@ -60,8 +57,12 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   /** The agent action in flight, while `busy` is "act". */
   private busyAgentAction: string | null = null;
   private confirming: "revive" | "forget" | "act" | null = null;
-  /** The agent action the open "act" confirmation asks about, and its label as last offered. */
-  private confirmingAction: { id: string, label: string } | null = null;
+  /**
+   * The agent action the open "act" confirmation asks about: its label as last offered, and the
+   * question and revision of the state it was opened from. Confirming acts on that revision, so
+   * a prompt that changes under the open confirmation is refused by the core, never run.
+   */
+  private confirmingAction: { id: string, label: string, question: string, revision: number } | null = null;
   private error: string | null = null;
   private notice: string | null = null;
 
@@ -152,7 +153,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
         const asked = this.confirmingAction;
         if (asked === null || this.offered(asked.id) === null) return;
         this.closeConfirm(false);
-        void this.runAct(asked.id);
+        void this.runAct(asked.id, asked.revision);
       },
       onCancel: () => this.closeConfirm(true),
     });
@@ -302,7 +303,8 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     const asked = this.confirmingAction;
     const askedNow = asked === null ? null : this.offered(asked.id);
     if (asked !== null && askedNow !== null) asked.label = askedNow.label;
-    setText(this.confirmActText, askedNow === null ? "" : (askedNow.confirm ?? (askedNow.destructive ? GENERIC_DESTRUCTIVE_QUESTION : `${name} will run "${askedNow.label}".`)));
+    // The question of the state the confirmation was opened from: what confirming acts on.
+    setText(this.confirmActText, askedNow === null || asked === null ? "" : asked.question);
     this.confirmAct.update({
       title: asked === null ? "" : `${asked.label} on ${name}?`,
       confirmAria: asked === null ? "" : `Confirm ${asked.label} on ${name}`,
@@ -398,9 +400,10 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
 
   private pressAgentAction(id: string): void {
     const action = this.offered(id);
-    if (action === null || this.busy !== null) return;
+    const revision = this.rt.state?.revision ?? null;
+    if (action === null || revision === null || this.busy !== null) return;
     if (asksFirst(action)) this.openActConfirm(action);
-    else void this.runAct(id);
+    else void this.runAct(id, revision);
   }
 
   /**
@@ -415,14 +418,16 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   }
 
   private openActConfirm(action: AgentActionView): void {
-    if (this.busy !== null) return;
-    this.confirmingAction = { id: action.id, label: action.label };
+    const revision = this.rt.state?.revision ?? null;
+    if (this.busy !== null || revision === null) return;
+    const question = action.confirm ?? `${this.rt.name} will run "${action.label}".`;
+    this.confirmingAction = { id: action.id, label: action.label, question, revision };
     this.confirming = "act";
     this.update(this.rt);
     this.confirmAct.focusDefault();
   }
 
-  private async runAct(id: string): Promise<void> {
+  private async runAct(id: string, revision: number): Promise<void> {
     if (this.busy !== null) return;
     this.busy = "act";
     this.busyAgentAction = id;
@@ -431,7 +436,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.update(this.rt);
     this.agentButtons.get(id)?.button.focus();
     try {
-      await this.actions.act(this.rt.id, id);
+      await this.actions.act(this.rt.id, id, revision);
     } catch (err) {
       this.error = (err as CommandError).message;
     } finally {

@@ -39,6 +39,16 @@ pub struct Document {
     pub view: AgentStateView,
 }
 
+impl Document {
+    /// Whether `other` asks the same of the user as this one: the same state, title, detail and
+    /// actions (what the API's `stale-revision` rule watches), whatever else changed (the
+    /// observers, the controller).
+    pub fn same_prompt(&self, other: &Document) -> bool {
+        let (a, b) = (&self.view, &other.view);
+        a.value == b.value && a.title == b.title && a.detail == b.detail && a.actions == b.actions
+    }
+}
+
 /// Why a document is invalid. Says which rule it broke, never echoes its content.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DocumentError {
@@ -135,6 +145,7 @@ pub fn parse(bytes: &[u8]) -> Result<Document, DocumentError> {
                 label: controller_label,
             }),
             observers: Some(observers),
+            revision: Some(revision),
         },
     })
 }
@@ -230,12 +241,12 @@ fn valid_actions(actions: &[Value]) -> Vec<AgentActionView> {
         else {
             continue;
         };
-        kept.push(AgentActionView {
-            id: id.to_owned(),
+        kept.push(AgentActionView::new(
+            id.to_owned(),
             label,
             destructive,
             confirm,
-        });
+        ));
     }
     kept
 }
@@ -341,6 +352,58 @@ mod tests {
             })
         );
         assert_eq!(view.observers, Some(2));
+        assert_eq!(view.revision, Some(7));
+    }
+
+    // Issue 30 item 3: whether to ask before acting is decided here, once, and carried in the
+    // view: the runtime's question, a generic one for a destructive action without one, none
+    // otherwise.
+    #[test]
+    fn whether_to_ask_before_an_action_is_decided_with_the_document() {
+        let doc = with(
+            valid(),
+            "actions",
+            json!([
+                { "id": "approve", "label": "Approve", "destructive": false },
+                { "id": "deny", "label": "Deny", "destructive": true, "confirm": "Deny it?" },
+                { "id": "drop", "label": "Drop", "destructive": true },
+                { "id": "retry", "label": "Retry", "destructive": false, "confirm": "Again?" }
+            ]),
+        );
+        let asks: Vec<Option<String>> = read(&doc)
+            .unwrap()
+            .view
+            .actions
+            .into_iter()
+            .map(|a| a.confirm)
+            .collect();
+        assert_eq!(asks[0], None);
+        assert_eq!(asks[1].as_deref(), Some("Deny it?"));
+        let generic = asks[2].as_deref().unwrap();
+        assert!(
+            generic.contains("\"Drop\"") && generic.contains("cannot be undone"),
+            "{generic}"
+        );
+        assert_eq!(asks[3].as_deref(), Some("Again?"));
+    }
+
+    // Issue 29: what makes an action chosen from one document stale is a change of what it asks,
+    // not of who watches.
+    #[test]
+    fn the_same_prompt_ignores_observers_and_controller_but_not_actions() {
+        let first = read(&valid()).unwrap();
+        let watched = with(with(valid(), "observers", json!(5)), "revision", json!(8));
+        let watched = with(watched, "controller", json!({ "kind": "ide" }));
+        assert!(first.same_prompt(&read(&watched).unwrap()));
+        let switched = with(
+            with(valid(), "revision", json!(8)),
+            "title",
+            json!("Drop it?"),
+        );
+        assert!(!first.same_prompt(&read(&switched).unwrap()));
+        let mut destructive = valid();
+        destructive["actions"][0]["destructive"] = json!(true);
+        assert!(!first.same_prompt(&read(&destructive).unwrap()));
     }
 
     #[test]

@@ -16,6 +16,10 @@
 //! linear time, a slice per turn ([`client::READ_SLICE_BYTES`]), and failed past
 //! [`client::MAX_BYTES_WITHOUT_DOCUMENT`], so a runtime flooding its stream holds up no other.
 //!
+//! An action is bound to the document it was chosen from (issue 29): every shell sends back the
+//! `revision` of the state it showed, and `Agents::act` refuses it once the runtime's prompt
+//! changed after that revision, before anything is sent.
+//!
 //! - [`document`]: parsing, validating and sanitizing one status document.
 //! - [`client`]: the HTTP client of the API (status, stream, actions) over a checked connection.
 pub mod client;
@@ -40,10 +44,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::view::{
-    ActOutcome, AgentState, AgentStateView, RuntimeOrigin, RuntimeStatus, RuntimeView, Snapshot,
-    SnapshotCounts,
+    ActOutcome, AgentActionView, AgentState, AgentStateView, RuntimeOrigin, RuntimeStatus,
+    RuntimeView, Snapshot, SnapshotCounts,
 };
-use crate::{CoreError, CoreEvent, EventSink};
+use crate::{CoreError, CoreEvent, EventSink, Refusal};
 use client::{ActAnswer, ActError, AttemptError, Fetched, Target, Timeouts};
 use document::Document;
 
@@ -72,6 +76,8 @@ pub const PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
 /// needs the user inside it is told when it ends, if the runtime is still in such a state: a
 /// burst gives one notification, and a real approve → needs-input walk still gets both.
 pub const ALERT_INTERVAL: Duration = Duration::from_secs(3);
+/// The API's refusal code for an action chosen from a document whose prompt has changed since.
+const STALE_REVISION: &str = "stale-revision";
 /// How long the runtime has to answer an action (the API's figure); actions are not retried.
 pub const ACTION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a one-shot read of every runtime's state may take (the CLI's `list`, which has no
@@ -142,6 +148,10 @@ struct Inner {
     changed: Notify,
     sink: Mutex<Option<EventSink>>,
     next_task: AtomicU64,
+    /// The document of each runtime's last look without a subscription ([`Agents::offered`],
+    /// the CLI's), by endpoint: the act that follows is checked against it, so a change that
+    /// asks nothing new in between (another client starting to watch) does not refuse it.
+    looked: Mutex<HashMap<String, Document>>,
 }
 
 /// One running runtime's subscription and what it last showed.
@@ -154,7 +164,38 @@ struct Entry {
     /// What snapshots show (coalesced).
     shown: AgentStateView,
     /// The latest accepted document: the only one actions are taken from.
-    latest: Option<Document>,
+    latest: Option<Latest>,
+}
+
+/// The latest accepted document, and since which revision it has asked the same of the user.
+#[derive(Clone, Debug)]
+struct Latest {
+    document: Document,
+    /// The first revision of the run of documents, read in a row on one connection, that ask
+    /// what this one asks ([`Document::same_prompt`]): an action chosen from any revision from
+    /// here to this document's acts on what the user was shown (the API's `stale-revision`
+    /// rule, kept by the client too, so that a runtime that does not keep it is not trusted to).
+    prompt_since: u64,
+}
+
+impl Latest {
+    /// `document` read after `previous` (`None`: the first of a connection, whose prompt may
+    /// have changed and changed back while nothing was read).
+    fn after(previous: Option<&Latest>, document: Document) -> Self {
+        let prompt_since = match previous {
+            Some(previous) if previous.document.same_prompt(&document) => previous.prompt_since,
+            _ => document.revision,
+        };
+        Self {
+            document,
+            prompt_since,
+        }
+    }
+
+    /// Whether an action chosen from the document of revision `seen` acts on this prompt.
+    fn shows(&self, seen: u64) -> bool {
+        (self.prompt_since..=self.document.revision).contains(&seen)
+    }
 }
 
 /// What a subscription depends on: the receipt's process, its registration and the receipt file
@@ -195,6 +236,7 @@ impl Agents {
                 changed: Notify::new(),
                 sink: Mutex::default(),
                 next_task: AtomicU64::new(0),
+                looked: Mutex::default(),
             }),
         }
     }
@@ -316,7 +358,7 @@ impl Agents {
     }
 
     /// The latest accepted document of a subscribed runtime.
-    fn latest(&self, endpoint: &str) -> Option<Document> {
+    fn latest(&self, endpoint: &str) -> Option<Latest> {
         self.inner
             .lock()
             .get(endpoint)
@@ -350,6 +392,10 @@ impl Inner {
             Some(entry) if entry.task == task => Some(f(entry)),
             _ => None,
         }
+    }
+
+    fn looked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Document>> {
+        self.looked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn sink(&self) -> Option<EventSink> {
@@ -386,6 +432,7 @@ fn not_answering(reason: &AttemptError) -> AgentStateView {
         actions: Vec::new(),
         controller: None,
         observers: None,
+        revision: None,
     }
 }
 
@@ -399,7 +446,7 @@ struct Subscription {
     source: LiveRuntimeSource,
     cancel: CancellationToken,
     /// The latest accepted document.
-    latest: Option<Document>,
+    latest: Option<Latest>,
     /// What to show (maybe not shown yet: see `flush_at`).
     view: AgentStateView,
     /// When the pending `view` is shown, if it is not yet.
@@ -508,11 +555,12 @@ impl Subscription {
         loop {
             match self.wait(stream.next_document(first)).await? {
                 Ok(document) => {
+                    let continues = first.is_none();
                     first = None;
                     *heard = true;
                     self.failures = 0;
                     self.backoff = self.options.backoff_initial;
-                    self.accept(document);
+                    self.accept(document, continues);
                 }
                 Err(error) => return Some(Err(error)),
             }
@@ -520,26 +568,28 @@ impl Subscription {
     }
 
     /// A valid document: shown if newer than the last accepted one. An older or equal one still
-    /// says the runtime answers, so it ends `not-answering`.
-    fn accept(&mut self, document: Document) {
+    /// says the runtime answers, so it ends `not-answering`. `continues` says it came after
+    /// another on the same connection.
+    fn accept(&mut self, document: Document, continues: bool) {
         let newer = self
             .latest
             .as_ref()
-            .is_none_or(|latest| document.revision > latest.revision);
+            .is_none_or(|latest| document.revision > latest.document.revision);
         if !newer {
             if self.view.value == AgentState::NotAnswering {
                 if let Some(latest) = &self.latest {
-                    self.show(latest.view.clone());
+                    self.show(latest.document.view.clone());
                 }
             }
             return;
         }
-        let stored = document.clone();
+        let latest = Latest::after(self.latest.as_ref().filter(|_| continues), document);
+        let stored = latest.clone();
         self.inner.update(&self.endpoint, self.task, |entry| {
             entry.latest = Some(stored)
         });
-        self.show(document.view.clone());
-        self.latest = Some(document);
+        self.show(latest.document.view.clone());
+        self.latest = Some(latest);
     }
 
     /// Sets what to show: at once if the last showing is a publish interval old, else at the
@@ -695,73 +745,160 @@ pub(crate) fn display_name(record: &LiveRuntimeRecord) -> String {
         .unwrap_or_else(|| record.runtime_id.clone())
 }
 
+/// The names an action is told by in its errors: the runtime's display name and the action as
+/// the user may read it (sanitized, since a shell may pass any text).
+struct Asked {
+    name: String,
+    action: String,
+}
+
+impl Asked {
+    fn new(record: &LiveRuntimeRecord, action: &str) -> Self {
+        Self {
+            name: display_name(record),
+            action: document::clean(action, false, document::LABEL_CAP),
+        }
+    }
+
+    fn not_offered(&self) -> CoreError {
+        CoreError::ActionNotOffered {
+            name: self.name.clone(),
+            action: self.action.clone(),
+        }
+    }
+
+    fn failed(&self, reason: String) -> CoreError {
+        CoreError::ActionFailed {
+            name: self.name.clone(),
+            action: self.action.clone(),
+            reason,
+        }
+    }
+
+    fn prompt_changed(&self) -> CoreError {
+        Refusal::PromptChanged {
+            name: self.name.clone(),
+            action: self.action.clone(),
+        }
+        .into()
+    }
+}
+
 impl Agents {
-    /// Invokes `action` on the running runtime `record`: only if the latest accepted document
-    /// (the subscription's, or without one a fresh `GET`) offers it, with that document's
-    /// revision. Nothing reaches the runtime for an action it does not offer.
+    /// The runtime's latest document: its subscription's, or without one a fresh `GET`, read
+    /// as following the last look at it ([`Agents::offered`]) if there was one.
+    async fn latest_of(
+        &self,
+        record: &LiveRuntimeRecord,
+        target: &Target,
+        asked: &Asked,
+    ) -> Result<Latest, CoreError> {
+        let endpoint = record.endpoint.as_str();
+        if let Some(latest) = self.latest(endpoint) {
+            return Ok(latest);
+        }
+        match client::get_status(target, self.inner.options.timeouts()).await {
+            Ok(Fetched::Served(document)) => {
+                let looked = self.inner.looked().get(endpoint).cloned();
+                let looked = looked
+                    .filter(|looked| looked.revision <= document.revision)
+                    .map(|looked| Latest::after(None, looked));
+                Ok(Latest::after(looked.as_ref(), document))
+            }
+            Ok(Fetched::NotServed) => Err(CoreError::NoStatusApi {
+                name: asked.name.clone(),
+            }),
+            Err(error) => Err(asked.failed(error.to_string())),
+        }
+    }
+
+    /// What the runtime `record` offers as `action` in its latest document, and that document's
+    /// revision, which [`Agents::act`] takes back: a process without subscriptions (the CLI)
+    /// decides whether to ask from this one document and acts on it.
+    pub(crate) async fn offered(
+        &self,
+        record: &LiveRuntimeRecord,
+        action: &str,
+    ) -> Result<(AgentActionView, u64), CoreError> {
+        let asked = Asked::new(record, action);
+        if !document::is_valid_action_id(action) {
+            return Err(asked.not_offered());
+        }
+        let target = resolve_off_thread(&self.inner.receipts, record).await?;
+        let latest = self.latest_of(record, &target, &asked).await?;
+        let revision = latest.document.revision;
+        self.inner
+            .looked()
+            .insert(record.endpoint.as_str().to_owned(), latest.document.clone());
+        let offered = latest
+            .document
+            .view
+            .actions
+            .into_iter()
+            .find(|a| a.id == action);
+        Ok((offered.ok_or_else(|| asked.not_offered())?, revision))
+    }
+
+    /// Invokes `action` on the running runtime `record`, chosen from its document of revision
+    /// `seen` (the one the user was shown): only if the runtime's latest document still asks what
+    /// that one asked ([`Refusal::PromptChanged`] otherwise) and offers `action`, and with `seen`,
+    /// so the runtime refuses it too (`stale-revision`) should its prompt have changed since.
+    /// Nothing reaches the runtime for an action it does not offer, or from a prompt it no longer
+    /// shows.
     pub(crate) async fn act(
         &self,
         record: &LiveRuntimeRecord,
         action: &str,
+        seen: u64,
     ) -> Result<ActOutcome, CoreError> {
-        let name = display_name(record);
-        let shown_action = document::clean(action, false, document::LABEL_CAP);
-        let not_offered = || CoreError::ActionNotOffered {
-            name: name.clone(),
-            action: shown_action.clone(),
-        };
+        let asked = Asked::new(record, action);
         if !document::is_valid_action_id(action) {
-            return Err(not_offered());
+            return Err(asked.not_offered());
         }
-        let options = &self.inner.options;
-        let failed = |reason: String| CoreError::ActionFailed {
-            name: name.clone(),
-            action: shown_action.clone(),
-            reason,
-        };
         let target = resolve_off_thread(&self.inner.receipts, record).await?;
-        let latest = match self.latest(record.endpoint.as_str()) {
-            Some(latest) => latest,
-            None => match client::get_status(&target, options.timeouts()).await {
-                Ok(Fetched::Served(document)) => document,
-                Ok(Fetched::NotServed) => {
-                    return Err(CoreError::NoStatusApi { name: name.clone() })
-                }
-                Err(error) => return Err(failed(error.to_string())),
-            },
-        };
-        let Some(offered) = latest.view.actions.iter().find(|a| a.id == action) else {
-            return Err(not_offered());
+        let latest = self.latest_of(record, &target, &asked).await?;
+        if !latest.shows(seen) {
+            tracing::info!(runtime = %asked.name, action, seen, latest = latest.document.revision, "action refused: the prompt changed");
+            return Err(asked.prompt_changed());
+        }
+        let Some(offered) = latest.document.view.actions.iter().find(|a| a.id == action) else {
+            return Err(asked.not_offered());
         };
         let label = offered.label.clone();
-        match client::post_action(&target, action, latest.revision, options.action_timeout).await {
+        let timeout = self.inner.options.action_timeout;
+        match client::post_action(&target, action, seen, timeout).await {
             Ok(ActAnswer::Accepted) => {
-                tracing::info!(runtime = %name, action, "action accepted");
+                tracing::info!(runtime = %asked.name, action, "action accepted");
                 Ok(ActOutcome {
                     id: record.endpoint.as_str().to_owned(),
                     action: action.to_owned(),
-                    message: format!("{name} accepted {label}"),
+                    message: format!("{} accepted {label}", asked.name),
                 })
+            }
+            Ok(ActAnswer::Refused { code, .. }) if code.as_deref() == Some(STALE_REVISION) => {
+                Err(asked.prompt_changed())
             }
             Ok(ActAnswer::Refused {
                 status,
                 code,
                 message,
             }) => Err(CoreError::ActionRefused {
-                name: name.clone(),
-                action: shown_action.clone(),
+                name: asked.name.clone(),
+                action: asked.action.clone(),
                 code: code.unwrap_or_else(|| format!("http-{status}")),
                 reason: message.unwrap_or_else(|| "it gave no reason".to_owned()),
             }),
             Err(ActError::Timeout(after)) => Err(CoreError::ActionTimedOut {
-                name: name.clone(),
-                action: shown_action.clone(),
+                name: asked.name,
+                action: asked.action,
                 after,
             }),
-            Err(ActError::Attempt(error)) => Err(failed(error.to_string())),
+            Err(ActError::Attempt(error)) => Err(asked.failed(error.to_string())),
         }
     }
+}
 
+impl Agents {
     /// Every running runtime's state read once, for a process without subscriptions (the CLI).
     /// `files` is the receipt directory as the snapshot was built from it, so no receipt is read
     /// again: one blocking pass checks who listens at each runtime's address (one netlink socket

@@ -6,10 +6,11 @@
 use std::time::{Duration, Instant};
 
 use demo_runtime::{DemoConfig, DemoServer, Scenario};
+use live_runtime::test_support::prompt_runtime::{bait_and_switch, Posted, PromptRuntime};
 use live_runtime::{LiveRuntimeRegistration, Sensitive};
 use supercode_core::agents::AgentOptions;
-use supercode_core::view::{AgentState, CommandError, RuntimeStatus, Snapshot};
-use supercode_core::{CoreError, CoreEvent, Supercode};
+use supercode_core::view::{ActOutcome, AgentState, CommandError, RuntimeStatus, Snapshot};
+use supercode_core::{CoreError, CoreEvent, Refusal, Supercode};
 
 use crate::support::{recorder, register_at, wait_until, Events, Fixture, TIMEOUT};
 
@@ -69,6 +70,12 @@ fn state_of(snapshot: &Snapshot, endpoint: &str) -> Option<(AgentState, Option<S
     let runtime = snapshot.runtimes.iter().find(|r| r.id == endpoint)?;
     let state = runtime.state.as_ref()?;
     Some((state.value, state.title.clone()))
+}
+
+/// The revision of the status document `snapshot` shows for `endpoint`: what a shell acts with.
+fn revision_of(snapshot: &Snapshot, endpoint: &str) -> u64 {
+    let runtime = snapshot.runtimes.iter().find(|r| r.id == endpoint).unwrap();
+    runtime.state.as_ref().and_then(|s| s.revision).unwrap()
 }
 
 /// Waits (off the async workers) for a snapshot showing `endpoint` in `state`.
@@ -144,7 +151,10 @@ async fn the_approval_scenario_is_followed_and_approved_through_act() {
         })
     });
 
-    let outcome = core.act(&endpoint, "approve").await.unwrap();
+    let outcome = core
+        .act(&endpoint, "approve", revision_of(&asking, &endpoint))
+        .await
+        .unwrap();
     assert_eq!(outcome.action, "approve");
     assert!(outcome.message.contains("Approve"), "{}", outcome.message);
     wait_state(&mut events, &endpoint, AgentState::Working).await;
@@ -182,14 +192,15 @@ async fn an_action_not_offered_is_refused_without_asking_the_runtime() {
     let (core, _watch, mut events) = watched(&fixture, quick());
     let runtime = start(&fixture, "asker", Scenario::Approval).await;
     let endpoint = runtime.endpoint();
-    wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    let asking = wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    let revision = revision_of(&asking, &endpoint);
     for action in ["retry", "Delete All<script>", "approve/../deny", ""] {
-        match core.act(&endpoint, action).await {
+        match core.act(&endpoint, action, revision).await {
             Err(CoreError::ActionNotOffered { .. }) => {}
             other => panic!("{action:?}: {other:?}"),
         }
     }
-    let error = core.act(&endpoint, "retry").await.unwrap_err();
+    let error = core.act(&endpoint, "retry", revision).await.unwrap_err();
     assert_eq!(
         CommandError::from(error).code,
         supercode_core::view::ErrorCode::Refused
@@ -215,7 +226,7 @@ async fn a_runtime_without_the_api_is_unknown_and_nothing_breaks() {
     assert_eq!(view.status, RuntimeStatus::Running);
     assert!(view.attach.available);
     assert!(matches!(
-        core.act(&endpoint, "approve").await,
+        core.act(&endpoint, "approve", 1).await,
         Err(CoreError::NoStatusApi { .. })
     ));
     core.attach(&endpoint).await.unwrap();
@@ -379,7 +390,9 @@ async fn hostile_documents_are_sanitized_or_refused() {
     );
     let ids: Vec<&str> = state.actions.iter().map(|a| a.id.as_str()).collect();
     assert_eq!(ids, ["approve"], "the invalid id was dropped");
-    core.act(&endpoint, "approve").await.unwrap();
+    core.act(&endpoint, "approve", revision_of(&snapshot, &endpoint))
+        .await
+        .unwrap();
     wait_state(&mut events, &endpoint, AgentState::Idle).await;
 
     let huge_endpoint = huge.endpoint();
@@ -405,7 +418,7 @@ async fn the_token_and_address_reach_no_snapshot_event_or_error() {
     let secrets = [CANARY.to_owned(), approval.address(), stall.address()];
     let mut outputs = Vec::new();
     // Both states last, so one snapshot shows both.
-    tokio::task::block_in_place(|| {
+    let (_, both) = tokio::task::block_in_place(|| {
         events.wait_for_snapshot("asking and not answering", TIMEOUT, |s| {
             state_of(s, &approval.endpoint()).is_some_and(|(v, _)| v == AgentState::NeedsApproval)
                 && state_of(s, &stall.endpoint())
@@ -418,7 +431,13 @@ async fn the_token_and_address_reach_no_snapshot_event_or_error() {
         (approval.endpoint(), "nope"),
         (stall.endpoint(), "approve"),
     ] {
-        match core.act(&id, action).await {
+        let revision = both.runtimes.iter().find(|r| r.id == id).unwrap();
+        let revision = revision
+            .state
+            .as_ref()
+            .and_then(|s| s.revision)
+            .unwrap_or(0);
+        match core.act(&id, action, revision).await {
             Ok(outcome) => outputs.push(format!("{outcome:?}")),
             Err(error) => {
                 outputs.push(format!("{error:?} {error}"));
@@ -471,9 +490,14 @@ async fn a_one_shot_read_gives_every_running_runtime_its_state() {
         state_of(&core.snapshot(), &steady.endpoint()).map(|(v, _)| v),
         Some(AgentState::Unknown)
     );
-    // And `act` works without a subscription: it reads the document first.
+    // And `offered` and `act` work without a subscription: they read the document first.
     assert!(matches!(
-        core.act(&steady.endpoint(), "approve").await,
+        core.offered(&steady.endpoint(), "approve").await,
+        Err(CoreError::ActionNotOffered { .. })
+    ));
+    let revision = revision_of(&snapshot, &steady.endpoint());
+    assert!(matches!(
+        core.act(&steady.endpoint(), "approve", revision).await,
         Err(CoreError::ActionNotOffered { .. })
     ));
 }
@@ -605,4 +629,204 @@ async fn a_stream_of_blank_lines_alone_makes_the_runtime_not_answering_with_the_
         "the reason is shown: {detail:?}"
     );
     server.abort();
+
+/// A raw-socket runtime serving `documents` (see `prompt_runtime`), registered as `name`.
+fn start_prompts(
+    fixture: &Fixture,
+    name: &str,
+    documents: Vec<serde_json::Value>,
+) -> (PromptRuntime, LiveRuntimeRegistration) {
+    let runtime = PromptRuntime::start(CANARY, documents);
+    let registration = register_at(fixture.receipts(), name, CANARY, None, runtime.address());
+    (runtime, registration)
+}
+
+fn is_prompt_changed(result: &Result<ActOutcome, CoreError>) -> bool {
+    matches!(
+        result,
+        Err(CoreError::Refused(Refusal::PromptChanged { .. }))
+    )
+}
+
+// Issue 29, the CLI's road (no subscriptions): the runtime answers the first look with "Run the
+// unit tests?" (nothing to ask) and every later one with "Drop the production database?"
+// (destructive, asked). An action chosen from the first look is refused by the core, with the
+// shells' `refused` code, and nothing reaches the runtime; looking again gives the new question,
+// and acting on that look sends its revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_an_action_looked_up_before_the_prompt_changed_is_refused_and_never_sent() {
+    let fixture = Fixture::new();
+    let core = fixture.core();
+    let (runtime, registration) = start_prompts(&fixture, "switcher", bait_and_switch());
+    let endpoint = registration.endpoint().to_string();
+    runtime.advance_after_gets(1);
+
+    let (offered, revision) = core.offered(&endpoint, "approve").await.unwrap();
+    assert_eq!((offered.confirm.as_deref(), revision), (None, 1));
+    let result = core.act(&endpoint, "approve", revision).await;
+    assert!(is_prompt_changed(&result), "{result:?}");
+    let error = CommandError::from(result.unwrap_err());
+    assert_eq!(error.code, supercode_core::view::ErrorCode::Refused);
+    assert!(error.message.contains("look again"), "{}", error.message);
+    assert_eq!(runtime.posted(), [], "nothing reached the runtime");
+
+    let (offered, revision) = core.offered(&endpoint, "approve").await.unwrap();
+    assert_eq!(
+        (offered.confirm.as_deref(), revision),
+        (Some("Drop the production database?"), 2),
+        "the new prompt is asked about, decided by the core"
+    );
+    core.act(&endpoint, "approve", revision).await.unwrap();
+    assert_eq!(
+        runtime.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(2)
+        }]
+    );
+}
+
+// Issue 29, the tray's and the window's road (a subscription): what the shells show carries its
+// revision and whether to ask; once the runtime moves on, an action chosen from what was shown
+// before is refused without reaching the runtime, and the view shows the new prompt, asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_an_action_chosen_from_a_shown_prompt_is_refused_once_the_prompt_changed() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, quick());
+    let (runtime, registration) = start_prompts(&fixture, "switcher", bait_and_switch());
+    let endpoint = registration.endpoint().to_string();
+    let shown = wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    let state = shown.runtimes.iter().find(|r| r.id == endpoint).unwrap();
+    let state = state.state.as_ref().unwrap();
+    assert_eq!(state.revision, Some(1));
+    assert_eq!(
+        state.actions[0].confirm, None,
+        "nothing to ask at revision 1"
+    );
+
+    runtime.advance();
+    let (_, changed) = tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("revision 2 shown", TIMEOUT, |s| {
+            s.runtimes
+                .iter()
+                .find(|r| r.id == endpoint)
+                .and_then(|r| r.state.as_ref())
+                .is_some_and(|s| s.revision == Some(2))
+        })
+    });
+    let result = core.act(&endpoint, "approve", 1).await;
+    assert!(is_prompt_changed(&result), "{result:?}");
+    assert_eq!(runtime.posted(), [], "nothing reached the runtime");
+    let state = changed.runtimes.iter().find(|r| r.id == endpoint).unwrap();
+    let state = state.state.as_ref().unwrap();
+    assert_eq!(
+        state.title.as_deref(),
+        Some("Drop the production database?")
+    );
+    assert_eq!(
+        state.actions[0].confirm.as_deref(),
+        Some("Drop the production database?")
+    );
+    core.act(&endpoint, "approve", 2).await.unwrap();
+    assert_eq!(
+        runtime.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(2)
+        }]
+    );
+}
+
+// Issue 29: a change that asks nothing new of the user (here the observers) does not refuse an
+// action chosen from before it, and the revision the user was shown is the one sent (the
+// runtime keeps the same rule, `stale-revision`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_a_change_of_what_is_not_asked_keeps_the_shown_action_valid() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, quick());
+    let first = live_runtime::test_support::prompt_runtime::prompt(
+        4,
+        "Run the unit tests?",
+        &[("approve", "Approve", false, None)],
+    );
+    let mut watched_more = first.clone();
+    watched_more["revision"] = 5.into();
+    watched_more["observers"] = 2.into();
+    let (runtime, registration) = start_prompts(&fixture, "watched", vec![first, watched_more]);
+    let endpoint = registration.endpoint().to_string();
+    let shown = wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    assert_eq!(revision_of(&shown, &endpoint), 4);
+    runtime.advance();
+    tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("revision 5 shown", TIMEOUT, |s| {
+            s.runtimes
+                .iter()
+                .find(|r| r.id == endpoint)
+                .and_then(|r| r.state.as_ref())
+                .is_some_and(|s| s.revision == Some(5))
+        })
+    });
+    core.act(&endpoint, "approve", 4).await.unwrap();
+    assert_eq!(
+        runtime.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(4)
+        }]
+    );
+}
+
+// Issue 29: when the tray has not heard of the change yet (the runtime moved on without telling
+// its stream), the action goes out with the revision the user was shown, never a later one, and
+// the runtime's `stale-revision` answer is told as the same "the prompt changed; look again".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_a_runtime_refusing_the_shown_revision_is_told_as_a_changed_prompt() {
+    let fixture = Fixture::new();
+    let (core, _watch, mut events) = watched(&fixture, quick());
+    let (runtime, registration) = start_prompts(&fixture, "switcher", bait_and_switch());
+    let endpoint = registration.endpoint().to_string();
+    runtime.keep_stale_revision();
+    let shown = wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
+    assert_eq!(revision_of(&shown, &endpoint), 1);
+    runtime.advance_unannounced();
+    let result = core.act(&endpoint, "approve", 1).await;
+    assert!(is_prompt_changed(&result), "{result:?}");
+    assert_eq!(
+        runtime.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(1)
+        }],
+        "the revision shown, which the runtime refused"
+    );
+}
+
+// Issue 29, the CLI's road: a change between its look and its act that asks nothing new (here
+// another client starting to watch) does not refuse the act, which sends the revision looked at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_a_change_of_what_is_not_asked_after_a_look_keeps_the_act_valid() {
+    let fixture = Fixture::new();
+    let core = fixture.core();
+    let first = live_runtime::test_support::prompt_runtime::prompt(
+        4,
+        "Run the unit tests?",
+        &[("approve", "Approve", false, None)],
+    );
+    let mut watched_more = first.clone();
+    watched_more["revision"] = 5.into();
+    watched_more["observers"] = 2.into();
+    let (runtime, registration) = start_prompts(&fixture, "watched", vec![first, watched_more]);
+    let endpoint = registration.endpoint().to_string();
+    runtime.advance_after_gets(1);
+    let (_, revision) = core.offered(&endpoint, "approve").await.unwrap();
+    assert_eq!(revision, 4);
+    core.act(&endpoint, "approve", revision).await.unwrap();
+    assert_eq!(runtime.revision(), 5, "the act read the changed document");
+    assert_eq!(
+        runtime.posted(),
+        [Posted {
+            action: "approve".into(),
+            revision: Some(4)
+        }]
+    );
 }
