@@ -38,7 +38,7 @@ fn confirmed(question: &str) -> Result<bool, CliError> {
             question: question.to_owned(),
         });
     }
-    print!("{question:?} [y/N] ");
+    print!("{} [y/N] ", supercode_core::text::quoted(question));
     let _ = std::io::stdout().flush();
     super::output::read_yes()
 }
