@@ -410,8 +410,9 @@ async fn request_bodies_reach_the_runtime_as_sent_with_the_proxys_framing() {
 
 #[tokio::test]
 async fn a_large_upload_streams_and_an_early_answer_is_passed_on() {
-    // A 4 MB upload: the runtime reads all of it. Then one it refuses before reading (413 and
-    // close): the browser gets the 413 rather than a stalled upload or a 502.
+    // A 4 MB upload: the runtime reads all of it. Then one it refuses before reading (413, then
+    // a lingering close, as servers close): the browser gets the 413 rather than a stalled upload
+    // or a 502.
     let rig = Rig::start(|seen| {
         if seen.path == "/refuse" {
             Reply {

@@ -122,10 +122,33 @@ pub async fn serve(
             reply = script(&seen);
         }
         log.lock().unwrap().push(seen);
-        if stream.write_all(&reply.bytes).await.is_err() || reply.close {
+        if stream.write_all(&reply.bytes).await.is_err() {
+            return;
+        }
+        if reply.close {
+            if reply.before_body {
+                linger(stream).await;
+            }
             return;
         }
     }
+}
+
+/// How long an answer given before the request's body was read waits for the rest of that body.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Closes as servers close after answering before the body (nginx's `lingering_close`, hyper's
+/// server): stop sending, then read and drop what still comes for a while. Closing at once with
+/// unread bytes makes the kernel reset the connection, and a reset discards the answer still
+/// waiting in the proxy's receive queue: the proxy would see a reset, not the answer, and which
+/// comes first is then a race between the two machines' schedulers.
+async fn linger(mut stream: TcpStream) {
+    let _ = stream.shutdown().await;
+    let mut sink = [0u8; 16 * 1024];
+    let _ = timeout(LINGER, async {
+        while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
 }
 
 pub async fn fill(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> bool {
