@@ -629,6 +629,7 @@ async fn a_stream_of_blank_lines_alone_makes_the_runtime_not_answering_with_the_
         "the reason is shown: {detail:?}"
     );
     server.abort();
+}
 
 /// A raw-socket runtime serving `documents` (see `prompt_runtime`), registered as `name`.
 fn start_prompts(
