@@ -115,6 +115,52 @@ pub fn register_live_runtime_with_metadata(
     token: BearerToken,
     metadata: LiveRuntimeMetadata,
 ) -> Result<LiveRuntimeRegistration> {
+    let process = ProcessIdentity::current();
+    register(dir, runtime_id, source, address, token, metadata, process)
+}
+
+/// Register a runtime served by this process on behalf of another process of the same user: the
+/// receipt records `process`, so the runtime lives exactly as long as that process (a hosted
+/// continuation, such as a Claude Code session whose status a small host process serves).
+///
+/// Refused unless `process` is alive (same pid and start time) and belongs to the calling user:
+/// a receipt must never tie a runtime to someone else's process.
+pub fn register_live_runtime_for_process(
+    dir: &ReceiptDir,
+    runtime_id: &str,
+    source: LiveRuntimeSource,
+    address: SocketAddr,
+    token: BearerToken,
+    metadata: LiveRuntimeMetadata,
+    process: ProcessIdentity,
+) -> Result<LiveRuntimeRegistration> {
+    if !process.is_alive() {
+        return Err(LiveRuntimeReceiptError::ProcessGone { pid: process.pid });
+    }
+    match crate::process::owner_of(process.pid) {
+        Some(uid) if uid == crate::process::effective_uid() => {}
+        Some(uid) => {
+            return Err(LiveRuntimeReceiptError::Invalid {
+                what: format!("process {}", process.pid),
+                reason: format!(
+                    "it belongs to uid {uid}, not to you; a runtime can only be registered for your own processes"
+                ),
+            })
+        }
+        None => return Err(LiveRuntimeReceiptError::ProcessGone { pid: process.pid }),
+    }
+    register(dir, runtime_id, source, address, token, metadata, process)
+}
+
+fn register(
+    dir: &ReceiptDir,
+    runtime_id: &str,
+    source: LiveRuntimeSource,
+    address: SocketAddr,
+    token: BearerToken,
+    metadata: LiveRuntimeMetadata,
+    process: ProcessIdentity,
+) -> Result<LiveRuntimeRegistration> {
     if runtime_id.trim().is_empty() {
         return Err(LiveRuntimeReceiptError::Invalid {
             what: "runtime id".into(),
@@ -132,7 +178,6 @@ pub fn register_live_runtime_with_metadata(
     }
     ensure_private_dir(&dir.path).map_err(dir_error(&dir.path))?;
     let endpoint = LiveRuntimeEndpoint::generate();
-    let process = ProcessIdentity::current();
     // Serialized up front: `json!` would panic on a value that cannot be JSON (a non-UTF-8 path).
     let not_json = |e: serde_json::Error| LiveRuntimeReceiptError::Invalid {
         what: "runtime metadata".into(),
