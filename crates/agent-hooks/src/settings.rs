@@ -212,7 +212,7 @@ impl AgentHooks {
             )
         } else {
             format!(
-                "Adds to \"hooks\" in {}:\n{}",
+                "Adds to \"hooks\" in {}, per event:\n{}",
                 path.display(),
                 pretty(&Value::Object(added))
             )
@@ -286,7 +286,7 @@ impl AgentHooks {
             )
         } else {
             format!(
-                "Removes from \"hooks\" in {}:\n{}",
+                "Removes from \"hooks\" in {}, per event:\n{}",
                 path.display(),
                 pretty(&Value::Object(removed))
             )
@@ -467,8 +467,23 @@ fn to_bytes(root: &Value) -> Vec<u8> {
     bytes
 }
 
+/// One line per event: the event, then the group added or removed, as compact JSON.
 fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).expect("a JSON value serializes")
+    let Some(events) = value.as_object() else {
+        return value.to_string();
+    };
+    let width = events.keys().map(String::len).max().unwrap_or(0);
+    events
+        .iter()
+        .flat_map(|(event, groups)| {
+            groups
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |group| format!("  {event:<width$}  {group}"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Quotes `text` for a POSIX shell when it needs it (the agent runs the command through one).

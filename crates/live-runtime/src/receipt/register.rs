@@ -116,15 +116,19 @@ pub fn register_live_runtime_with_metadata(
     metadata: LiveRuntimeMetadata,
 ) -> Result<LiveRuntimeRegistration> {
     let process = ProcessIdentity::current();
-    register(dir, runtime_id, source, address, token, metadata, process)
+    register(
+        dir, runtime_id, source, address, token, metadata, process, None,
+    )
 }
 
 /// Register a runtime served by this process on behalf of another process of the same user: the
 /// receipt records `process`, so the runtime lives exactly as long as that process (a hosted
 /// continuation, such as a Claude Code session whose status a small host process serves).
 ///
-/// Refused unless `process` is alive (same pid and start time) and belongs to the calling user:
-/// a receipt must never tie a runtime to someone else's process.
+/// The receipt also names the calling process as the runtime's `server`: the token goes only to a
+/// listener it holds, and the runtime ends when either process exits. Refused unless `process`
+/// is alive (same pid and start time) and belongs to the calling user: a receipt must never tie
+/// a runtime to someone else's process.
 pub fn register_live_runtime_for_process(
     dir: &ReceiptDir,
     runtime_id: &str,
@@ -149,9 +153,20 @@ pub fn register_live_runtime_for_process(
         }
         None => return Err(LiveRuntimeReceiptError::ProcessGone { pid: process.pid }),
     }
-    register(dir, runtime_id, source, address, token, metadata, process)
+    let server = ProcessIdentity::current();
+    register(
+        dir,
+        runtime_id,
+        source,
+        address,
+        token,
+        metadata,
+        process,
+        Some(server),
+    )
 }
 
+#[allow(clippy::too_many_arguments)] // private: the two public forms above name each argument
 fn register(
     dir: &ReceiptDir,
     runtime_id: &str,
@@ -160,6 +175,7 @@ fn register(
     token: BearerToken,
     metadata: LiveRuntimeMetadata,
     process: ProcessIdentity,
+    server: Option<ProcessIdentity>,
 ) -> Result<LiveRuntimeRegistration> {
     if runtime_id.trim().is_empty() {
         return Err(LiveRuntimeReceiptError::Invalid {
@@ -195,6 +211,11 @@ fn register(
         "registeredAt": format_rfc3339(OffsetDateTime::now_utc()),
         "metadata": metadata,
     });
+    let mut receipt = receipt;
+    if let Some(server) = server {
+        receipt["server"] =
+            serde_json::json!({ "pid": server.pid, "startTime": server.start_time });
+    }
     let bytes = serde_json::to_vec_pretty(&receipt).map_err(not_json)?;
     let account = secret_account(&endpoint);
     let name = receipt_file_name(&endpoint);
