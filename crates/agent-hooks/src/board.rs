@@ -194,7 +194,7 @@ impl Board {
             inner.answered_in_terminal = true;
         }
         let next = match &event.kind {
-            EventKind::SessionStart => (inner.content.state == AgentState::Idle).then(|| idle()),
+            EventKind::SessionStart => Some(idle()),
             EventKind::Prompt => Some(working("Thinking", None)),
             EventKind::ToolStart { title, detail, .. } => Some(working(title, detail.clone())),
             EventKind::ToolDone if !event.subagent => Some(working("Thinking", None)),
