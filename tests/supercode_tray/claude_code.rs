@@ -9,7 +9,8 @@
 //! `needs-approval` with the command as detail → `act approve` → the command ran and the
 //! terminal says the hook allowed it → `needs-input` with the last message; `act deny` → it did
 //! not run; the terminal answering first → needs-approval clears and a late `act` is refused
-//! with "already answered in the terminal"; SIGKILL of Claude Code ends the runtime; the canary
+//! with "already answered in the terminal"; `claude -p` is not held and its command is not
+//! allowed by anyone; SIGKILL of Claude Code ends the runtime; the canary
 //! API key is in no output, receipt, log, settings file, or the host's environment.
 //!
 //! Skipped with a message when the pinned CLI or tmux is not installed.
@@ -395,7 +396,7 @@ fn prepare_session(claude: &Path, model: SocketAddr) -> Session {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nunset CLAUDE_CONFIG_DIR\n{env}cd '{}'\nexec '{}' --permission-mode default\n",
+            "#!/bin/sh\nunset CLAUDE_CONFIG_DIR\n{env}cd '{}'\nexec '{}' --permission-mode default \"$@\"\n",
             project.display(),
             claude.display()
         ),
@@ -530,6 +531,28 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
         host_env.contains("SUPERCODE_RUNTIME_DIR"),
         "a host runs: {host_env}"
     );
+
+    // A script's session (`claude -p`) is not held: no decision, so Claude Code denies at once
+    // and the script goes on exactly as without the hooks.
+    let started = Instant::now();
+    let script = Command::new(session.path("run-claude.sh"))
+        .args(["-p", "make marker-4"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(script.status.success(), "{script:?}");
+    assert!(
+        started.elapsed() < STEP_TIMEOUT / 2,
+        "claude -p waited: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        !markers.join("marker-4").exists(),
+        "nobody allowed the script's command"
+    );
+    session
+        .printed
+        .push_str(&String::from_utf8_lossy(&script.stdout));
 
     // SIGKILL of Claude Code ends the runtime.
     let _ = Command::new("kill")

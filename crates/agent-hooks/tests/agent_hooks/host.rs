@@ -278,3 +278,59 @@ async fn the_runtime_ends_with_the_agents_process_and_with_session_end() {
         .unwrap();
     assert!(list.runtimes.is_empty());
 }
+
+/// The ignored test that the second user's processes run (this binary, re-run as that user).
+#[test]
+#[ignore = "run only as the second user, by the tests that use it"]
+fn as_the_other_user() {
+    attach_proxy::other_user::run_requested_role();
+}
+
+// Proves (issue 32, item 6): another OS user can neither reach a session's socket (its
+// directory is the user's own, 0700) nor, with the directory and socket opened to everyone by
+// mistake, hand the host an event: the host checks its peer's uid and closes unanswered, so no
+// prompt can be raised or answered and nothing of the session is read.
+#[tokio::test]
+async fn another_user_can_neither_reach_nor_talk_to_a_sessions_host() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(other) = attach_proxy::other_user::OtherUser::get() else {
+        return;
+    };
+    let scene = start().await;
+    let socket = agent_hooks::channel::socket_path(&scene.sockets, "claude-code", "sess-1");
+    // Let the other user as far as the sockets' directory: only that directory stops them.
+    for dir in [
+        scene.sockets.parent().unwrap().parent().unwrap(),
+        scene.sockets.parent().unwrap(),
+    ] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
+    }
+    let request = serde_json::json!({ "event": permission(), "wait": true }).to_string() + "\n";
+    let talk = attach_proxy::other_user::Role::TalkUnix {
+        path: socket.clone(),
+        send: request,
+    };
+    let entry = "host::as_the_other_user";
+    let first = {
+        let (other, talk) = (other.clone(), talk.clone());
+        tokio::task::spawn_blocking(move || other.run(entry, &talk))
+            .await
+            .unwrap()
+    };
+    assert_eq!(first, "connected=false error=PermissionDenied");
+
+    std::fs::set_permissions(&scene.sockets, std::fs::Permissions::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let second = tokio::task::spawn_blocking(move || other.run(entry, &talk))
+        .await
+        .unwrap();
+    assert_eq!(
+        second, "connected=true received=0 text=",
+        "the host answered another user"
+    );
+    let doc = status(&scene).await;
+    assert_eq!(
+        doc["state"], "idle",
+        "another user's event changed nothing: {doc}"
+    );
+}
