@@ -13,7 +13,8 @@
 //! allowed by anyone; SIGKILL of Claude Code ends the runtime; the canary
 //! API key is in no output, receipt, log, settings file, or the host's environment.
 //!
-//! Skipped with a message when the pinned CLI or tmux is not installed.
+//! The user's own hook runs beside ours throughout, and `hooks remove` leaves exactly the
+//! user's settings. Skipped with a message when the pinned CLI or tmux is not installed.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -419,6 +420,21 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
 
     let mut session = prepare_session(&claude, model);
     session.requests_log = Some(markers.join("requests.log"));
+    // The user's own settings and hook, which must keep working beside ours and stay after
+    // `hooks remove`: it counts the tool calls Claude Code makes.
+    let own_hook_log = session.path("own-hook.log");
+    let users_own = json!({
+        "model": "stand-in",
+        "hooks": { "PreToolUse": [ { "matcher": "Bash", "hooks": [
+            { "type": "command", "command": format!("echo call >> '{}'", own_hook_log.display()) }
+        ] } ] }
+    });
+    let settings_path = session.path("home/.claude/settings.json");
+    std::fs::write(
+        &settings_path,
+        serde_json::to_vec_pretty(&users_own).unwrap(),
+    )
+    .unwrap();
     // Before Claude Code starts: it reads its hooks once, at start.
     let install = session.run(&["hooks", "install", "claude-code", "--yes"]);
     assert!(install.status.success(), "{install:?}");
@@ -426,6 +442,21 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     let status = session.run(&["hooks", "status", "--json"]);
     let status: Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["agents"][0]["installed"], "yes", "{status}");
+    let doctor = session.run(&["doctor", "--json"]);
+    let doctor: Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let check = doctor["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "Claude Code"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(check["status"], "ok", "{check}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("connected"),
+        "{check}"
+    );
     launch(&session);
 
     // Approve from the tray's command line.
@@ -572,6 +603,18 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
         !everything.contains(API_KEY_CANARY),
         "the API key reached our output, files or the host's environment"
     );
-    let settings = std::fs::read_to_string(session.path("home/.claude/settings.json")).unwrap();
+    let settings = std::fs::read_to_string(&settings_path).unwrap();
     assert!(!settings.contains(API_KEY_CANARY));
+
+    // The user's own hook ran for every Bash call beside ours (approved, denied, the terminal's
+    // yes, the script's), and `hooks remove` leaves exactly the user's settings.
+    let own_calls = std::fs::read_to_string(&own_hook_log).unwrap_or_default();
+    assert_eq!(own_calls.lines().count(), 4, "{own_calls}");
+    let remove = session.run(&["hooks", "remove", "claude-code", "--yes"]);
+    assert!(remove.status.success(), "{remove:?}");
+    let left: Value = serde_json::from_slice(&std::fs::read(&settings_path).unwrap()).unwrap();
+    assert_eq!(
+        left, users_own,
+        "hooks remove left exactly the user's own settings"
+    );
 }
