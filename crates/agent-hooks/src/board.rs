@@ -193,6 +193,10 @@ impl Board {
             // Dropping the responder tells the waiting hook: no decision from us.
             inner.answered_in_terminal = true;
         }
+        if event.subagent && inner.pending.is_some() {
+            // The session still waits for the user: a subagent's work does not hide the prompt.
+            return;
+        }
         let next = match &event.kind {
             EventKind::SessionStart => Some(idle()),
             EventKind::Prompt => Some(working("Thinking", None)),
@@ -530,7 +534,19 @@ mod tests {
         });
         sub.subagent = true;
         board.apply(&sub);
+        let mut sub_tool = event(EventKind::ToolStart {
+            tool: "Read".into(),
+            title: "Reading".into(),
+            detail: None,
+        });
+        sub_tool.subagent = true;
+        board.apply(&sub_tool);
         assert_eq!(board.content().state, AgentState::NeedsApproval);
+        assert_eq!(
+            board.content().actions.len(),
+            2,
+            "the prompt keeps its actions"
+        );
         assert!(waiting.decision.try_recv().is_err());
         board.act("deny", None).unwrap();
         assert_eq!(waiting.decision.try_recv().unwrap(), Decision::Deny);
