@@ -100,9 +100,6 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
 
 fn change(plan: &Plan, yes: bool, question: &str, done: &str) -> Result<(), CliError> {
     println!("{}", plan.preview);
-    if let Some(warning) = &plan.warning {
-        eprintln!("warning: {}: {warning}", plan.path.display());
-    }
     if plan.nothing_to_do {
         return Ok(());
     }
