@@ -312,7 +312,7 @@ async fn another_user_can_neither_reach_nor_talk_to_a_sessions_host() {
     };
     let entry = "host::as_the_other_user";
     let first = {
-        let (other, talk) = (other.clone(), talk.clone());
+        let (other, talk) = (other, talk.clone());
         tokio::task::spawn_blocking(move || other.run(entry, &talk))
             .await
             .unwrap()
