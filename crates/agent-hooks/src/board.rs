@@ -498,6 +498,32 @@ mod tests {
     }
 
     #[test]
+    fn always_allow_sends_claude_codes_own_suggestions_back_as_updated_permissions() {
+        let board = Board::new();
+        let suggestions = serde_json::json!([
+            {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "touch:*"}],
+             "behavior": "allow", "destination": "localSettings"}
+        ]);
+        let mut waiting = board
+            .request_approval(&event(EventKind::PermissionRequest {
+                tool: "Bash".into(),
+                detail: Some("touch x".into()),
+                suggestions: Some(suggestions.clone()),
+                always_label: Some("Always allow Bash(touch:*)".into()),
+            }))
+            .unwrap();
+        let ids: Vec<&str> = board.content().actions.iter().map(|a| a.id).collect();
+        assert_eq!(ids, ["approve", "always", "deny"]);
+        board.act("always", None).unwrap();
+        assert_eq!(
+            waiting.decision.try_recv().unwrap(),
+            Decision::AllowAlways {
+                updated_permissions: suggestions
+            }
+        );
+    }
+
+    #[test]
     fn the_terminal_answering_first_clears_the_request_and_refuses_a_late_tray_answer() {
         let board = Board::new();
         let mut waiting = board.request_approval(&permission()).unwrap();

@@ -323,6 +323,26 @@ mod tests {
     }
 
     #[test]
+    fn decisions_print_claude_codes_permission_request_output() {
+        let allow = decision_output(&Decision::Allow);
+        assert_eq!(
+            allow,
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
+        );
+        let always = decision_output(&Decision::AllowAlways {
+            updated_permissions: json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]),
+        });
+        assert_eq!(
+            always["hookSpecificOutput"]["decision"]["updatedPermissions"][0]["mode"],
+            "acceptEdits"
+        );
+        assert_eq!(
+            decision_output(&Decision::Deny)["hookSpecificOutput"]["decision"]["behavior"],
+            "deny"
+        );
+    }
+
+    #[test]
     fn only_an_attended_session_waits_for_the_tray() {
         assert!(attended(Some("1")));
         assert!(!attended(Some("0")));
