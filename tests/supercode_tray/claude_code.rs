@@ -10,7 +10,8 @@
 //! terminal says the hook allowed it → `needs-input` with the last message; `act deny` → it did
 //! not run; the terminal answering first → needs-approval clears and a late `act` is refused
 //! with "already answered in the terminal"; `claude -p` is not held and its command is not
-//! allowed by anyone; SIGKILL of Claude Code ends the runtime; the canary
+//! allowed by anyone; the host killed while a request waits leaves the terminal asking, and
+//! the next hook starts a new one; SIGKILL of Claude Code ends the runtime; the canary
 //! API key is in no output, receipt, log, settings file, or the host's environment.
 //!
 //! The user's own hook runs beside ours throughout, and `hooks remove` leaves exactly the
@@ -331,6 +332,24 @@ fn launch(session: &Session) {
     session.wait_screen("Claude Code starts", "manual mode on");
 }
 
+/// The pids of this user's processes whose command line contains `text`.
+fn processes_running(text: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            name.to_string_lossy().bytes().all(|b| b.is_ascii_digit())
+                && std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(text)
+                })
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         let _ = self.tmux(&["kill-server"]);
@@ -545,6 +564,55 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
         std::thread::sleep(Duration::from_millis(50));
     }
 
+    // The session's host killed while a request waits: the hook gives no decision, the terminal
+    // still asks and its answer runs the command; the next hook starts a new host.
+    session.wait_listed("needs-input before the host is killed", |r| {
+        r["state"]["value"] == "needs-input"
+    });
+    session.type_line("make marker-5");
+    session.wait_listed("needs-approval for the host to die in", |r| {
+        r["state"]["value"] == "needs-approval"
+    });
+    session.wait_screen("the terminal's dialog", "Do you want to proceed?");
+    // Only this session's host: its command line names the session's directory.
+    let project = session.path("project").display().to_string();
+    for pid in processes_running(&format!("--cwd {project}")) {
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    }
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    while !processes_running(" hook claude-code").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the waiting hook outlived its host"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        session.screen().contains("Do you want to proceed?"),
+        "the terminal still asks:\n{}",
+        session.screen()
+    );
+    assert!(
+        !markers.join("marker-5").exists(),
+        "nothing was decided for the user"
+    );
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    while session.screen().contains("Do you want to proceed?") {
+        assert!(
+            Instant::now() < deadline,
+            "the terminal's dialog took no answer"
+        );
+        std::thread::sleep(Duration::from_millis(700));
+        session.tmux(&["send-keys", "-t", "claude", "1"]);
+    }
+    session.wait_listed("a new host after the next hook", |r| {
+        r["state"]["value"] == "needs-input"
+    });
+    assert!(
+        markers.join("marker-5").exists(),
+        "the terminal's yes ran the command"
+    );
+
     // The host holds none of Claude Code's environment.
     let host_env: String = std::fs::read_dir("/proc")
         .unwrap()
@@ -609,7 +677,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     // The user's own hook ran for every Bash call beside ours (approved, denied, the terminal's
     // yes, the script's), and `hooks remove` leaves exactly the user's settings.
     let own_calls = std::fs::read_to_string(&own_hook_log).unwrap_or_default();
-    assert_eq!(own_calls.lines().count(), 4, "{own_calls}");
+    assert_eq!(own_calls.lines().count(), 5, "{own_calls}");
     let remove = session.run(&["hooks", "remove", "claude-code", "--yes"]);
     assert!(remove.status.success(), "{remove:?}");
     let left: Value = serde_json::from_slice(&std::fs::read(&settings_path).unwrap()).unwrap();
