@@ -135,7 +135,11 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
             _ => EventKind::Other,
         },
         "Stop" => EventKind::NeedsInput {
-            title: text("last_assistant_message").and_then(|m| first_line(m, TITLE_CAP)),
+            title: text("last_assistant_message")
+                .and_then(|m| first_line(m, TITLE_CAP))
+                .or_else(|| {
+                    text("transcript_path").and_then(|p| last_assistant_text(Path::new(p)))
+                }),
         },
         "StopFailure" => EventKind::Failed {
             reason: ["error", "reason", "message"]
@@ -156,6 +160,57 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
         cwd: PathBuf::from(cwd),
         subagent,
         kind,
+    })
+}
+
+/// The largest part of a transcript read, from its end: the last assistant message is near it.
+const TRANSCRIPT_TAIL_BYTES: u64 = 256 * 1024;
+
+/// The first line of the last assistant text in the session's transcript (JSON lines), for a
+/// `Stop` whose input has no `last_assistant_message` (older Claude Code). The path comes from
+/// the hook input, so it is untrusted: it must be absolute and name a regular file of the
+/// user's own, opened without following a link or blocking; only its last 256 KiB are read.
+pub fn last_assistant_text(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    if !path.is_absolute() || path.as_os_str().len() > MAX_PATH {
+        return None;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(
+            rustix::fs::OFlags::NOFOLLOW.bits() as i32 | rustix::fs::OFlags::NONBLOCK.bits() as i32,
+        )
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.uid() != live_runtime::effective_uid() {
+        return None;
+    }
+    let start = meta.len().saturating_sub(TRANSCRIPT_TAIL_BYTES);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut tail = Vec::new();
+    file.take(TRANSCRIPT_TAIL_BYTES)
+        .read_to_end(&mut tail)
+        .ok()?;
+    let text = String::from_utf8_lossy(&tail);
+    text.lines().rev().find_map(|line| {
+        let entry: Value = serde_json::from_str(line).ok()?;
+        if entry.get("type").and_then(Value::as_str) != Some("assistant") {
+            return None;
+        }
+        let content = entry.pointer("/message/content")?;
+        let text = match content {
+            Value::String(text) => text.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => return None,
+        };
+        first_line(&text, TITLE_CAP)
     })
 }
 
@@ -340,6 +395,35 @@ mod tests {
             decision_output(&Decision::Deny)["hookSpecificOutput"]["decision"]["behavior"],
             "deny"
         );
+    }
+
+    #[test]
+    fn without_last_assistant_message_the_title_comes_from_the_transcripts_last_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("s.jsonl");
+        let lines = [
+            json!({"type": "user", "message": {"content": "hi"}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "Old answer"}]}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash"}, {"type": "text", "text": "\nNew answer.\nMore"}]}}),
+            json!({"type": "system", "content": "x"}),
+        ];
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        std::fs::write(&transcript, text.join("\n") + "\n").unwrap();
+        let event = parse(&json!({
+            "session_id": "s", "cwd": "/w", "hook_event_name": "Stop",
+            "transcript_path": transcript
+        }))
+        .unwrap();
+        assert_eq!(
+            event.kind,
+            EventKind::NeedsInput {
+                title: Some("New answer.".into())
+            }
+        );
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&transcript, &link).unwrap();
+        assert_eq!(last_assistant_text(&link), None, "a link is not followed");
+        assert_eq!(last_assistant_text(Path::new("relative.jsonl")), None);
     }
 
     #[test]
