@@ -3,7 +3,8 @@
 #
 #   scripts/install-deps.sh          build + run dependencies
 #   scripts/install-deps.sh --test   also everything the test suite needs (Xvfb, D-Bus,
-#                                    gnome-keyring, browsers and WebDriver, tauri-driver, ...)
+#                                    gnome-keyring, browsers and WebDriver, tauri-driver,
+#                                    the pinned Claude Code CLI, tmux, ...)
 #
 # Idempotent and fast on a warm machine: packages already installed (checked with dpkg-query)
 # are skipped, and `apt-get update` runs at most once, only when something is missing.
@@ -78,6 +79,8 @@ test_pkgs=(
   # the real panel of tests/e2e/panel.test.mjs: xfce4-panel's systray plugin is a
   # StatusNotifierWatcher and host (its xfconf dependency brings xfconfd); xdotool clicks it
   xfce4-panel xdotool
+  # the real Claude Code CLI runs interactively in a terminal (tests/supercode_tray/claude_code.rs)
+  tmux
 )
 # Packages whose absence is tolerated: on Ubuntu chromium is only a snap wrapper, which does
 # not work in containers/CI; the browser tests then fail loudly on their own (SUPERCODE_REQUIRE_BROWSER).
@@ -198,6 +201,20 @@ if [ "$want_test" -eq 1 ]; then
   else
     log "installing tauri-driver $TAURI_DRIVER_VERSION into $TOOLS_DIR (cargo install --locked, about a minute)"
     cargo install tauri-driver --version "=$TAURI_DRIVER_VERSION" --locked --force --root "$TOOLS_DIR" </dev/null
+  fi
+fi
+
+# --- Claude Code (its real-CLI tests only) ------------------------------------------------
+# Pinned by tests/claude-code/package-lock.json; the tests run its native binary directly, so
+# its postinstall (which only copies that binary over a placeholder) is not needed.
+if [ "$want_test" -eq 1 ]; then
+  claude_dir="$REPO_ROOT/tests/claude-code"
+  claude_bin="$claude_dir/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+  if [ -x "$claude_bin" ] && [ "$("$claude_bin" --version 2>/dev/null)" = "2.1.328 (Claude Code)" ]; then
+    log "Claude Code 2.1.328: ok ($claude_bin)"
+  else
+    log "installing Claude Code 2.1.328 into $claude_dir (npm ci)"
+    npm --prefix "$claude_dir" ci --ignore-scripts --no-audit --no-fund </dev/null
   fi
 fi
 

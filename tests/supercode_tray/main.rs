@@ -8,5 +8,6 @@
 //! `cli` tests give every child they start its own environment, so sharing the binary is safe.
 
 mod app_commands;
+mod claude_code;
 mod cli;
 mod launch;

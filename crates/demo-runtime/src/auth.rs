@@ -11,13 +11,14 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-/// The digest of the one token this runtime accepts.
-pub(crate) struct ExpectedToken {
+/// The digest of the one token a runtime accepts.
+pub struct ExpectedToken {
     digest: [u8; 32],
 }
 
 impl ExpectedToken {
-    pub(crate) fn new(token: &str) -> Self {
+    /// The digest of `token`, the one token accepted.
+    pub fn new(token: &str) -> Self {
         Self {
             digest: Sha256::digest(token.as_bytes()).into(),
         }
@@ -38,7 +39,7 @@ impl ExpectedToken {
 }
 
 /// Middleware: passes the request on only when it carries exactly one matching `Authorization`.
-pub(crate) async fn require_bearer(
+pub async fn require_bearer(
     State(expected): State<Arc<ExpectedToken>>,
     request: Request,
     next: Next,

@@ -7,7 +7,8 @@
 //! # Layout
 //! - [`serve`] binds the listener and spawns the accept loop; it returns a [`DemoServer`] handle
 //!   whose `Drop` (or [`DemoServer::shutdown`]) stops the server and closes its connections.
-//! - `auth`: the bearer check every route goes through (constant-time, never echoes input).
+//! - [`auth`]: the bearer check every route goes through (constant-time, never echoes input);
+//!   public so that every runtime this project serves (`agent-hooks`) uses the same check.
 //! - `routes`: the HTML page, JSON API, SSE stream, WebSocket echo and streaming blob/echo routes.
 //! - `page`: the self-contained HTML page (inline CSS/JS, relative URLs only, so it works behind
 //!   the attach proxy). It shows the live status and offers its actions as buttons.
@@ -16,7 +17,7 @@
 //! - `scenario`: what the status does over time and on each action ([`Scenario`]).
 #![deny(missing_docs)]
 
-mod auth;
+pub mod auth;
 mod page;
 mod routes;
 mod scenario;
@@ -38,8 +39,11 @@ pub use scenario::{
     Scenario, UnknownScenario, BLANK_LINES_WRITE_BYTES, FLOOD_CHANGES_PER_SECOND,
     HUGE_DETAIL_BYTES, PHASE_DELAY,
 };
-pub use status::STATUS_API_VERSION;
-pub use status_api::{ACTIONS_PATH, KEEP_ALIVE_INTERVAL, STATUS_PATH, STATUS_STREAM_PATH};
+pub use status::{is_valid_action_id, STATUS_API_VERSION};
+pub use status_api::{
+    parse_action_body, ACTIONS_PATH, KEEP_ALIVE_INTERVAL, MAX_ACTION_BODY, STATUS_PATH,
+    STATUS_STREAM_PATH,
+};
 
 /// How long a stopping server lets in-flight responses finish before it drops their connections.
 ///

@@ -316,7 +316,7 @@ fn render(content: &Content, since: &str, revision: u64, observers: u32) -> Publ
 }
 
 /// True for ids matching `^[a-z0-9][a-z0-9._-]{0,63}$`, the only action ids the API allows.
-pub(crate) fn is_valid_action_id(id: &str) -> bool {
+pub fn is_valid_action_id(id: &str) -> bool {
     let bytes = id.as_bytes();
     let lower_or_digit = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     match bytes.split_first() {

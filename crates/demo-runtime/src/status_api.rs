@@ -33,7 +33,7 @@ pub const ACTIONS_PATH: &str = "/supercode/v1/actions";
 pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(15);
 
 /// Largest action request body read; `{"revision": N}` needs a few dozen bytes.
-const MAX_ACTION_BODY: usize = 4 * 1024;
+pub const MAX_ACTION_BODY: usize = 4 * 1024;
 
 struct ApiState {
     board: Arc<StatusBoard>,
@@ -185,8 +185,9 @@ async fn run_action(
     }
 }
 
-/// The caller's `revision`, if it sent one. An empty body is a call without one.
-fn parse_action_body(body: &[u8]) -> Result<Option<u64>, &'static str> {
+/// The caller's `revision`, if it sent one. An empty body is a call without one. Shared with
+/// every runtime that serves the API (`agent-hooks`).
+pub fn parse_action_body(body: &[u8]) -> Result<Option<u64>, &'static str> {
     if body.len() > MAX_ACTION_BODY {
         return Err("the request body must be at most 4 KiB");
     }

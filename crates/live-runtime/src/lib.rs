@@ -39,11 +39,12 @@ pub mod test_support;
 pub use process::{effective_uid, pid_exists, ProcessIdentity};
 pub use receipt::{
     discover_live_runtime, find_live_runtime, forget_live_runtime, list_live_runtimes,
-    read_receipt, register_live_runtime, register_live_runtime_with_metadata, resolve_live_runtime,
-    secret_account, DirRefused, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList,
-    LiveRuntimeMetadata, LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeRegistration,
-    LiveRuntimeSource, LiveRuntimeStatus, LiveRuntimeSupervisor, LocatedLiveRuntime, PrivateDir,
-    ReceiptDir, ReceiptFiles, ReceiptScan, ResolvedLiveRuntime, MAX_RECEIPT_BYTES, RECEIPT_VERSION,
+    read_receipt, register_live_runtime, register_live_runtime_for_process,
+    register_live_runtime_with_metadata, resolve_live_runtime, secret_account, DirRefused,
+    IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeMetadata,
+    LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeRegistration, LiveRuntimeSource,
+    LiveRuntimeStatus, LiveRuntimeSupervisor, LocatedLiveRuntime, PrivateDir, ReceiptDir,
+    ReceiptFiles, ReceiptScan, ResolvedLiveRuntime, MAX_RECEIPT_BYTES, RECEIPT_VERSION,
     STALE_TEMP_FILE_AGE,
 };
 pub use secret::{

@@ -115,6 +115,16 @@ fn start_time_of(pid: u32) -> Option<u64> {
     Some(process.start_time())
 }
 
+/// The uid that owns process `pid` (the owner of its `/proc` entry), or `None` if there is no such
+/// process.
+#[cfg(target_os = "linux")]
+pub fn owner_of(pid: u32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}"))
+        .ok()
+        .map(|m| m.uid())
+}
+
 /// The effective uid of this process: receipts and secret files must belong to it. Asked of the
 /// kernel once: nothing in this crate's users changes its uid, and a scan asks once per file.
 pub fn effective_uid() -> u32 {

@@ -15,8 +15,8 @@
 //! # Layout
 //! - this module: [`Cli`], [`Command`], [`CliError`] (the one place exit codes are decided) and
 //!   the dispatch of each subcommand to the core.
-//! - `output`, `revive`, `agents`, `demo`: how subcommands print, `revive`'s plan and
-//!   confirmation, `act` and `events`, the demo runtime.
+//! - `output`, `revive`, `agents`, `demo`, `hooks`: how subcommands print, `revive`'s plan and
+//!   confirmation, `act` and `events`, the demo runtime, connecting agents through their hooks.
 //! - [`launch`]: `supercode-tray` alone: exec the tray app's binary installed beside this one.
 //! - [`logging`]: the rolling log file and `RUST_LOG`.
 
@@ -30,6 +30,7 @@ use supercode_core::{CoreError, Supercode};
 mod agents;
 pub mod control;
 mod demo;
+mod hooks;
 pub mod launch;
 pub mod logging;
 mod output;
@@ -46,6 +47,16 @@ pub fn run(start_app: impl FnOnce() -> ExitCode) -> ExitCode {
     };
     match cli.command {
         None => start_app(),
+        // The agent's hook runs for every event of every session: no logging set-up, no
+        // multi-threaded runtime, nothing but the event's way to its host.
+        Some(Command::Hook { agent }) => hooks::hook(agent),
+        Some(Command::HookHost(args)) => {
+            let log_dir = supercode_core::Locations::from_env()
+                .map(|l| l.log_dir)
+                .unwrap_or_else(|_| std::env::temp_dir().join("supercode-tray-logs"));
+            let _guard = crate::logging::init(&log_dir, false, logging::CLI_BUFFERED_LINES);
+            hooks::host(args)
+        }
         Some(command) => run_subcommand(command),
     }
 }
@@ -139,6 +150,22 @@ pub enum Command {
     },
     /// Run a real demo runtime: an authenticated page, JSON API and live stream on loopback.
     DemoRuntime(demo::DemoArgs),
+    /// Connect coding agents (Claude Code) to the tray through their own hooks.
+    Hooks {
+        /// install, remove or status.
+        #[command(subcommand)]
+        command: hooks::HooksCommand,
+    },
+    /// Run by the agent for each hook event (installed by `hooks install`); reads the event on
+    /// stdin, prints only a decision the user made in the tray.
+    #[command(hide = true)]
+    Hook {
+        /// The agent.
+        agent: hooks::HookAgent,
+    },
+    /// A session's host, started by its first hook (serves its status, registers its runtime).
+    #[command(hide = true)]
+    HookHost(hooks::HostArgs),
 }
 
 /// Why a subcommand failed. [`CliError::exit_code`] is the one place the exit code is decided.
@@ -198,6 +225,15 @@ pub enum CliError {
     /// A destructive action (or one with a confirmation) without `--yes` and no terminal.
     #[error("{question:?} needs confirming: run it on a terminal, or pass --yes")]
     ActNeedsConfirmation {
+        /// The question that would have been asked.
+        question: String,
+    },
+    /// Installing or removing hooks failed (the settings file was refused or not written).
+    #[error(transparent)]
+    Hooks(#[from] agent_hooks::settings::HooksError),
+    /// `hooks install|remove` without `--yes` and no terminal to ask on.
+    #[error("not changing the settings without a confirmation: stdin is not a terminal; read the change above and run again with --yes ({question})")]
+    HooksNeedConfirmation {
         /// The question that would have been asked.
         question: String,
     },
@@ -281,6 +317,9 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
     if let Command::DemoRuntime(args) = command {
         return Ok(demo::run(args).await?);
     }
+    if let Command::Hooks { command } = command {
+        return hooks::run(command);
+    }
     let locations = supercode_core::Locations::from_env()?;
     let core = Supercode::without_events(locations);
     match command {
@@ -346,7 +385,12 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
         }
         Command::Act { id, action, yes } => agents::act(&core, &id, &action, yes).await?,
         Command::Events { json: _ } => agents::events(&core).await?,
-        Command::DemoRuntime(_) => unreachable!("handled above"),
+        Command::DemoRuntime(_)
+        | Command::Hooks { .. }
+        | Command::Hook { .. }
+        | Command::HookHost(_) => {
+            unreachable!("handled above")
+        }
     }
     Ok(())
 }

@@ -57,8 +57,9 @@ impl AttachSessions {
         })
         .await
         .map_err(interrupted)??;
-        // The token goes only to a listener of this user held by the receipt's own process.
-        let pid = Some(record.pid);
+        // The token goes only to a listener of this user held by the receipt's own process (or
+        // the host that serves it, for a hosted session).
+        let pid = Some(record.listener_pid());
         if let Some(check) = self.on_running(&record.endpoint, |proxy| proxy.check_runtime(pid))? {
             check.instrument(debug_span!("attach_health")).await?;
             if let Some(url) = self.on_running(&record.endpoint, AttachProxy::mint_code)? {

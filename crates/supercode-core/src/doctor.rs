@@ -99,7 +99,46 @@ pub async fn run(locations: &Locations) -> DoctorReport {
     ];
     checks.push(secret_store(locations).await);
     checks.push(tray_host());
+    checks.push(claude_code());
     DoctorReport { checks }
+}
+
+/// Whether Claude Code's sessions reach the tray: our hooks in its settings, and the program
+/// they run still there (a hook whose program is gone makes Claude Code report an error on
+/// every event).
+fn claude_code() -> Check {
+    use agent_hooks::claude_code::{settings_path, HOOKS};
+    use agent_hooks::settings::Installed;
+    const NAME: &str = "Claude Code";
+    const INSTALL: &str = "supercode-tray hooks install claude-code";
+    let path = match settings_path() {
+        Ok(path) => path,
+        Err(e) => return Check::warn(NAME, e.to_string(), "set HOME"),
+    };
+    let status = HOOKS.status(&path);
+    let shown = path.display();
+    match (&status.problem, &status.installed) {
+        (Some(problem), _) => Check::warn(
+            NAME,
+            format!("cannot tell whether it is connected: {problem}"),
+            format!("fix {shown}, then run `{INSTALL}`"),
+        ),
+        (None, Installed::No) => Check::ok(
+            NAME,
+            format!("not connected ({shown} has no hook of ours); to see Claude Code sessions in the tray: {INSTALL}"),
+        ),
+        (None, Installed::Partly) => Check::warn(
+            NAME,
+            format!("partly connected: {shown} lacks the hooks for {}", status.missing_events.join(", ")),
+            format!("run `{INSTALL}`"),
+        ),
+        (None, Installed::Yes) if !status.binary_exists => Check::fail(
+            NAME,
+            format!("connected, but the hook's program is missing ({})", status.commands.join(", ")),
+            format!("run `{INSTALL}` with the installed supercode-tray, or `supercode-tray hooks remove claude-code`"),
+        ),
+        (None, Installed::Yes) => Check::ok(NAME, format!("connected through {shown}")),
+    }
 }
 
 /// Whether this platform is one Supercode Tray supports (README, "Platforms"): Linux is built

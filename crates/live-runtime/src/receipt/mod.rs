@@ -40,7 +40,8 @@ pub use operations::{
 };
 pub use read::{read_receipt, MAX_RECEIPT_BYTES};
 pub use register::{
-    register_live_runtime, register_live_runtime_with_metadata, LiveRuntimeRegistration,
+    register_live_runtime, register_live_runtime_for_process, register_live_runtime_with_metadata,
+    LiveRuntimeRegistration,
 };
 pub use types::{
     secret_account, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeMetadata,

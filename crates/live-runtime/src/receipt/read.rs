@@ -7,6 +7,7 @@
 use std::fs;
 use std::io;
 use std::net::SocketAddr;
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -38,6 +39,8 @@ struct ReceiptFields {
     runtime_id: String,
     source: LiveRuntimeSource,
     process: ReceiptProcess,
+    #[serde(default)]
+    server: Option<ReceiptProcess>,
     address: String,
     registered_at: String,
     #[serde(default)]
@@ -174,33 +177,25 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
     let account = secret_account(&endpoint);
 
     let Some(now) = ProcessIdentity::of(pid) else {
-        // Dead-process receipts are removed as part of the read, secret first so that a failure
-        // leaves the receipt in place for the next scan to retry.
-        if let Err(e) = dir.secrets.delete(&account) {
-            return ignored(format!(
-                "its process (PID {pid}) has exited, but its token could not be removed from the {}: {e}",
-                dir.secrets.describe()
-            ));
-        }
-        return match fs::remove_file(&path) {
-            // No directory fsync here: a removal lost in a crash only means the next list removes
-            // the receipt again, while a sync per removal waits on the disk once per dead receipt
-            // and turns a list that finds thousands of them into seconds.
-            // Only the read whose removal took is counted: a runtime that unregistered removed
-            // its receipt itself, and a read that raced it finds nothing to remove.
-            Ok(()) => {
-                dir.reaped(&endpoint);
-                Scan::Gone {
-                    exited_pid: Some(pid),
+        return remove_dead(dir, &path, &endpoint, &account, pid, file_name);
+    };
+    // A runtime served by another process (a host) ends when that process does: nothing serves
+    // its address any more. Its receipt is removed like one whose own process exited.
+    let server_pid = match &fields.server {
+        None => None,
+        Some(server) => {
+            let alive = server.start_time.is_some_and(|start| {
+                ProcessIdentity {
+                    pid: server.pid,
+                    start_time: start,
                 }
+                .is_alive()
+            });
+            if !alive {
+                return remove_dead(dir, &path, &endpoint, &account, pid, file_name);
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Scan::Gone {
-                exited_pid: Some(pid),
-            },
-            Err(e) => ignored(format!(
-                "its process (PID {pid}) has exited, but the receipt could not be removed ({e})"
-            )),
-        };
+            Some(server.pid)
+        }
     };
     let process = ProcessIdentity {
         pid,
@@ -245,6 +240,7 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
             source: fields.source,
             metadata: fields.metadata,
             pid,
+            server_pid,
             registered_at: format_rfc3339(registered),
             status,
         },
@@ -252,6 +248,49 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
         address,
         process,
     }))
+}
+
+/// Removes the receipt of a runtime whose process (or server) exited, secret first so that a
+/// failure leaves the receipt in place for the next scan to retry.
+fn remove_dead(
+    dir: &ReceiptDir,
+    path: &Path,
+    endpoint: &LiveRuntimeEndpoint,
+    account: &str,
+    pid: u32,
+    file_name: &str,
+) -> Scan {
+    let ignored = |reason: String| {
+        Scan::Ignored(IgnoredReceipt {
+            file: file_name.to_string(),
+            reason,
+        })
+    };
+    if let Err(e) = dir.secrets.delete(account) {
+        return ignored(format!(
+            "its process (PID {pid}) has exited, but its token could not be removed from the {}: {e}",
+            dir.secrets.describe()
+        ));
+    }
+    match fs::remove_file(path) {
+        // No directory fsync here: a removal lost in a crash only means the next list removes
+        // the receipt again, while a sync per removal waits on the disk once per dead receipt
+        // and turns a list that finds thousands of them into seconds.
+        // Only the read whose removal took is counted: a runtime that unregistered removed
+        // its receipt itself, and a read that raced it finds nothing to remove.
+        Ok(()) => {
+            dir.reaped(endpoint);
+            Scan::Gone {
+                exited_pid: Some(pid),
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Scan::Gone {
+            exited_pid: Some(pid),
+        },
+        Err(e) => ignored(format!(
+            "its process (PID {pid}) has exited, but the receipt could not be removed ({e})"
+        )),
+    }
 }
 
 pub(super) fn format_rfc3339(at: OffsetDateTime) -> String {

@@ -115,6 +115,68 @@ pub fn register_live_runtime_with_metadata(
     token: BearerToken,
     metadata: LiveRuntimeMetadata,
 ) -> Result<LiveRuntimeRegistration> {
+    let process = ProcessIdentity::current();
+    register(
+        dir, runtime_id, source, address, token, metadata, process, None,
+    )
+}
+
+/// Register a runtime served by this process on behalf of another process of the same user: the
+/// receipt records `process`, so the runtime lives exactly as long as that process (a hosted
+/// continuation, such as a Claude Code session whose status a small host process serves).
+///
+/// The receipt also names the calling process as the runtime's `server`: the token goes only to a
+/// listener it holds, and the runtime ends when either process exits. Refused unless `process`
+/// is alive (same pid and start time) and belongs to the calling user: a receipt must never tie
+/// a runtime to someone else's process.
+pub fn register_live_runtime_for_process(
+    dir: &ReceiptDir,
+    runtime_id: &str,
+    source: LiveRuntimeSource,
+    address: SocketAddr,
+    token: BearerToken,
+    metadata: LiveRuntimeMetadata,
+    process: ProcessIdentity,
+) -> Result<LiveRuntimeRegistration> {
+    if !process.is_alive() {
+        return Err(LiveRuntimeReceiptError::ProcessGone { pid: process.pid });
+    }
+    match crate::process::owner_of(process.pid) {
+        Some(uid) if uid == crate::process::effective_uid() => {}
+        Some(uid) => {
+            return Err(LiveRuntimeReceiptError::Invalid {
+                what: format!("process {}", process.pid),
+                reason: format!(
+                    "it belongs to uid {uid}, not to you; a runtime can only be registered for your own processes"
+                ),
+            })
+        }
+        None => return Err(LiveRuntimeReceiptError::ProcessGone { pid: process.pid }),
+    }
+    let server = ProcessIdentity::current();
+    register(
+        dir,
+        runtime_id,
+        source,
+        address,
+        token,
+        metadata,
+        process,
+        Some(server),
+    )
+}
+
+#[allow(clippy::too_many_arguments)] // private: the two public forms above name each argument
+fn register(
+    dir: &ReceiptDir,
+    runtime_id: &str,
+    source: LiveRuntimeSource,
+    address: SocketAddr,
+    token: BearerToken,
+    metadata: LiveRuntimeMetadata,
+    process: ProcessIdentity,
+    server: Option<ProcessIdentity>,
+) -> Result<LiveRuntimeRegistration> {
     if runtime_id.trim().is_empty() {
         return Err(LiveRuntimeReceiptError::Invalid {
             what: "runtime id".into(),
@@ -132,7 +194,6 @@ pub fn register_live_runtime_with_metadata(
     }
     ensure_private_dir(&dir.path).map_err(dir_error(&dir.path))?;
     let endpoint = LiveRuntimeEndpoint::generate();
-    let process = ProcessIdentity::current();
     // Serialized up front: `json!` would panic on a value that cannot be JSON (a non-UTF-8 path).
     let not_json = |e: serde_json::Error| LiveRuntimeReceiptError::Invalid {
         what: "runtime metadata".into(),
@@ -150,6 +211,11 @@ pub fn register_live_runtime_with_metadata(
         "registeredAt": format_rfc3339(OffsetDateTime::now_utc()),
         "metadata": metadata,
     });
+    let mut receipt = receipt;
+    if let Some(server) = server {
+        receipt["server"] =
+            serde_json::json!({ "pid": server.pid, "startTime": server.start_time });
+    }
     let bytes = serde_json::to_vec_pretty(&receipt).map_err(not_json)?;
     let account = secret_account(&endpoint);
     let name = receipt_file_name(&endpoint);

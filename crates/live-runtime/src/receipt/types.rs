@@ -168,11 +168,24 @@ pub struct LiveRuntimeRecord {
     pub metadata: LiveRuntimeMetadata,
     /// The runtime's process id.
     pub pid: u32,
+    /// The process that serves the endpoint, when it is not the runtime's own (a host serving a
+    /// hosted continuation, such as a Claude Code session): the token goes only to a listener
+    /// it holds, and the runtime ends when either process does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_pid: Option<u32>,
     /// When it registered, RFC 3339 UTC.
     pub registered_at: String,
     /// Running or stale.
     #[serde(flatten)]
     pub status: LiveRuntimeStatus,
+}
+
+impl LiveRuntimeRecord {
+    /// The process that must hold the listener at the runtime's address: its server when it has
+    /// one, else the runtime's own process.
+    pub fn listener_pid(&self) -> u32 {
+        self.server_pid.unwrap_or(self.pid)
+    }
 }
 
 /// A file in the receipt directory that was refused, and why.

@@ -246,3 +246,116 @@ fn forgetting_an_unknown_endpoint_is_not_found() {
         "{err:?}"
     );
 }
+
+// Proves (issue 32): a host process can register a runtime on behalf of another process of the
+// user (a Claude Code session): the receipt names that process, the runtime is listed while it
+// runs and goes away with it, and a process that is not alive is refused.
+#[test]
+fn a_runtime_registered_for_another_process_lives_and_dies_with_that_process() {
+    use live_runtime::{register_live_runtime_for_process, LiveRuntimeMetadata};
+    let scratch = file_store_scratch();
+    let dir = &scratch.dir;
+    let mut child = ChildGuard::sleep();
+    let identity = ProcessIdentity::of(child.pid()).unwrap();
+    let registration = register_live_runtime_for_process(
+        dir,
+        "rt-hosted",
+        source("hosted"),
+        loopback(40200),
+        token("hosted-token"),
+        LiveRuntimeMetadata::default(),
+        identity,
+    )
+    .unwrap();
+    let list = list_live_runtimes(dir).unwrap();
+    assert_eq!(list.runtimes.len(), 1, "{:?}", list.ignored);
+    assert_eq!(
+        list.runtimes[0].pid,
+        child.pid(),
+        "the receipt names the hosted process"
+    );
+    assert_ne!(list.runtimes[0].pid, std::process::id());
+
+    child.kill();
+    let list = list_live_runtimes(dir).unwrap();
+    assert!(
+        list.runtimes.is_empty(),
+        "the runtime ended with its process"
+    );
+    assert_eq!(list.exited, vec![registration.endpoint().clone()]);
+    drop(registration);
+
+    let gone = register_live_runtime_for_process(
+        dir,
+        "rt-hosted",
+        source("hosted"),
+        loopback(40200),
+        token("hosted-token"),
+        LiveRuntimeMetadata::default(),
+        identity,
+    );
+    assert!(
+        matches!(gone, Err(LiveRuntimeReceiptError::ProcessGone { .. })),
+        "{gone:?}"
+    );
+    let shifted = ProcessIdentity {
+        start_time: ProcessIdentity::current().start_time + 1,
+        ..ProcessIdentity::current()
+    };
+    let wrong = register_live_runtime_for_process(
+        dir,
+        "rt-hosted",
+        source("hosted"),
+        loopback(40200),
+        token("hosted-token"),
+        LiveRuntimeMetadata::default(),
+        shifted,
+    );
+    assert!(
+        wrong.is_err(),
+        "a pid with another start time is not that process"
+    );
+    assert!(list_live_runtimes(dir).unwrap().runtimes.is_empty());
+}
+
+// Proves (issue 32): a receipt served by a host process (its `server`) ends when that host
+// exits, even while the runtime's own process (the agent) still runs.
+#[test]
+fn a_receipt_whose_server_exited_is_removed_although_its_process_runs() {
+    let scratch = file_store_scratch();
+    let dir = &scratch.dir;
+    let agent = ChildGuard::sleep();
+    let mut server = ChildGuard::sleep();
+    let endpoint = LiveRuntimeEndpoint::generate();
+    dir.secret_store()
+        .set(&secret_account(&endpoint), &token("hosted-token"))
+        .unwrap();
+    let mut receipt = foreign_receipt(
+        &endpoint,
+        "rt-served",
+        &source("served"),
+        agent.pid(),
+        Some(agent.identity().start_time),
+        "127.0.0.1:40300",
+        None,
+    );
+    receipt["server"] = serde_json::json!({
+        "pid": server.pid(), "startTime": server.identity().start_time
+    });
+    write_receipt(dir, &endpoint, &receipt);
+    let list = list_live_runtimes(dir).unwrap();
+    assert_eq!(list.runtimes.len(), 1, "{:?}", list.ignored);
+    assert_eq!(list.runtimes[0].pid, agent.pid());
+    assert_eq!(
+        list.runtimes[0].listener_pid(),
+        server.pid(),
+        "the token goes to the server"
+    );
+    server.kill();
+    let list = list_live_runtimes(dir).unwrap();
+    assert!(
+        list.runtimes.is_empty(),
+        "the runtime ended with its server"
+    );
+    assert_eq!(list.exited, vec![endpoint]);
+}

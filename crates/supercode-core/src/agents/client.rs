@@ -58,7 +58,8 @@ pub struct Target {
     pub address: Sensitive<SocketAddr>,
     /// The receipt's bearer token.
     pub token: BearerToken,
-    /// The receipt's process: only a listener it holds gets the token.
+    /// The process that must hold the listener (the receipt's, or its server's): only a listener it
+    /// holds gets the token.
     pub pid: u32,
 }
 
@@ -67,7 +68,7 @@ impl From<live_runtime::ResolvedLiveRuntime> for Target {
         Self {
             address: resolved.address,
             token: resolved.token,
-            pid: resolved.record.pid,
+            pid: resolved.record.listener_pid(),
         }
     }
 }

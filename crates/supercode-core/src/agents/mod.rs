@@ -699,7 +699,7 @@ fn located_target(
     table: &mut dyn ListenerLookup,
 ) -> Result<Target, AttemptError> {
     let located = located.ok_or(AttemptError::Unresolved)?;
-    attach_proxy::verify_listener_in(table, &located.address, Some(located.process.pid))?;
+    attach_proxy::verify_listener_in(table, &located.address, Some(located.record.listener_pid()))?;
     Ok(located.resolve(receipts)?.into())
 }
 

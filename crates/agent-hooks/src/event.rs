@@ -1,0 +1,145 @@
+//! A hook event, agent-neutral: what the session's host needs from one hook's input, already
+//! checked, capped and reduced to the few fields it uses. Each agent's module turns its own
+//! hook JSON into a [`HookEvent`]; everything after that is shared.
+//!
+//! The hook input is untrusted (the agent passes on what the model and the user wrote): the
+//! session id must be a plain token (it names a socket, so it can never escape a directory),
+//! the working directory an absolute path, and every text is capped here by characters. Control
+//! and bidirectional characters are removed again by every client of the status API
+//! (`supercode_core::agents::document::clean`), which is the one place text is made safe to show.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The longest session id accepted (agents use UUIDs, 36 characters).
+pub const MAX_SESSION_ID: usize = 128;
+/// The longest title kept (a tool's description, the start of a message).
+pub const TITLE_CAP: usize = 200;
+/// The longest detail kept (a command, a file path).
+pub const DETAIL_CAP: usize = 2000;
+/// The longest path kept (a working directory, a transcript).
+pub const MAX_PATH: usize = 4096;
+
+/// One hook event of one session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookEvent {
+    /// The agent's session id (checked by [`valid_session_id`]).
+    pub session_id: String,
+    /// The session's working directory (absolute).
+    pub cwd: PathBuf,
+    /// True when the event comes from a subagent of the session, not the session itself.
+    pub subagent: bool,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// What a hook event says happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum EventKind {
+    /// The session started (or resumed, or was cleared).
+    SessionStart,
+    /// The user sent a prompt.
+    Prompt,
+    /// A tool is about to run.
+    ToolStart {
+        /// The tool's name (`Bash`).
+        tool: String,
+        /// What it does, for the title (the tool's description, or its name).
+        title: String,
+        /// The command, file or address, capped.
+        detail: Option<String>,
+    },
+    /// A tool finished (successfully or not).
+    ToolDone,
+    /// The agent asks the user to allow a tool.
+    PermissionRequest {
+        /// The tool's name.
+        tool: String,
+        /// The command, file or address, capped.
+        detail: Option<String>,
+        /// The agent's suggested permission updates for "always allow", passed back as they came.
+        suggestions: Option<serde_json::Value>,
+        /// A short label for the "always allow" choice, when there are suggestions.
+        always_label: Option<String>,
+    },
+    /// The agent waits for the user (a turn ended, or it asks a question).
+    NeedsInput {
+        /// The start of the agent's last message, or what it asks.
+        title: Option<String>,
+    },
+    /// The turn ended with an error.
+    Failed {
+        /// Why, as the agent says.
+        reason: String,
+    },
+    /// The session ended.
+    SessionEnd,
+    /// Anything else: no change of state.
+    Other,
+}
+
+/// True when `id` is a session id we accept: 1 to [`MAX_SESSION_ID`] ASCII letters, digits,
+/// `-` and `_`. Anything else (a path, a dot, a slash, a control character) is refused.
+pub fn valid_session_id(id: &str) -> bool {
+    (1..=MAX_SESSION_ID).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `text` capped at `cap` characters, with `…` when cut.
+pub fn cap(text: &str, cap: usize) -> String {
+    match text.char_indices().nth(cap) {
+        None => text.to_owned(),
+        Some(_) => {
+            let keep = text
+                .char_indices()
+                .nth(cap.saturating_sub(1))
+                .map_or(text.len(), |(at, _)| at);
+            format!("{}…", &text[..keep])
+        }
+    }
+}
+
+/// The first non-empty line of `text`, capped: what a title shows of a message.
+pub fn first_line(text: &str, cap_chars: usize) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .map(|line| cap(line, cap_chars))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_cannot_name_a_path() {
+        assert!(valid_session_id("722f8acc-f9f4-4954-afff-c5fa417fd6d8"));
+        for bad in [
+            "",
+            "..",
+            "../x",
+            "a/b",
+            "a b",
+            "a\nb",
+            "é",
+            &"a".repeat(129),
+        ] {
+            assert!(!valid_session_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn capping_counts_characters_and_marks_the_cut() {
+        assert_eq!(cap("héllo", 10), "héllo");
+        assert_eq!(cap("héllo", 3), "hé…");
+        assert_eq!(
+            first_line("\n  first  \nsecond", 100).as_deref(),
+            Some("first")
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! The hook command (`supercode-tray hook claude-code`): what the agent runs for each event.
+//!
+//! It reads the event from stdin (capped), hands it to the session's host over the session's
+//! socket (starting the host if there is none yet), and for a permission request of an
+//! attended session waits for the user's answer from the tray and prints the agent's decision
+//! JSON. Whatever goes wrong (no host, a refused socket, a bad input, a host killed mid-request)
+//! it prints nothing and exits 0 at once, so the agent goes on exactly as without the hook and
+//! asks in its terminal as usual: the hook never makes a decision the user did not make, never
+//! prints noise and never makes the agent fail.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use live_runtime::ProcessIdentity;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+use crate::channel::{self, Reply, Request, MAX_LINE};
+use crate::claude_code::{self, Decision};
+use crate::event::{EventKind, HookEvent};
+
+/// The largest hook input read. Claude Code's are a few KiB (a tool's input included); a bigger
+/// one (a huge file write) is not needed whole: the event is dropped, and the session's state
+/// catches up at its next event.
+pub const MAX_INPUT: u64 = 1024 * 1024;
+
+/// How long a hook waits for a host it just started to listen. Starting one takes a few
+/// milliseconds (plus a keychain round trip before its first answer); past this the event is
+/// dropped rather than holding the agent.
+const HOST_START_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often the hook looks for the new host's socket while it starts.
+const HOST_START_POLL: Duration = Duration::from_millis(5);
+/// How long an ordinary event waits for the host to take it in (the host answers at once; the
+/// wait keeps the events of a session in order).
+const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The environment variables the host keeps: what locates the user's directories, keychain and
+/// our own settings. Nothing else of the agent's environment (its API key) reaches the host.
+const HOST_ENV: &[&str] = &[
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "XDG_RUNTIME_DIR",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CONFIG_HOME",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "SUPERCODE_RUNTIME_DIR",
+    "SUPERCODE_SECRET_STORE",
+    "SUPERCODE_SECRET_DIR",
+    "SUPERCODE_KEYCHAIN_TIMEOUT_MS",
+];
+
+/// Runs Claude Code's hook: stdin in, maybe a decision out. Never fails.
+pub fn run_claude_code(program: &Path) {
+    let Some(event) = read_event(std::io::stdin().lock()) else {
+        return;
+    };
+    let attended = claude_code::attended(std::env::var(claude_code::ATTENDED_VAR).ok().as_deref());
+    let wait = attended && matches!(event.kind, EventKind::PermissionRequest { .. });
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    let decision = runtime.block_on(deliver(program, event, wait));
+    if let Some(decision) = decision {
+        println!("{}", claude_code::decision_output(&decision));
+    }
+}
+
+/// The event in the hook's input, or `None` for input that is too big or not an event.
+pub fn read_event(input: impl Read) -> Option<HookEvent> {
+    let mut bytes = Vec::new();
+    input.take(MAX_INPUT + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > MAX_INPUT {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    claude_code::parse(&value)
+}
+
+async fn deliver(program: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
+    let dir = channel::socket_dir();
+    let path = channel::socket_path(&dir, claude_code::AGENT, &event.session_id);
+    let stream = match connect(&dir, &path).await {
+        Some(stream) => stream,
+        // A session that ends with no host needs none.
+        None if event.kind == EventKind::SessionEnd => return None,
+        None => {
+            start_host(program, &dir, &event)?;
+            let deadline = Instant::now() + HOST_START_TIMEOUT;
+            loop {
+                if let Some(stream) = connect(&dir, &path).await {
+                    break stream;
+                }
+                if Instant::now() >= deadline {
+                    return None;
+                }
+                tokio::time::sleep(HOST_START_POLL).await;
+            }
+        }
+    };
+    exchange(stream, event, wait).await
+}
+
+/// Hands `event` to the host of its session in `dir`, if one runs (none is started), and returns
+/// the decision it answers with. What the hook does once connected; tests drive a host with it.
+pub async fn send(dir: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
+    let path = channel::socket_path(dir, claude_code::AGENT, &event.session_id);
+    let stream = connect(dir, &path).await?;
+    exchange(stream, event, wait).await
+}
+
+async fn exchange(stream: UnixStream, event: HookEvent, wait: bool) -> Option<Decision> {
+    if !channel::peer_is_own(&stream) {
+        return None;
+    }
+    let (read, mut write) = stream.into_split();
+    let mut line = serde_json::to_string(&Request { event, wait }).ok()?;
+    line.push('\n');
+    write.write_all(line.as_bytes()).await.ok()?;
+    let mut reader = BufReader::new(read.take(MAX_LINE));
+    let mut answer = String::new();
+    if wait {
+        // Only a permission request waits, and only for the user: the host answers when the
+        // tray does, or with no decision when the terminal answered first.
+        reader.read_line(&mut answer).await.ok()?;
+    } else {
+        tokio::time::timeout(REPLY_TIMEOUT, reader.read_line(&mut answer))
+            .await
+            .ok()?
+            .ok()?;
+    }
+    serde_json::from_str::<Reply>(&answer).ok()?.decision
+}
+
+async fn connect(dir: &Path, path: &Path) -> Option<UnixStream> {
+    channel::check_dir(dir).ok()?;
+    UnixStream::connect(path).await.ok()
+}
+
+/// Starts the session's host, detached: its own session, no stdio, `/` as its directory, and
+/// only [`HOST_ENV`] of the agent's environment. `None` when the agent's process cannot be
+/// identified (then there is no runtime to register).
+fn start_host(program: &Path, dir: &Path, event: &HookEvent) -> Option<()> {
+    let parent = rustix::process::getppid().map(|p| p.as_raw_pid() as u32)?;
+    let pid =
+        claude_code::claude_process(std::env::var(claude_code::PID_VAR).ok().as_deref(), parent)?;
+    let process = ProcessIdentity::of(pid)?;
+    channel::ensure_dir(dir).ok()?;
+    let mut command = Command::new(program);
+    command
+        .args(["hook-host", claude_code::AGENT, "--session"])
+        .arg(&event.session_id)
+        .arg("--cwd")
+        .arg(&event.cwd)
+        .arg("--pid")
+        .arg(process.pid.to_string())
+        .arg("--start-time")
+        .arg(process.start_time.to_string())
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for name in HOST_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.spawn().ok().map(|_| ())
+}
+
+/// The program hooks run and hosts are started from: the `supercode-tray` command beside the
+/// running binary (the app's binary included), else the running binary itself.
+pub fn hook_program() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let beside = exe.with_file_name("supercode-tray");
+    Some(if beside.is_file() { beside } else { exe })
+}
