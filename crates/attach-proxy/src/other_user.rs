@@ -46,14 +46,6 @@ pub enum Role {
         /// What to send.
         send: String,
     },
-    /// Connect to the Unix socket at the path, send the bytes, and report every byte that came
-    /// back (the tray app's control socket: `supercode_cli::control`).
-    TalkUnix {
-        /// The socket's path.
-        path: PathBuf,
-        /// What to send.
-        send: String,
-    },
     /// Listen on the address until stdin closes, and report every byte any client sent.
     Listen {
         /// Where to listen.
@@ -123,10 +115,6 @@ impl OtherUser {
             Role::Talk { addr, send } => command
                 .env(ROLE_ENV, "talk")
                 .env(ARG_ENV, addr.to_string())
-                .env(SEND_ENV, send),
-            Role::TalkUnix { path, send } => command
-                .env(ROLE_ENV, "talk-unix")
-                .env(ARG_ENV, path)
                 .env(SEND_ENV, send),
             Role::Listen { addr } => command
                 .env(ROLE_ENV, "listen")
@@ -259,10 +247,6 @@ pub fn run_requested_role() {
             arg.parse().expect("an address"),
             &std::env::var(SEND_ENV).unwrap_or_default(),
         ),
-        "talk-unix" => talk_unix(
-            Path::new(&arg),
-            &std::env::var(SEND_ENV).unwrap_or_default(),
-        ),
         "listen" => listen(arg.parse().expect("an address")),
         "snoop" => snoop(Duration::from_millis(arg.parse().expect("milliseconds"))),
         other => panic!("unknown role {other}"),
@@ -279,23 +263,6 @@ fn talk(addr: SocketAddr, send: &str) -> String {
     // Either may fail once the proxy has closed the connection: that is the expected answer.
     let _ = stream.write_all(send.as_bytes());
     let received = read_all(&mut stream);
-    format!(
-        "connected=true received={} text={}",
-        received.len(),
-        String::from_utf8_lossy(&received).escape_debug()
-    )
-}
-
-/// `connected=false error=KIND`, or as [`talk`] says what came back.
-fn talk_unix(path: &Path, send: &str) -> String {
-    let mut stream = match std::os::unix::net::UnixStream::connect(path) {
-        Ok(stream) => stream,
-        Err(e) => return format!("connected=false error={:?}", e.kind()),
-    };
-    let _ = stream.write_all(send.as_bytes());
-    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
-    let mut received = Vec::new();
-    let _ = stream.read_to_end(&mut received);
     format!(
         "connected=true received={} text={}",
         received.len(),

@@ -44,8 +44,8 @@ use view::{ActOutcome, PendingView, ReviveOutcome, RevivePlanView, Snapshot};
 /// Something the shell may want to show the user.
 #[derive(Clone, Debug)]
 pub enum CoreEvent {
-    /// The inventory changed; here is all of it. Shared: the watcher, the tray, the window's
-    /// event and `list`'s answer hold one copy (at 10,000 runtimes a copy is megabytes).
+    /// The inventory changed; here is all of it. Shared: the watcher, the tray and the window's
+    /// event hold one copy (at 10,000 runtimes a copy is megabytes).
     Snapshot(Arc<Snapshot>),
     /// A live runtime's process exited without unregistering.
     RuntimeDied {
@@ -194,30 +194,6 @@ impl Supercode {
             return latest.clone();
         }
         self.snapshot()
-    }
-
-    /// [`Supercode::current`] once the running watcher has taken in every change cued before the
-    /// call (a receipt written or removed, a process exited): what a caller gets that must not
-    /// miss a runtime registered just before it asked, like the CLI's `list` answered by the
-    /// app. `None` when no watcher runs, or it did not get there within `wait`.
-    pub async fn caught_up(&self, wait: std::time::Duration) -> Option<Arc<Snapshot>> {
-        if self.watching.running.load(Ordering::SeqCst) == 0 {
-            return None;
-        }
-        let running: Vec<u32> = self
-            .watching
-            .latest()
-            .as_ref()
-            .map_or_else(Vec::new, |last| {
-                last.runtimes
-                    .iter()
-                    .filter(|r| r.status == view::RuntimeStatus::Running)
-                    .filter_map(|r| r.pid)
-                    .collect()
-            });
-        let catch_up = self.watching.requests.catch_up(&self.locations, running);
-        tokio::time::timeout(wait, catch_up).await.ok()?;
-        self.watching.latest().clone()
     }
 
     /// The whole inventory read now, whether or not a watcher runs. Reading reconciles: receipts

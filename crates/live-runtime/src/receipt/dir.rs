@@ -206,10 +206,8 @@ impl From<DirRefused> for io::Error {
 }
 
 /// Looks at `dir` without changing anything: the first step of every use, which then creates a
-/// missing directory (when it is about to write) or tightens a too open one. Public so that the
-/// tray's other private directories (its control socket's, its watcher's barrier) follow the
-/// same rule.
-pub fn inspect_private_dir(dir: &Path) -> io::Result<PrivateDir> {
+/// missing directory (when it is about to write) or tightens a too open one.
+fn inspect_private_dir(dir: &Path) -> io::Result<PrivateDir> {
     let meta = match fs::symlink_metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(PrivateDir::Missing),

@@ -32,7 +32,7 @@ mod register;
 mod types;
 
 pub(crate) use dir::ensure_private_dir;
-pub use dir::{inspect_private_dir, DirRefused, PrivateDir, ReceiptDir, STALE_TEMP_FILE_AGE};
+pub use dir::{DirRefused, PrivateDir, ReceiptDir, STALE_TEMP_FILE_AGE};
 pub use files::ReceiptFiles;
 pub use operations::{
     discover_live_runtime, find_live_runtime, forget_live_runtime, list_live_runtimes,

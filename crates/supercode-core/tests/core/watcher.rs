@@ -414,39 +414,3 @@ fn while_watching_actions_are_published_by_the_watcher_and_current_gives_its_las
         "a receipt registered after the watcher stopped is listed"
     );
 }
-
-// Proves `caught_up` (what the app answers `list` with) never misses a change made before it was
-// asked, although the watcher debounces file events and hears of them on notify's thread: a
-// receipt written the moment before is in it (the question's barrier event comes after the
-// receipt's), and so is the death of a process SIGKILLed the moment before. Twenty rounds each,
-// with no pause between the change and the question. Without a watcher it answers nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn caught_up_holds_every_change_made_before_it_was_asked() {
-    use crate::support::{write_receipt, Sleeper};
-    let fx = Fixture::new();
-    let core = fx.core_with(|_| {});
-    assert!(core.caught_up(Duration::from_millis(100)).await.is_none());
-    let _watch = core.watch();
-    let first = core.caught_up(TIMEOUT).await.expect("the first pass");
-    assert!(first.runtimes.is_empty());
-
-    let mut sleepers = Vec::new();
-    for round in 0..20 {
-        let sleeper = Sleeper::sleep();
-        let identity = sleeper.identity();
-        let name = format!("round-{round}");
-        let endpoint = write_receipt(fx.receipts(), identity.pid, identity.start_time, &name);
-        let snapshot = core.caught_up(TIMEOUT).await.expect("caught up");
-        let view = find(&snapshot, &endpoint).unwrap_or_else(|| panic!("{name} missed"));
-        assert_eq!(view.status, RuntimeStatus::Running, "{name}");
-        sleepers.push((sleeper, endpoint));
-    }
-    for (round, (sleeper, endpoint)) in sleepers.into_iter().enumerate() {
-        drop(sleeper); // SIGKILL, reaped
-        let snapshot = core.caught_up(TIMEOUT).await.expect("caught up");
-        assert!(
-            find(&snapshot, &endpoint).is_none_or(|r| r.status != RuntimeStatus::Running),
-            "round {round}: a killed runtime is still running"
-        );
-    }
-}
