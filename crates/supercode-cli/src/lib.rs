@@ -271,7 +271,9 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
     let locations = supercode_core::Locations::from_env()?;
     let core = Supercode::without_events(locations);
     match command {
-        Command::List { json } => output::print_list(&core.snapshot_with_states().await, json),
+        Command::List { json } => {
+            output::print_list(&core.reconcile_and_snapshot_with_states().await, json)
+        }
         Command::Forget { id } => {
             core.forget(&id)?;
             println!("Forgot {id}.");

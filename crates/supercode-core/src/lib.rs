@@ -196,8 +196,8 @@ impl Supercode {
         self.snapshot()
     }
 
-    /// The whole inventory read now, whether or not a watcher runs. Reading reconciles: receipts
-    /// of dead processes are removed.
+    /// The whole inventory read now, whether or not a watcher runs. A pure read: nothing on disk
+    /// changes (a dead process's receipt is not listed, and is left for reconciliation).
     pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = inventory::snapshot(&self.locations, &self.approvals);
         self.proxies.retain_live(&snapshot);
@@ -207,12 +207,24 @@ impl Supercode {
 
     /// The whole inventory with every running runtime's agent state read once (a concurrent
     /// `GET` per runtime, bounded by [`agents::ONE_SHOT_TIMEOUT`]): for a process that does not
-    /// [`Supercode::watch`], like the CLI's `list`.
+    /// [`Supercode::watch`], like the CLI's `act`. A pure read, like [`Supercode::snapshot`].
     pub async fn snapshot_with_states(&self) -> Snapshot {
+        self.read_with_states(false).await
+    }
+
+    /// What the CLI's `list` shows: the receipt directory reconciled (the explicit step: receipts
+    /// of exited processes removed with their tokens, foreign receipts adopted), then the
+    /// inventory with every running runtime's agent state, as [`Supercode::snapshot_with_states`]
+    /// gives it, from the same one read of the directory.
+    pub async fn reconcile_and_snapshot_with_states(&self) -> Snapshot {
+        self.read_with_states(true).await
+    }
+
+    async fn read_with_states(&self, reconcile: bool) -> Snapshot {
         let (locations, approvals) = (self.locations.clone(), self.approvals.clone());
         // Reads receipts, the catalog and (for the tokens) the keychain: off the async workers.
         let (mut snapshot, files) = tokio::task::spawn_blocking(move || {
-            inventory::snapshot_with_receipts(&locations, &approvals)
+            inventory::snapshot_with_receipts(&locations, &approvals, reconcile)
         })
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));

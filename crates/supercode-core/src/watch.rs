@@ -11,6 +11,10 @@
 //! to one receipt costs one receipt's read whatever the directory holds. It reads everything again
 //! at start, on the tick, when events may have been lost, and when a watched directory itself
 //! was created, deleted or replaced.
+//!
+//! Reading changes nothing on disk. Each pass then reconciles what it read
+//! ([`Sources::reconcile`]): the one place in the app where the receipts of processes that exited
+//! are removed and foreign receipts adopted. What it removed is how the pass learns of deaths.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;
@@ -253,7 +257,6 @@ async fn run(
     agents: Option<Arc<Agents>>,
     cancel: CancellationToken,
 ) {
-    locations.receipts.record_reaped();
     let (tx, mut rx) = unbounded_channel();
     let mut dirs = DirWatch::new(&locations, tx.clone());
     let mut exits = ExitWatch::default();
@@ -356,43 +359,37 @@ fn pass(
 ) -> (Snapshot, Vec<String>, Option<BTreeSet<String>>) {
     let mut died;
     let mut reread = None;
-    // Receipts another read in this process removed since the last pass because their process
-    // had exited (an agent subscription retrying its dead runtime, an attach, a full read): each
-    // was that runtime's last trace, gone before this pass could judge it.
-    let mut removed: Vec<String> = locations
-        .receipts
-        .take_reaped()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let current = match sources.take() {
+    let mut current = match sources.take() {
         Some(mut current) if !changes.full => {
             let plan = Plan::new(&current, changes.receipts, changes.canon, &changes.exited);
             died = died_before_rescan(locations, last, &changes.exited, |r| plan.touches(r));
-            match plan.apply(locations, &mut current, &mut removed) {
+            match plan.apply(locations, &mut current) {
                 Ok(()) => {
                     reread = Some(plan.files);
                     current
                 }
                 Err(FullReadNeeded) => {
-                    // The rest is judged as a full read would, before that read removes anything.
+                    // The rest is judged as a full read would be.
                     died.extend(died_before_rescan(locations, last, &changes.exited, |r| {
                         !plan.touches(r)
                     }));
-                    read_all(locations, &mut removed)
+                    Sources::read(locations)
                 }
             }
         }
         _ => {
             died = died_before_rescan(locations, last, &changes.exited, |_| true);
-            read_all(locations, &mut removed)
+            Sources::read(locations)
         }
     };
+    // The explicit cleanup step: reads change nothing, so this is where the receipts of
+    // processes that exited go, and the only place in the app that removes them (an attach, an
+    // action or a subscription only reads). What it removed is how the watcher learns of deaths.
+    let removed = current.reconcile(locations);
     let snapshot = current.snapshot(locations, approvals);
     *sources = Some(current);
-    // A runtime seen running whose receipt this very pass (or another read since the last one)
-    // removed because its process had exited also died, even if its pidfd has not cued yet (it
-    // raced the pass).
+    // A runtime seen running whose receipt this pass removed because its process had exited
+    // also died, even if its pidfd has not cued yet (it raced the pass).
     if let Some(last) = last {
         let removed: HashSet<&str> = removed.iter().map(String::as_str).collect();
         for runtime in &last.runtimes {
@@ -409,12 +406,6 @@ fn pass(
         }
     }
     (snapshot, died, reread)
-}
-
-fn read_all(locations: &Locations, removed: &mut Vec<String>) -> Sources {
-    let (sources, exited) = Sources::read(locations);
-    removed.extend(exited);
-    sources
 }
 
 /// What an incremental pass re-reads.
@@ -453,16 +444,9 @@ impl Plan {
         }
     }
 
-    fn apply(
-        &self,
-        locations: &Locations,
-        sources: &mut Sources,
-        removed: &mut Vec<String>,
-    ) -> Result<(), FullReadNeeded> {
+    fn apply(&self, locations: &Locations, sources: &mut Sources) -> Result<(), FullReadNeeded> {
         for name in &self.files {
-            if let Some(endpoint) = sources.refresh_receipt(locations, name)? {
-                removed.push(endpoint);
-            }
+            sources.refresh_receipt(locations, name)?;
         }
         if self.canon {
             sources.reread_canon(locations);
@@ -472,11 +456,12 @@ impl Plan {
 }
 
 /// Runtimes whose process exited while their record still said running: they died rather than
-/// unregistering. Checked before the pass reads anything, as reading removes dead receipts, and
+/// unregistering. Checked before the pass reconciles, as reconciling removes dead receipts, and
 /// only for the runtimes `judged` picks (those the pass re-reads). A process counts as exited
 /// when its pidfd said so or when it is gone now: a pass started for another reason (a file
-/// event, the tick) may read the receipt before the exit cue arrives, and it would remove the
-/// receipt without the death being told.
+/// event, the tick) may read the receipt before the exit cue arrives. This also tells the death
+/// of a runtime whose pid another process took (its receipt is then stale, not removed) and of a
+/// catalog entry's process.
 fn died_before_rescan(
     locations: &Locations,
     last: Option<&Snapshot>,

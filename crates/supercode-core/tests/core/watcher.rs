@@ -115,12 +115,13 @@ fn a_sigkilled_runtime_leaves_the_inventory_via_its_pidfd_before_the_tick_and_is
     );
 }
 
-/// Any read removes a dead process's receipt, and the removal is that death's only trace: here
-/// a full read of this process's own (what an agent subscription retrying its runtime, an attach
-/// or a `list` does) removes it right after the kill, inside the watcher's 15 ms debounce, so the
-/// watcher's pass finds the receipt already gone. The death must still be told, once.
+/// Issue 30: a read is a read. A read in the app (what an agent subscription retrying its
+/// runtime, an attach or the window's snapshot does) right after a kill, inside the watcher's
+/// 15 ms debounce, does not list the dead runtime and leaves its receipt alone; the watcher's own
+/// reconciliation removes it and tells the death, once. (Before, any read removed the receipt,
+/// and a side channel told the watcher who removed what.)
 #[test]
-fn a_death_is_told_when_another_read_removed_the_receipt_first() {
+fn a_read_leaves_a_dead_runtimes_receipt_to_the_watcher_which_tells_the_death_once() {
     let fx = Fixture::new();
     let mut runtime = RuntimeProcess::start(&fx, "doomed");
     let endpoint: live_runtime::LiveRuntimeEndpoint = runtime.endpoint.parse().unwrap();
@@ -137,10 +138,6 @@ fn a_death_is_told_when_another_read_removed_the_receipt_first() {
         find(&read, &runtime.endpoint).is_none(),
         "the read lists the dead runtime"
     );
-    assert!(
-        !fx.receipts().receipt_path(&endpoint).exists(),
-        "the read removed the dead runtime's receipt"
-    );
     events.wait_for_snapshot("the dead runtime to leave", TIMEOUT, |s| {
         find(s, &runtime.endpoint).is_none()
     });
@@ -150,6 +147,10 @@ fn a_death_is_told_when_another_read_removed_the_receipt_first() {
         vec!["doomed".to_owned()],
         "events: {}",
         events.summary()
+    );
+    assert!(
+        !fx.receipts().receipt_path(&endpoint).exists(),
+        "the watcher's reconciliation removed the dead runtime's receipt"
     );
 }
 
