@@ -383,8 +383,9 @@ fn pass(
         }
     };
     // The explicit cleanup step: reads change nothing, so this is where the receipts of
-    // processes that exited go, and the only place in the app that removes them (an attach, an
-    // action or a subscription only reads). What it removed is how the watcher learns of deaths.
+    // processes that exited go, the only place in the app that removes them unasked (an attach,
+    // an action or a subscription only reads; forget removes the one it is asked to). What it
+    // removed is how the watcher learns of deaths.
     let removed = current.reconcile(locations);
     let snapshot = current.snapshot(locations, approvals);
     *sources = Some(current);
