@@ -132,10 +132,6 @@ fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
 
     let watch: WatchHandle = core.watch();
     app.manage(watch);
-    // `supercode-tray list` asks this app for what the tray shows instead of reading every file.
-    spawn_tracked(app, |app| async move {
-        supercode_cli::control::serve(&app.state::<Supercode>()).await;
-    });
     tracing::info!(
         runtimes = snapshot.runtimes.len(),
         pending = snapshot.pending.len(),

@@ -5,8 +5,9 @@
 //! temp directory, and panics when an invariant breaks. The invariants go beyond "does not
 //! panic":
 //!
-//! - **receipt** ([`ReceiptTarget`]): `read_receipt` never errors on a file in a valid directory;
-//!   a refused file is left byte-for-byte unchanged; a listed receipt names its file's endpoint,
+//! - **receipt** ([`ReceiptTarget`]): `read_receipt` never errors on a file in a valid directory
+//!   and leaves it byte-for-byte unchanged; neither does `reconcile_receipt`, which also leaves a
+//!   refused file byte-for-byte unchanged; a listed receipt names its file's endpoint,
 //!   no longer carries an inline token (it was adopted into the secret store, which now holds it)
 //!   and reads back the same the second time; a receipt whose process is gone is removed; no
 //!   reason or `Debug` output ever contains the receipt's token or address.
@@ -39,8 +40,8 @@ use canon_local::{
     LocalRuntimeCatalogEntry, LockStatus,
 };
 use live_runtime::{
-    read_receipt, secret_account, LiveRuntimeEndpoint, ProcessIdentity, ReceiptDir, ReceiptScan,
-    SecretStore,
+    read_receipt, reconcile_receipt, secret_account, LiveRuntimeEndpoint, ProcessIdentity,
+    ReceiptDir, ReceiptScan, SecretStore,
 };
 use serde_json::Value;
 
@@ -244,7 +245,15 @@ impl Target for ReceiptTarget {
             .and_then(Value::as_str)
             .map(str::to_owned);
 
-        let scan = read_receipt(&self.dir, &self.name).expect("read_receipt failed on a valid dir");
+        let read = read_receipt(&self.dir, &self.name).expect("read_receipt failed on a valid dir");
+        assert_no_secret("ReceiptScan Debug", &format!("{read:?}"), &secrets);
+        assert_eq!(
+            fs::read(&self.path).expect("a read removed the file"),
+            bytes,
+            "a read changed the file"
+        );
+        let scan = reconcile_receipt(&self.dir, &self.name)
+            .expect("reconcile_receipt failed on a valid dir");
         let outcome = match &scan {
             ReceiptScan::Listed(_) if inline_token.is_some() => 1,
             ReceiptScan::Listed(_) => 0,

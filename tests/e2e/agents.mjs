@@ -50,10 +50,9 @@ export function runCli(t, args, { transcript } = {}) {
   });
 }
 
-/** `supercode-tray list --json`, parsed; with `{ scan: true }`, `list --json --scan` (read by the
- *  CLI itself, even while the app runs and would answer). */
+/** `supercode-tray list --json`, parsed. */
 export async function listJson(t, options) {
-  const args = ['list', '--json', ...(options?.scan ? ['--scan'] : [])];
+  const args = ['list', '--json'];
   const { code, stdout, stderr } = await runCli(t, args, options);
   if (code !== 0) throw new Error(`list --json exited ${code}: ${stderr.trim()}`);
   return JSON.parse(stdout);

@@ -47,7 +47,7 @@ pub enum Role {
         send: String,
     },
     /// Connect to the Unix socket at the path, send the bytes, and report every byte that came
-    /// back (the tray app's control socket: `supercode_cli::control`).
+    /// back (a session host's hook socket, `agent-hooks`).
     TalkUnix {
         /// The socket's path.
         path: PathBuf,

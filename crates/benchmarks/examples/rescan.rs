@@ -45,8 +45,9 @@ fn main() {
     let locations = Locations::from_env().expect("the app's locations");
     let approvals = ApprovalBoard::default();
 
-    // The first read removes dead receipts; it also warms the page cache.
-    let (first, exited) = Sources::read(&locations);
+    // The first read is reconciled, which removes dead receipts; it also warms the page cache.
+    let mut first = Sources::read(&locations);
+    let exited = first.reconcile(&locations);
     let listed = first.snapshot(&locations, &approvals).runtimes.len();
     drop(first);
 
@@ -55,7 +56,7 @@ fn main() {
     let mut floor: Vec<Duration> = Vec::with_capacity(reps);
     for _ in 0..reps {
         let started = Instant::now();
-        let (sources, _) = Sources::read(&locations);
+        let sources = Sources::read(&locations);
         let snapshot = sources.snapshot(&locations, &approvals);
         samples.push(started.elapsed());
         assert_eq!(
@@ -74,15 +75,15 @@ fn main() {
 
     // Kept one, then two: the second read's passing garbage reuses what the first one freed, so
     // the difference is what one kept `Sources` holds.
-    let (one, _) = Sources::read(&locations);
+    let one = Sources::read(&locations);
     let before = rss_kib();
-    let (two, _) = Sources::read(&locations);
+    let two = Sources::read(&locations);
     let after = rss_kib();
     let files = std::fs::read_dir(locations.receipts.path())
         .map(|dir| dir.count())
         .unwrap_or(0);
     println!(
-        "receipt files {files}, runtimes listed {listed}, removed as dead by the first read {}",
+        "receipt files {files}, runtimes listed {listed}, removed as dead by the first reconciliation {}",
         exited.len()
     );
     println!(

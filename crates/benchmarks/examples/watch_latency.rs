@@ -182,7 +182,7 @@ fn scale_run(sizes: &[usize], trials: usize) {
         let full_read = median_time(COST_REPS, || {
             std::hint::black_box(inventory::snapshot(&locations, &approvals));
         });
-        let (sources, _) = Sources::read(&locations);
+        let sources = Sources::read(&locations);
         let rebuild = median_time(COST_REPS, || {
             std::hint::black_box(sources.snapshot(&locations, &approvals));
         });

@@ -4,8 +4,10 @@
 //! it links this crate and calls [`register_live_runtime`]: the bearer token goes into the
 //! [`SecretStore`] (the OS keychain, or the opt-in plaintext file store) and a small JSON
 //! *receipt* describing the runtime appears in the [`ReceiptDir`]. The tray lists those receipts
-//! ([`list_live_runtimes`]), resolves one into an address + token ([`resolve_live_runtime`]) and
-//! forgets stale ones ([`forget_live_runtime`]).
+//! ([`list_live_runtimes`], which reconciles: dead processes' receipts are removed, foreign ones
+//! adopted), resolves one into an address + token ([`resolve_live_runtime`], a pure read) and
+//! forgets stale ones ([`forget_live_runtime`]). Reads change nothing on disk; reconciliation is
+//! its own step ([`reconcile_receipt`], [`ReceiptFiles::reconcile`]).
 //!
 //! A browser-facing host may reveal the opaque [`LiveRuntimeEndpoint`], but never the HTTP bearer
 //! token or the loopback address: those only exist as [`Sensitive`] values inside
@@ -39,7 +41,7 @@ pub mod test_support;
 pub use process::{effective_uid, pid_exists, ProcessIdentity};
 pub use receipt::{
     discover_live_runtime, find_live_runtime, forget_live_runtime, list_live_runtimes,
-    read_receipt, register_live_runtime, register_live_runtime_for_process,
+    read_receipt, reconcile_receipt, register_live_runtime, register_live_runtime_for_process,
     register_live_runtime_with_metadata, resolve_live_runtime, secret_account, DirRefused,
     IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeMetadata,
     LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeRegistration, LiveRuntimeSource,

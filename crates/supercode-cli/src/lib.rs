@@ -28,7 +28,6 @@ use supercode_core::view::{PendingState, PendingView};
 use supercode_core::{CoreError, Supercode};
 
 mod agents;
-pub mod control;
 mod demo;
 mod hooks;
 pub mod launch;
@@ -78,10 +77,6 @@ pub enum Command {
         /// Print the documented JSON object instead of a table.
         #[arg(long)]
         json: bool,
-        /// Read the receipt files in this process even when the tray app runs (by default the
-        /// running app answers: what the tray shows, at once at any scale).
-        #[arg(long)]
-        scan: bool,
     },
     /// Remove a stale runtime receipt (and its keychain entry); nothing else is touched.
     Forget {
@@ -323,16 +318,8 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
     let locations = supercode_core::Locations::from_env()?;
     let core = Supercode::without_events(locations);
     match command {
-        Command::List { json, scan } => {
-            let answered = if scan {
-                None
-            } else {
-                control::ask_app(core.locations(), json).await
-            };
-            match answered {
-                Some(text) => output::print_rendered(&text),
-                None => output::print_list(&core.snapshot_with_states().await, json),
-            }
+        Command::List { json } => {
+            output::print_list(&core.reconcile_and_snapshot_with_states().await, json)
         }
         Command::Forget { id } => {
             core.forget(&id)?;

@@ -41,119 +41,23 @@ pub fn print_list(snapshot: &Snapshot, json: bool) {
     emit(&render_list(snapshot, json));
 }
 
-/// `list --json` as rendered for one snapshot, kept so that the next render copies the text of
-/// every runtime whose view did not change: at 10,000 runtimes the document is 10 MB, and a
-/// change touches one runtime. What the app answers `list` with (`control`).
-pub struct JsonList {
-    snapshot: std::sync::Arc<Snapshot>,
-    /// The document, as [`render_list`] renders it.
-    pub text: std::sync::Arc<String>,
-    /// Where each of `snapshot.runtimes` is in `text`.
-    spans: Vec<std::ops::Range<usize>>,
-}
-
-/// How far `to_string_pretty` indents a runtime of `list --json`: two levels deep (the
-/// document, then its `runtimes` array).
-const RUNTIME_INDENT: &str = "    ";
-/// A newline inside a runtime's text, followed by that indent.
-const RUNTIME_NEWLINE: &str = "\n    ";
-
-impl JsonList {
-    /// The document for `snapshot`, the same bytes as `render_list(snapshot, true)`, reusing the
-    /// text of `previous` for every runtime whose view is unchanged.
-    pub fn render(snapshot: std::sync::Arc<Snapshot>, previous: Option<&JsonList>) -> Self {
-        let (head, tail) = match serde_json::to_string_pretty(&list_json(&snapshot, &[])) {
-            Ok(text) => match json_safe(&text).split_once(EMPTY_RUNTIMES) {
-                Some((head, tail)) => (head.to_owned(), tail.to_owned()),
-                None => unreachable!("the document always has its runtimes"),
-            },
-            Err(e) => {
-                eprintln!("error: could not encode JSON: {e}");
-                return Self {
-                    snapshot,
-                    text: std::sync::Arc::default(),
-                    spans: Vec::new(),
-                };
-            }
-        };
-        let reusable: std::collections::HashMap<&str, usize> = previous
-            .map(|p| {
-                p.snapshot
-                    .runtimes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| (r.id.as_str(), i))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut out = String::with_capacity(previous.map_or(0, |p| p.text.len()) + 4096);
-        let mut spans = Vec::with_capacity(snapshot.runtimes.len());
-        out.push_str(&head);
-        if snapshot.runtimes.is_empty() {
-            out.push_str(EMPTY_RUNTIMES);
-        } else {
-            out.push_str(RUNTIMES_OPEN);
-            for (i, runtime) in snapshot.runtimes.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(",\n");
-                }
-                out.push_str(RUNTIME_INDENT);
-                let start = out.len();
-                let kept = previous
-                    .zip(reusable.get(runtime.id.as_str()))
-                    .filter(|(previous, &at)| previous.snapshot.runtimes[at] == *runtime);
-                match kept {
-                    Some((previous, &at)) => {
-                        out.push_str(&previous.text[previous.spans[at].clone()])
-                    }
-                    // JSON strings hold no raw newline, so every newline starts a line.
-                    None => match serde_json::to_string_pretty(runtime) {
-                        Ok(text) => out.push_str(&json_safe(&text).replace('\n', RUNTIME_NEWLINE)),
-                        Err(e) => eprintln!("error: could not encode JSON: {e}"),
-                    },
-                }
-                spans.push(start..out.len());
-            }
-            out.push_str(RUNTIMES_CLOSE);
-        }
-        out.push_str(&tail);
-        out.push('\n');
-        Self {
-            snapshot,
-            text: std::sync::Arc::new(out),
-            spans,
-        }
-    }
-
-    /// The snapshot it was rendered for.
-    pub fn snapshot(&self) -> &std::sync::Arc<Snapshot> {
-        &self.snapshot
-    }
-}
-
-/// The document's `runtimes` when empty, as `to_string_pretty` writes it; it is found after a
-/// newline, which no JSON string holds, so nowhere else.
-const EMPTY_RUNTIMES: &str = "\n  \"runtimes\": []";
-const RUNTIMES_OPEN: &str = "\n  \"runtimes\": [\n";
-const RUNTIMES_CLOSE: &str = "\n  ]";
-
-fn list_json<'a>(snapshot: &'a Snapshot, runtimes: &'a [RuntimeView]) -> ListJson<'a> {
+fn list_json(snapshot: &Snapshot) -> ListJson<'_> {
     ListJson {
         version: LIST_JSON_VERSION,
         receipt_dir: &snapshot.receipt_dir,
         canon_home: &snapshot.canon_home,
         secret_store: &snapshot.secret_store,
-        runtimes,
+        runtimes: &snapshot.runtimes,
         ignored: &snapshot.ignored,
         warnings: &snapshot.warnings,
     }
 }
 
-/// What [`print_list`] prints (the app renders it too, to answer `list`: `control`).
-pub fn render_list(snapshot: &Snapshot, json: bool) -> String {
+/// What [`print_list`] prints.
+fn render_list(snapshot: &Snapshot, json: bool) -> String {
     let mut out = String::new();
     if json {
-        print_json(&mut out, &list_json(snapshot, &snapshot.runtimes));
+        print_json(&mut out, &list_json(snapshot));
         return out;
     }
     if snapshot.runtimes.is_empty() {
@@ -197,11 +101,6 @@ pub fn render_list(snapshot: &Snapshot, json: bool) -> String {
         visible(&snapshot.secret_store.description)
     );
     out
-}
-
-/// Prints text another process rendered with [`render_list`].
-pub fn print_rendered(text: &str) {
-    emit(text);
 }
 
 /// The agent's state as the API names it (`needs-approval`...), `-` for a runtime not running.
@@ -330,94 +229,4 @@ pub fn read_yes() -> Result<bool, CliError> {
         })?;
     let answer = answer.trim();
     Ok(answer.eq_ignore_ascii_case("y") || answer.eq_ignore_ascii_case("yes"))
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use supercode_core::view::{
-        ActionAvailability, IgnoredFile, IgnoredLocation, RuntimeOrigin, RuntimeStatus,
-        SecretStoreKindView, SecretStoreView, SnapshotCounts, SourceView,
-    };
-
-    use super::*;
-
-    fn runtime(name: &str) -> RuntimeView {
-        RuntimeView {
-            id: format!("lre_{name}"),
-            endpoint: Some(format!("lre_{name}")),
-            runtime_id: format!("demo:{name}"),
-            catalog_id: None,
-            source: Some(SourceView {
-                session_id: "s".into(),
-                workspace: "/w/\"quoted\"\n\u{1b}[31m\\".into(),
-            }),
-            name: name.into(),
-            kind: "demo".into(),
-            workspace: None,
-            workspace_roots: vec!["/a".into(), "/b".into()],
-            profile: None,
-            agent_name: None,
-            status: RuntimeStatus::Running,
-            status_reason: None,
-            since: Some("2026-12-02T19:00:00.000Z".into()),
-            pid: Some(4242),
-            attach: ActionAvailability::yes(),
-            forget: ActionAvailability::no("it is running"),
-            revive: ActionAvailability::no("it is running"),
-            launch_command: Some(Vec::new()),
-            origin: RuntimeOrigin::Receipt,
-            catalog_status: None,
-            revive_capability: None,
-            state: None,
-        }
-    }
-
-    fn snapshot(runtimes: Vec<RuntimeView>) -> Arc<Snapshot> {
-        Arc::new(Snapshot {
-            counts: SnapshotCounts::of(&runtimes, &[]),
-            runtimes,
-            ignored: vec![IgnoredFile {
-                location: IgnoredLocation::Receipts,
-                file: "x.json".into(),
-                reason: "\"runtimes\": [] is not a receipt".into(),
-            }],
-            warnings: Vec::new(),
-            pending: Vec::new(),
-            secret_store: SecretStoreView {
-                kind: SecretStoreKindView::File,
-                description: "a file".into(),
-            },
-            first_run: false,
-            receipt_dir: "/r/\n  \"runtimes\": []".into(),
-            canon_home: "/c".into(),
-        })
-    }
-
-    /// The answer the app renders piecewise is, byte for byte, what the command prints itself,
-    /// after any change: runtimes changed, added, removed, reordered, none.
-    #[test]
-    fn a_json_list_rendered_from_the_last_one_is_the_same_document() {
-        let names = |names: &[&str]| names.iter().map(|n| runtime(n)).collect::<Vec<_>>();
-        let mut changed = names(&["a", "b", "c"]);
-        changed[1].name = "b renamed".into();
-        changed[2].state = None;
-        changed[2].pid = Some(7);
-        let steps = [
-            snapshot(Vec::new()),
-            snapshot(names(&["a", "b", "c"])),
-            snapshot(changed),
-            snapshot(names(&["c", "a", "d"])),
-            snapshot(names(&["c"])),
-            snapshot(Vec::new()),
-            snapshot(names(&["e", "f"])),
-        ];
-        let mut last: Option<JsonList> = None;
-        for step in steps {
-            let list = JsonList::render(step.clone(), last.as_ref());
-            assert_eq!(*list.text, render_list(&step, true));
-            last = Some(list);
-        }
-    }
 }

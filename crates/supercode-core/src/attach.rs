@@ -187,9 +187,9 @@ pub(crate) fn find_record(
     id: &str,
 ) -> Result<LiveRuntimeRecord, CoreError> {
     if let Ok(endpoint) = id.parse::<LiveRuntimeEndpoint>() {
-        // A receipt is saved as `<endpoint>.json`: read that one file, with every check and
-        // reconciliation a listing makes of it, not the whole directory (an attach would
-        // otherwise cost one file read per runtime).
+        // A receipt is saved as `<endpoint>.json`: read that one file, with every check a
+        // listing makes of it, not the whole directory (an attach would otherwise cost one file
+        // read per runtime). A read: a dead process's receipt is left for reconciliation.
         let file_name = format!("{}.json", endpoint.as_str());
         return match live_runtime::read_receipt(receipts, &file_name)? {
             ReceiptScan::Listed(record) => Ok(record),

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use canon_local::{LocalRuntimeStatus, LockStatus, ReviveCapability};
-use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, ReceiptFiles, ReceiptScan};
+use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, ReceiptFiles};
 
 use crate::approvals::ApprovalBoard;
 use crate::revive::ReviveBlocker;
@@ -51,26 +51,33 @@ pub struct CatalogRuntime {
     pub last_error: Option<String>,
 }
 
-/// Builds the whole snapshot. Never fails: what cannot be read is reported in `ignored`.
+/// Builds the whole snapshot, changing nothing on disk. Never fails: what cannot be read is
+/// reported in `ignored`.
 pub fn snapshot(locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
-    Sources::read(locations).0.snapshot(locations, approvals)
+    Sources::read(locations).snapshot(locations, approvals)
 }
 
 /// [`snapshot`], with the receipt directory as it was read for it (`None` when the directory
 /// itself could not be read): what a one-shot read of the agents' states starts from, so that
-/// no receipt is read twice.
+/// no receipt is read twice. With `reconcile`, the directory is reconciled
+/// ([`Sources::reconcile`]) between the read and the snapshot, what `list` does.
 pub fn snapshot_with_receipts(
     locations: &Locations,
     approvals: &ApprovalBoard,
+    reconcile: bool,
 ) -> (Snapshot, Option<ReceiptFiles>) {
-    let (sources, _) = Sources::read(locations);
+    let mut sources = Sources::read(locations);
+    if reconcile {
+        sources.reconcile(locations);
+    }
     let snapshot = sources.snapshot(locations, approvals);
     (snapshot, sources.receipts.ok())
 }
 
 /// Everything a snapshot is built from, as last read from disk. [`snapshot`] reads it all afresh
 /// each time; the watcher keeps one, re-reads only the files that changed and builds each snapshot
-/// from memory ([`Sources::snapshot`]).
+/// from memory ([`Sources::snapshot`]). Reading changes nothing; [`Sources::reconcile`] is the
+/// explicit step that cleans the receipt directory up.
 #[derive(Clone, Debug)]
 pub struct Sources {
     /// The receipt directory file by file, or why it cannot be read at all.
@@ -105,33 +112,40 @@ struct PendingEntry {
 }
 
 impl Sources {
-    /// Reads every source. Also returns the endpoints whose receipts this read removed because
-    /// their process had exited (runtimes that died without unregistering; the watcher reports
-    /// them).
-    pub fn read(locations: &Locations) -> (Self, Vec<String>) {
-        let (receipts, exited) = read_receipts(locations);
-        let sources = Self {
-            receipts,
+    /// Reads every source, changing nothing.
+    pub fn read(locations: &Locations) -> Self {
+        Self {
+            receipts: read_receipts(locations),
             canon: CanonSources::read(locations),
-        };
-        (sources, exited)
+        }
     }
 
-    /// Re-reads one file of the receipt directory (by bare name) after a change to it. Returns the
-    /// endpoint whose receipt this read removed because its process had exited, if it did.
+    /// Reconciles the receipt directory as read ([`ReceiptFiles::reconcile`]): removes the
+    /// receipts of processes that exited and adopts foreign receipts. Returns the endpoints whose
+    /// receipts it removed: runtimes that died without unregistering (the watcher tells them).
+    /// The explicit step that the watcher's pass and `list` take; nothing else cleans up.
+    pub fn reconcile(&mut self, locations: &Locations) -> Vec<String> {
+        match &mut self.receipts {
+            Ok(files) => files
+                .reconcile(&locations.receipts)
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Re-reads one file of the receipt directory (by bare name) after a change to it.
     pub(crate) fn refresh_receipt(
         &mut self,
         locations: &Locations,
         file_name: &str,
-    ) -> Result<Option<String>, FullReadNeeded> {
+    ) -> Result<(), FullReadNeeded> {
         let files = self.receipts.as_mut().map_err(|_| FullReadNeeded)?;
-        match files.refresh(&locations.receipts, file_name) {
-            Ok(ReceiptScan::Exited { .. }) => {
-                Ok(Some(file_name.trim_end_matches(".json").to_owned()))
-            }
-            Ok(_) => Ok(None),
-            Err(_) => Err(FullReadNeeded),
-        }
+        files
+            .refresh(&locations.receipts, file_name)
+            .map(|_| ())
+            .map_err(|_| FullReadNeeded)
     }
 
     /// Re-reads `$CANON_HOME` (catalog entries, their derived state, pending registrations).
@@ -213,18 +227,12 @@ impl Sources {
 #[derive(Debug)]
 pub(crate) struct FullReadNeeded;
 
-fn read_receipts(locations: &Locations) -> (Result<ReceiptFiles, IgnoredFile>, Vec<String>) {
-    match ReceiptFiles::scan(&locations.receipts) {
-        Ok((files, exited)) => (Ok(files), exited.iter().map(ToString::to_string).collect()),
-        Err(e) => (
-            Err(IgnoredFile {
-                location: IgnoredLocation::Receipts,
-                file: locations.receipts.path().display().to_string(),
-                reason: e.to_string(),
-            }),
-            Vec::new(),
-        ),
-    }
+fn read_receipts(locations: &Locations) -> Result<ReceiptFiles, IgnoredFile> {
+    ReceiptFiles::scan(&locations.receipts).map_err(|e| IgnoredFile {
+        location: IgnoredLocation::Receipts,
+        file: locations.receipts.path().display().to_string(),
+        reason: e.to_string(),
+    })
 }
 
 impl CanonSources {

@@ -47,8 +47,8 @@ use view::{ActOutcome, PendingView, ReviveOutcome, RevivePlanView, Snapshot};
 /// Something the shell may want to show the user.
 #[derive(Clone, Debug)]
 pub enum CoreEvent {
-    /// The inventory changed; here is all of it. Shared: the watcher, the tray, the window's
-    /// event and `list`'s answer hold one copy (at 10,000 runtimes a copy is megabytes).
+    /// The inventory changed; here is all of it. Shared: the watcher, the tray and the window's
+    /// event hold one copy (at 10,000 runtimes a copy is megabytes).
     Snapshot(Arc<Snapshot>),
     /// A live runtime's process exited without unregistering.
     RuntimeDied {
@@ -199,32 +199,8 @@ impl Supercode {
         self.snapshot()
     }
 
-    /// [`Supercode::current`] once the running watcher has taken in every change cued before the
-    /// call (a receipt written or removed, a process exited): what a caller gets that must not
-    /// miss a runtime registered just before it asked, like the CLI's `list` answered by the
-    /// app. `None` when no watcher runs, or it did not get there within `wait`.
-    pub async fn caught_up(&self, wait: std::time::Duration) -> Option<Arc<Snapshot>> {
-        if self.watching.running.load(Ordering::SeqCst) == 0 {
-            return None;
-        }
-        let running: Vec<u32> = self
-            .watching
-            .latest()
-            .as_ref()
-            .map_or_else(Vec::new, |last| {
-                last.runtimes
-                    .iter()
-                    .filter(|r| r.status == view::RuntimeStatus::Running)
-                    .filter_map(|r| r.pid)
-                    .collect()
-            });
-        let catch_up = self.watching.requests.catch_up(&self.locations, running);
-        tokio::time::timeout(wait, catch_up).await.ok()?;
-        self.watching.latest().clone()
-    }
-
-    /// The whole inventory read now, whether or not a watcher runs. Reading reconciles: receipts
-    /// of dead processes are removed.
+    /// The whole inventory read now, whether or not a watcher runs. A pure read: nothing on disk
+    /// changes (a dead process's receipt is not listed, and is left for reconciliation).
     pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = inventory::snapshot(&self.locations, &self.approvals);
         self.proxies.retain_live(&snapshot);
@@ -234,12 +210,24 @@ impl Supercode {
 
     /// The whole inventory with every running runtime's agent state read once (a concurrent
     /// `GET` per runtime, bounded by [`agents::ONE_SHOT_TIMEOUT`]): for a process that does not
-    /// [`Supercode::watch`], like the CLI's `list`.
+    /// [`Supercode::watch`], like the CLI's `act`. A pure read, like [`Supercode::snapshot`].
     pub async fn snapshot_with_states(&self) -> Snapshot {
+        self.read_with_states(false).await
+    }
+
+    /// What the CLI's `list` shows: the receipt directory reconciled (the explicit step: receipts
+    /// of exited processes removed with their tokens, foreign receipts adopted), then the
+    /// inventory with every running runtime's agent state, as [`Supercode::snapshot_with_states`]
+    /// gives it, from the same one read of the directory.
+    pub async fn reconcile_and_snapshot_with_states(&self) -> Snapshot {
+        self.read_with_states(true).await
+    }
+
+    async fn read_with_states(&self, reconcile: bool) -> Snapshot {
         let (locations, approvals) = (self.locations.clone(), self.approvals.clone());
         // Reads receipts, the catalog and (for the tokens) the keychain: off the async workers.
         let (mut snapshot, files) = tokio::task::spawn_blocking(move || {
-            inventory::snapshot_with_receipts(&locations, &approvals)
+            inventory::snapshot_with_receipts(&locations, &approvals, reconcile)
         })
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));

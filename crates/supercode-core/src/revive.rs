@@ -260,7 +260,8 @@ pub struct ReviveRequest {
 /// Works out what revive would run for `id`, refusing with a clear message when it must not.
 pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
     let snapshot_entries = inventory::catalog_runtimes(locations).0;
-    let list = live_runtime::list_live_runtimes(&locations.receipts)?;
+    // A read: planning changes nothing on disk.
+    let list = live_runtime::ReceiptFiles::scan(&locations.receipts)?.list();
     let record = list.runtimes.iter().find(|r| r.endpoint.as_str() == id);
     let catalog_id = record
         .and_then(|r| r.metadata.canon_runtime_id.clone())
@@ -662,7 +663,7 @@ fn is_up(
     spawned_pid: u32,
     started_at: time::OffsetDateTime,
 ) -> bool {
-    if let Ok(list) = live_runtime::list_live_runtimes(&locations.receipts) {
+    if let Ok(list) = live_runtime::ReceiptFiles::scan(&locations.receipts).map(|f| f.list()) {
         let found = list.runtimes.iter().any(|r| {
             r.status == LiveRuntimeStatus::Running
                 && (r.pid == spawned_pid

@@ -11,17 +11,20 @@
 //! to one receipt costs one receipt's read whatever the directory holds. It reads everything again
 //! at start, on the tick, when events may have been lost, and when a watched directory itself
 //! was created, deleted or replaced.
+//!
+//! Reading changes nothing on disk. Each pass then reconciles what it read
+//! ([`Sources::reconcile`]): the one place in the app where the receipts of processes that exited
+//! are removed and foreign receipts adopted. What it removed is how the pass learns of deaths.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender, WeakUnboundedSender};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -36,9 +39,6 @@ use crate::{CoreEvent, EventSink, Locations};
 /// which is two or three events within a millisecond; 15 ms absorbs that and keeps the UI well
 /// inside its 100 ms budget.
 pub const DEBOUNCE: Duration = Duration::from_millis(15);
-
-/// How long a question waits for its barrier's file event before it goes on without it.
-const BARRIER_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The backstop rescan interval. On Linux every running pid has a pidfd and every directory a
 /// watch, so this only catches the rare lost event; elsewhere there is no pidfd, so process
@@ -155,191 +155,22 @@ impl Changes {
 /// are not published.
 pub type PassObserver = Box<dyn Fn(&Snapshot) + Send>;
 
-/// Asks a running watcher for a pass. An action that changed the inventory asks for a full one
-/// instead of publishing a snapshot of its own: the watcher stays the one publisher, so
-/// snapshots reach the shells in the order they were read. (A snapshot read by the action's
-/// thread could reach them after a newer one of the watcher's, which would then show the past
-/// until the next change.) A request made during a pass is kept for the next one.
+/// Asks a running watcher for a full pass as soon as it can take one. An action that changed
+/// the inventory asks for one instead of publishing a snapshot of its own: the watcher stays the
+/// one publisher, so snapshots reach the shells in the order they were read. (A snapshot read by
+/// the action's thread could reach them after a newer one of the watcher's, which would then
+/// show the past until the next change.) A request made during a pass is kept for the next one.
 #[derive(Clone, Debug, Default)]
-pub struct PassRequests(Arc<Requests>);
-
-#[derive(Debug, Default)]
-struct Requests {
-    full: Notify,
-    catch_up: Notify,
-    /// The number of the last pass begun (passes are numbered from 1).
-    begun: AtomicU64,
-    /// The number of the last pass ended.
-    ended: tokio::sync::watch::Sender<u64>,
-    /// Cues sent to the watcher ([`CueSender`]).
-    cued: AtomicU64,
-    /// Full passes asked for.
-    asked: AtomicU64,
-    /// What the last pass that ended had taken in when it began: how many cues, and how many
-    /// full passes had been asked for by the last full one. The snapshot published last holds it.
-    published: Mutex<(u64, u64)>,
-    /// Events seen in the barrier directory ([`barrier_dir`]), and whether it is watched.
-    barriers: tokio::sync::watch::Sender<u64>,
-    barrier_watched: std::sync::atomic::AtomicBool,
-    /// The running watcher's cue channel, for a question to cue the exits it finds itself
-    /// ([`PassRequests::catch_up`]). Weak: the watcher's end closes when the watcher stops.
-    exits: Mutex<Option<WeakUnboundedSender<Cue>>>,
-}
-
-/// The directory a question writes into before it is answered ([`PassRequests::catch_up`]): the
-/// watcher watches it on the same inotify instance as the receipt directory and `$CANON_HOME`,
-/// whose events come in order, so once this directory's event has come every change made before
-/// the question has been cued.
-pub fn barrier_dir(locations: &Locations) -> PathBuf {
-    locations.state_dir.join("watch-barrier")
-}
-
-impl Requests {
-    fn published(&self) -> std::sync::MutexGuard<'_, (u64, u64)> {
-        self.published.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+pub struct PassRequests(Arc<Notify>);
 
 impl PassRequests {
     /// Asks for a full pass (requests before it is taken count as one).
     pub fn request(&self) {
-        self.0.asked.fetch_add(1, Ordering::SeqCst);
-        self.0.full.notify_one();
-    }
-
-    /// Resolves once what the watcher published holds every change cued before the call (a file
-    /// event, a process exit, an action's request for a pass): at once when a pass that has
-    /// ended took every such cue in (even while another pass, the tick's say, is under way), else
-    /// once one that does has ended; with no pass under way it asks for one, which skips the
-    /// debounce and re-reads only what the cues name. Never resolves if no watcher runs: bound it.
-    ///
-    /// `running` are the pids the last published snapshot shows running. A process exit reaches
-    /// the watcher through its pidfd on the reactor, which is not ordered with the question, so
-    /// the question looks itself: each of them that no longer exists is cued as exited before
-    /// the cues are counted. (A pid already reused by another process is not caught here; its
-    /// pidfd's cue still comes, moments later.)
-    pub async fn catch_up(&self, locations: &Locations, running: impl IntoIterator<Item = u32>) {
-        let requests = &self.0;
-        self.barrier(locations).await;
-        self.cue_exits(running);
-        let mut ended = requests.ended.subscribe();
-        let cued = requests.cued.load(Ordering::SeqCst);
-        let asked = requests.asked.load(Ordering::SeqCst);
-        loop {
-            let begun = requests.begun.load(Ordering::SeqCst);
-            let last_ended = *ended.borrow_and_update();
-            let idle = last_ended == begun;
-            let (taken, asked_taken) = *requests.published();
-            if last_ended > 0 && taken >= cued && asked_taken >= asked {
-                return;
-            }
-            // The pass under way, or (when none is) the next one, which this asks for.
-            let awaited = if idle { begun + 1 } else { begun };
-            if idle {
-                requests.catch_up.notify_one();
-            }
-            let _ = ended.wait_for(|&last| last >= awaited).await;
-        }
-    }
-
-    /// Cues every pid of `running` that no longer exists as exited, through the watcher's
-    /// channel, counted like any cue. One signal-0 `kill` per pid: no `/proc` read.
-    fn cue_exits(&self, running: impl IntoIterator<Item = u32>) {
-        let tx = self
-            .0
-            .exits
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let Some(tx) = tx.and_then(|weak| weak.upgrade()) else {
-            return;
-        };
-        let sender = CueSender {
-            tx,
-            requests: self.clone(),
-        };
-        for pid in running {
-            let gone = i32::try_from(pid)
-                .ok()
-                .and_then(rustix::process::Pid::from_raw)
-                .is_some_and(|pid| {
-                    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
-                });
-            if gone {
-                sender.send(Cue::Exited(pid));
-            }
-        }
-    }
-
-    /// Writes into the barrier directory and waits for its event: every file event of a change
-    /// made before has then been cued. Skipped when the directory is not watched.
-    async fn barrier(&self, locations: &Locations) {
-        if !self.0.barrier_watched.load(Ordering::SeqCst) {
-            return;
-        }
-        let mut seen = self.0.barriers.subscribe();
-        let before = *seen.borrow_and_update();
-        let file = barrier_dir(locations).join("question");
-        use std::os::unix::fs::OpenOptionsExt;
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .mode(0o600)
-            .open(&file)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, b"?"));
-        if let Err(e) = written {
-            tracing::debug!("no barrier for the question: {e}");
-            return;
-        }
-        let arrived = seen.wait_for(|&n| n > before);
-        if tokio::time::timeout(BARRIER_TIMEOUT, arrived)
-            .await
-            .is_err()
-        {
-            tracing::debug!("the barrier's event did not come within {BARRIER_TIMEOUT:?}");
-        }
+        self.0.notify_one();
     }
 
     async fn requested(&self) {
-        self.0.full.notified().await;
-    }
-
-    async fn catch_up_asked(&self) {
-        self.0.catch_up.notified().await;
-    }
-
-    /// A pass begins; returns its number.
-    fn begin(&self) -> u64 {
-        self.0.begun.fetch_add(1, Ordering::SeqCst) + 1
-    }
-
-    /// How many full passes have been asked for so far.
-    fn asked(&self) -> u64 {
-        self.0.asked.load(Ordering::SeqCst)
-    }
-
-    /// The pass `pass` ended; when it began it had taken in `took` (its cues, and the full passes
-    /// asked for by the last full one).
-    fn end(&self, pass: u64, took: (u64, u64)) {
-        *self.0.published() = took;
-        self.0.ended.send_replace(pass);
-    }
-}
-
-/// Where the watcher's cues are sent from (file events, exit waiters), counting them for
-/// [`PassRequests::catch_up`]: counted before sending, so a cue in the channel is always counted.
-#[derive(Clone)]
-struct CueSender {
-    tx: UnboundedSender<Cue>,
-    requests: PassRequests,
-}
-
-impl CueSender {
-    fn send(&self, cue: Cue) {
-        self.requests.0.cued.fetch_add(1, Ordering::SeqCst);
-        let _ = self.tx.send(cue);
+        self.0.notified().await;
     }
 }
 
@@ -426,16 +257,7 @@ async fn run(
     agents: Option<Arc<Agents>>,
     cancel: CancellationToken,
 ) {
-    locations.receipts.record_reaped();
     let (tx, mut rx) = unbounded_channel();
-    *requests.0.exits.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.downgrade());
-    let tx = CueSender {
-        tx,
-        requests: requests.clone(),
-    };
-    // Cues taken out of the channel so far, and full passes asked for by the last full one.
-    let mut noted: u64 = 0;
-    let mut asked_taken: u64 = 0;
     let mut dirs = DirWatch::new(&locations, tx.clone());
     let mut exits = ExitWatch::default();
     let mut sources: Option<Sources> = None;
@@ -449,17 +271,7 @@ async fn run(
     );
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        // Every cue queued before a pass begins is in it ([`PassRequests::catch_up`]).
-        while let Ok(cue) = rx.try_recv() {
-            noted += 1;
-            changes.note(cue, &locations);
-        }
         let started = tokio::time::Instant::now();
-        let number = requests.begin();
-        if changes.full {
-            asked_taken = requests.asked();
-        }
-        let took = (noted, asked_taken);
         // Watch first, then read: a file created after the read is then always cued, even in a
         // directory that was just (re)created, which a full read then covers.
         let renew = changes.full;
@@ -500,7 +312,6 @@ async fn run(
             sink(CoreEvent::Snapshot(snapshot.clone()));
             last = Some(snapshot);
         }
-        requests.end(number, took);
         // When the next pass woken by an agent state may begin (see that arm below).
         let agent_pass_at = tokio::time::Instant::now() + started.elapsed();
 
@@ -508,8 +319,6 @@ async fn run(
             () = cancel.cancelled() => break,
             _ = tick.tick() => changes.full = true,
             () = requests.requested() => changes.full = true,
-            // Someone needs every change cued so far taken in now: no debounce.
-            () = requests.catch_up_asked() => {}
             // A shown agent state changed: a pass that re-reads nothing publishes it. Such
             // passes take at most half of this thread, which the subscriptions run on too: when
             // thousands of runtimes change at once (all of them starting, or not answering) the
@@ -520,16 +329,10 @@ async fn run(
             }
             cue = rx.recv() => {
                 if let Some(cue) = cue {
-                    noted += 1;
                     changes.note(cue, &locations);
                 }
-                // A question waiting for this change ends the debounce.
-                tokio::select! {
-                    () = tokio::time::sleep(DEBOUNCE) => {}
-                    () = requests.catch_up_asked() => {}
-                }
+                tokio::time::sleep(DEBOUNCE).await;
                 while let Ok(cue) = rx.try_recv() {
-                    noted += 1;
                     changes.note(cue, &locations);
                 }
             }
@@ -556,43 +359,38 @@ fn pass(
 ) -> (Snapshot, Vec<String>, Option<BTreeSet<String>>) {
     let mut died;
     let mut reread = None;
-    // Receipts another read in this process removed since the last pass because their process
-    // had exited (an agent subscription retrying its dead runtime, an attach, a full read): each
-    // was that runtime's last trace, gone before this pass could judge it.
-    let mut removed: Vec<String> = locations
-        .receipts
-        .take_reaped()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let current = match sources.take() {
+    let mut current = match sources.take() {
         Some(mut current) if !changes.full => {
             let plan = Plan::new(&current, changes.receipts, changes.canon, &changes.exited);
             died = died_before_rescan(locations, last, &changes.exited, |r| plan.touches(r));
-            match plan.apply(locations, &mut current, &mut removed) {
+            match plan.apply(locations, &mut current) {
                 Ok(()) => {
                     reread = Some(plan.files);
                     current
                 }
                 Err(FullReadNeeded) => {
-                    // The rest is judged as a full read would, before that read removes anything.
+                    // The rest is judged as a full read would be.
                     died.extend(died_before_rescan(locations, last, &changes.exited, |r| {
                         !plan.touches(r)
                     }));
-                    read_all(locations, &mut removed)
+                    Sources::read(locations)
                 }
             }
         }
         _ => {
             died = died_before_rescan(locations, last, &changes.exited, |_| true);
-            read_all(locations, &mut removed)
+            Sources::read(locations)
         }
     };
+    // The explicit cleanup step: reads change nothing, so this is where the receipts of
+    // processes that exited go, the only place in the app that removes them unasked (an attach,
+    // an action or a subscription only reads; forget removes the one it is asked to). What it
+    // removed is how the watcher learns of deaths.
+    let removed = current.reconcile(locations);
     let snapshot = current.snapshot(locations, approvals);
     *sources = Some(current);
-    // A runtime seen running whose receipt this very pass (or another read since the last one)
-    // removed because its process had exited also died, even if its pidfd has not cued yet (it
-    // raced the pass).
+    // A runtime seen running whose receipt this pass removed because its process had exited
+    // also died, even if its pidfd has not cued yet (it raced the pass).
     if let Some(last) = last {
         let removed: HashSet<&str> = removed.iter().map(String::as_str).collect();
         for runtime in &last.runtimes {
@@ -609,12 +407,6 @@ fn pass(
         }
     }
     (snapshot, died, reread)
-}
-
-fn read_all(locations: &Locations, removed: &mut Vec<String>) -> Sources {
-    let (sources, exited) = Sources::read(locations);
-    removed.extend(exited);
-    sources
 }
 
 /// What an incremental pass re-reads.
@@ -653,16 +445,9 @@ impl Plan {
         }
     }
 
-    fn apply(
-        &self,
-        locations: &Locations,
-        sources: &mut Sources,
-        removed: &mut Vec<String>,
-    ) -> Result<(), FullReadNeeded> {
+    fn apply(&self, locations: &Locations, sources: &mut Sources) -> Result<(), FullReadNeeded> {
         for name in &self.files {
-            if let Some(endpoint) = sources.refresh_receipt(locations, name)? {
-                removed.push(endpoint);
-            }
+            sources.refresh_receipt(locations, name)?;
         }
         if self.canon {
             sources.reread_canon(locations);
@@ -672,11 +457,12 @@ impl Plan {
 }
 
 /// Runtimes whose process exited while their record still said running: they died rather than
-/// unregistering. Checked before the pass reads anything, as reading removes dead receipts, and
+/// unregistering. Checked before the pass reconciles, as reconciling removes dead receipts, and
 /// only for the runtimes `judged` picks (those the pass re-reads). A process counts as exited
 /// when its pidfd said so or when it is gone now: a pass started for another reason (a file
-/// event, the tick) may read the receipt before the exit cue arrives, and it would remove the
-/// receipt without the death being told.
+/// event, the tick) may read the receipt before the exit cue arrives. This also tells the death
+/// of a runtime whose pid another process took (its receipt is then stale, not removed) and of a
+/// catalog entry's process.
 fn died_before_rescan(
     locations: &Locations,
     last: Option<&Snapshot>,
@@ -735,44 +521,33 @@ struct DirWatch {
 }
 
 impl DirWatch {
-    fn new(locations: &Locations, tx: CueSender) -> Option<Self> {
+    fn new(locations: &Locations, tx: UnboundedSender<Cue>) -> Option<Self> {
         let receipts = locations.receipts.path().to_path_buf();
         let canon = locations.canon.root().to_path_buf();
-        let barrier = barrier_dir(locations);
         let interesting: Arc<[PathBuf]> = Arc::from(vec![receipts.clone(), canon.clone()]);
-        let requests = tx.requests.clone();
-        let barrier_watched = tx.requests.clone();
-        let barrier_root = barrier.clone();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if let Ok(event) = &event {
-                    if event.paths.iter().any(|p| p.starts_with(&barrier_root)) {
-                        requests.0.barriers.send_modify(|n| *n += 1);
-                        return;
-                    }
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let cue = match event {
+                // An error (e.g. overflow) may mean lost events.
+                Err(_) => Some(Cue::Rescan),
+                Ok(event) if event.need_rescan() => Some(Cue::Rescan),
+                Ok(event) if changes_something(&event.kind) => {
+                    let paths: Vec<PathBuf> = event
+                        .paths
+                        .into_iter()
+                        .filter(|p| interesting.iter().any(|root| p.starts_with(root)))
+                        .collect();
+                    (!paths.is_empty()).then_some(Cue::Paths(paths))
                 }
-                let cue = match event {
-                    // An error (e.g. overflow) may mean lost events.
-                    Err(_) => Some(Cue::Rescan),
-                    Ok(event) if event.need_rescan() => Some(Cue::Rescan),
-                    Ok(event) if changes_something(&event.kind) => {
-                        let paths: Vec<PathBuf> = event
-                            .paths
-                            .into_iter()
-                            .filter(|p| interesting.iter().any(|root| p.starts_with(root)))
-                            .collect();
-                        (!paths.is_empty()).then_some(Cue::Paths(paths))
-                    }
-                    Ok(_) => None,
-                };
-                if let Some(cue) = cue {
-                    tx.send(cue);
-                }
-            })
-            .map_err(|e| {
-                tracing::warn!("file watching is unavailable, relying on the reconcile tick: {e}")
-            })
-            .ok()?;
+                Ok(_) => None,
+            };
+            if let Some(cue) = cue {
+                let _ = tx.send(cue);
+            }
+        })
+        .map_err(|e| {
+            tracing::warn!("file watching is unavailable, relying on the reconcile tick: {e}")
+        })
+        .ok()?;
         let mut wanted = vec![
             receipts.clone(),
             canon.join("runtimes"),
@@ -783,15 +558,6 @@ impl DirWatch {
         for dir in [&receipts, &canon] {
             if let Some(parent) = dir.parent() {
                 wanted.push(parent.to_path_buf());
-            }
-        }
-        if own_private_dir(&barrier) {
-            match watcher.watch(&barrier, RecursiveMode::NonRecursive) {
-                Ok(()) => barrier_watched
-                    .0
-                    .barrier_watched
-                    .store(true, Ordering::SeqCst),
-                Err(e) => tracing::debug!("cannot watch {}: {e}", barrier.display()),
             }
         }
         Some(Self {
@@ -839,20 +605,6 @@ impl DirWatch {
     }
 }
 
-/// Makes `dir` (mode 0700) if it is missing; true when it is then a directory of this user's
-/// that nobody else may enter (the receipt directory's rule, [`live_runtime::receipt::inspect_private_dir`]).
-fn own_private_dir(dir: &Path) -> bool {
-    use std::os::unix::fs::DirBuilderExt;
-    let _ = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir);
-    matches!(
-        live_runtime::receipt::inspect_private_dir(dir),
-        Ok(live_runtime::receipt::PrivateDir::Private { .. })
-    )
-}
-
 /// Whether an event can mean a changed file. Opens and read-only closes cannot, and the
 /// watcher's own scans cause them (it opens every receipt and Canon file it reads): counting
 /// them made each scan cue the next, so an idle tray rescanned forever. A close after writing
@@ -889,7 +641,7 @@ struct ExitWatch {
 }
 
 impl ExitWatch {
-    fn track(&mut self, snapshot: &Snapshot, tx: &CueSender) {
+    fn track(&mut self, snapshot: &Snapshot, tx: &UnboundedSender<Cue>) {
         let running: HashSet<u32> = snapshot
             .runtimes
             .iter()
@@ -926,7 +678,7 @@ impl Drop for ExitWatch {
 
 /// Waits for `pid` to exit without polling: a pidfd becomes readable when its process exits.
 #[cfg(target_os = "linux")]
-fn wait_for_exit(pid: u32, tx: CueSender) -> Option<tokio::task::JoinHandle<()>> {
+fn wait_for_exit(pid: u32, tx: UnboundedSender<Cue>) -> Option<tokio::task::JoinHandle<()>> {
     use rustix::process::{pidfd_open, Pid, PidfdFlags};
     use tokio::io::unix::AsyncFd;
     let raw = i32::try_from(pid).ok()?;
@@ -939,13 +691,13 @@ fn wait_for_exit(pid: u32, tx: CueSender) -> Option<tokio::task::JoinHandle<()>>
             let fd = AsyncFd::new(fd).ok()?;
             Some(tokio::spawn(async move {
                 if fd.readable().await.is_ok() {
-                    tx.send(Cue::Exited(pid));
+                    let _ = tx.send(Cue::Exited(pid));
                 }
             }))
         }
         // Already gone: re-read its receipts now.
         Err(rustix::io::Errno::SRCH) => {
-            tx.send(Cue::Exited(pid));
+            let _ = tx.send(Cue::Exited(pid));
             None
         }
         // No pidfd support (old kernel, sandbox): the reconcile tick notices the exit instead.
@@ -958,6 +710,6 @@ fn wait_for_exit(pid: u32, tx: CueSender) -> Option<tokio::task::JoinHandle<()>>
 
 /// No pidfd here: exits are noticed by the reconcile tick.
 #[cfg(not(target_os = "linux"))]
-fn wait_for_exit(_pid: u32, _tx: CueSender) -> Option<tokio::task::JoinHandle<()>> {
+fn wait_for_exit(_pid: u32, _tx: UnboundedSender<Cue>) -> Option<tokio::task::JoinHandle<()>> {
     None
 }

@@ -8,8 +8,6 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use super::types::{io_error, Result};
@@ -27,21 +25,6 @@ pub const STALE_TEMP_FILE_AGE: Duration = Duration::from_secs(10 * 60);
 pub struct ReceiptDir {
     pub(super) path: PathBuf,
     pub(super) secrets: SecretStore,
-    /// Shared by every clone: see [`ReceiptDir::record_reaped`].
-    reaped: Arc<Reaped>,
-}
-
-/// The receipts reads removed because their process had exited, kept once asked for.
-#[derive(Debug, Default)]
-struct Reaped {
-    recording: AtomicBool,
-    endpoints: Mutex<Vec<LiveRuntimeEndpoint>>,
-}
-
-impl Reaped {
-    fn endpoints(&self) -> MutexGuard<'_, Vec<LiveRuntimeEndpoint>> {
-        self.endpoints.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 impl ReceiptDir {
@@ -74,30 +57,6 @@ impl ReceiptDir {
         ReceiptDir {
             path: path.into(),
             secrets,
-            reaped: Arc::default(),
-        }
-    }
-
-    /// From now on, keeps the endpoint of every receipt that a read through this directory or
-    /// any of its clones removes because its process had exited, for [`ReceiptDir::take_reaped`].
-    ///
-    /// Such a removal is the only trace of a runtime that died without unregistering (a clean
-    /// exit removes its own receipt first), so whoever tells the user of deaths must hear of the
-    /// removals every reader makes, not only its own: any read can come first.
-    pub fn record_reaped(&self) {
-        self.reaped.recording.store(true, Ordering::SeqCst);
-    }
-
-    /// The endpoints kept since the last call (empty unless [`ReceiptDir::record_reaped`] was
-    /// called), oldest first.
-    pub fn take_reaped(&self) -> Vec<LiveRuntimeEndpoint> {
-        std::mem::take(&mut *self.reaped.endpoints())
-    }
-
-    /// Keeps `endpoint` as reaped, if recording.
-    pub(super) fn reaped(&self, endpoint: &LiveRuntimeEndpoint) {
-        if self.reaped.recording.load(Ordering::SeqCst) {
-            self.reaped.endpoints().push(endpoint.clone());
         }
     }
 
@@ -207,8 +166,7 @@ impl From<DirRefused> for io::Error {
 
 /// Looks at `dir` without changing anything: the first step of every use, which then creates a
 /// missing directory (when it is about to write) or tightens a too open one. Public so that the
-/// tray's other private directories (its control socket's, its watcher's barrier) follow the
-/// same rule.
+/// other private directories (the agent hooks' socket directory) follow the same rule.
 pub fn inspect_private_dir(dir: &Path) -> io::Result<PrivateDir> {
     let meta = match fs::symlink_metadata(dir) {
         Ok(meta) => meta,

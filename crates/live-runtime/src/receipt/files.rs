@@ -1,6 +1,7 @@
 //! The per-file cache a watcher keeps ([`ReceiptFiles`]): the directory as last read, file by
 //! file, so a change to one file costs one read while the listing stays exactly what a full scan
-//! gives.
+//! gives; and its reconciliation ([`ReceiptFiles::reconcile`]), which acts on what the reads found
+//! without reading the directory again.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
@@ -9,7 +10,8 @@ use std::net::SocketAddr;
 use time::OffsetDateTime;
 
 use super::dir::{check_dir, clean_stale_temp, receipt_file_name};
-use super::read::{check_file_name, scan_file, Scan, ValidReceipt};
+use super::read::{check_file_name, read_named, scan_file, Scan, ValidReceipt};
+use super::reconcile::reconcile_scan;
 use super::types::{io_error, Result};
 use super::{
     IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeRecord, LiveRuntimeStatus,
@@ -20,9 +22,13 @@ use crate::secret::Sensitive;
 
 /// The receipt directory as last read, file by file: what a watcher keeps so that a change to
 /// one file costs one read ([`ReceiptFiles::refresh`]), while [`ReceiptFiles::list`] still gives
-/// exactly what [`list_live_runtimes`] would for the same files. The checks that span files (a
-/// duplicate endpoint, the newest-first order) are made by `list`, over every file, because no
-/// read of one file can see them.
+/// exactly what [`list_live_runtimes`] would for the same files once reconciled. The checks that
+/// span files (a duplicate endpoint, the newest-first order) are made by `list`, over every file,
+/// because no read of one file can see them.
+///
+/// Reading ([`ReceiptFiles::scan`], [`ReceiptFiles::refresh`]) changes nothing on disk: a dead
+/// process's receipt is kept as such (and not listed), a foreign receipt is listed as it is.
+/// [`ReceiptFiles::reconcile`] is the explicit step that removes the one and adopts the other.
 ///
 /// [`list_live_runtimes`]: super::list_live_runtimes
 #[derive(Clone, Debug, Default)]
@@ -32,6 +38,9 @@ pub struct ReceiptFiles {
     /// Names that are not UTF-8. A file event cannot name them as a `&str`, so only a full scan
     /// finds them (and forgets them).
     unnamed: Vec<IgnoredReceipt>,
+    /// Temp files (`.*.tmp`) the last full scan saw, for reconciliation to clean up if their
+    /// writer died long ago.
+    temp_files: Vec<String>,
 }
 
 // Nearly every file is a listed receipt, so boxing that variant would add an allocation per
@@ -46,21 +55,26 @@ enum FileState {
         /// Where it serves and which process it is: what [`ReceiptFiles::located`] gives.
         address: SocketAddr,
         process: ProcessIdentity,
+        /// A foreign receipt reconciliation has still to adopt.
+        foreign: bool,
     },
     Ignored(IgnoredReceipt),
+    /// A receipt whose process has exited, for reconciliation to remove. Not listed.
+    Exited {
+        endpoint: LiveRuntimeEndpoint,
+        pid: u32,
+    },
 }
 
 impl ReceiptFiles {
-    /// Reads the whole directory as [`list_live_runtimes`] does (dead receipts removed, stale temp
-    /// files cleaned), and returns it with the endpoints whose receipts this read removed because
-    /// their process had exited. A missing directory holds no files.
+    /// Reads the whole directory as [`list_live_runtimes`] does, changing nothing. A missing
+    /// directory holds no files.
     ///
     /// [`list_live_runtimes`]: super::list_live_runtimes
-    pub fn scan(dir: &ReceiptDir) -> Result<(Self, Vec<LiveRuntimeEndpoint>)> {
+    pub fn scan(dir: &ReceiptDir) -> Result<Self> {
         let mut files = Self::default();
-        let mut exited = Vec::new();
         if !check_dir(dir)? {
-            return Ok((files, exited));
+            return Ok(files);
         }
         let mut names = Vec::new();
         for entry in fs::read_dir(&dir.path).map_err(io_error(&dir.path))? {
@@ -81,32 +95,25 @@ impl ReceiptFiles {
                 }
             }
         }
-        // Sorted so that removals of dead receipts, and so `exited`, come in a stable order.
+        // Sorted so that removals of dead receipts, and so what reconciliation reports, come in a
+        // stable order.
         names.sort_unstable_by(|(a, _), (b, _)| a.cmp(b));
         for (name, looked) in names {
             if name.starts_with('.') {
                 if name.ends_with(".tmp") {
-                    clean_stale_temp(dir, &name);
+                    files.temp_files.push(name);
                 }
                 continue;
             }
             let scan = scan_file(dir, &name, looked);
-            if let Scan::Gone {
-                exited_pid: Some(_),
-            } = scan
-            {
-                if let Ok(endpoint) = name.trim_end_matches(".json").parse() {
-                    exited.push(endpoint);
-                }
-            }
             files.store(name, scan);
         }
-        Ok((files, exited))
+        Ok(files)
     }
 
-    /// Re-reads one file after a change to it, with every check and reconciliation of
-    /// [`read_receipt`], and keeps what it found. A temp file or any other name that is not a
-    /// receipt's is never read. A missing directory empties the cache, as a full scan would.
+    /// Re-reads one file after a change to it, with every check of [`read_receipt`], changing
+    /// nothing, and keeps what it found. A temp file or any other name that is not a receipt's is
+    /// never read. A missing directory empties the cache, as a full scan would.
     ///
     /// [`read_receipt`]: super::read_receipt
     pub fn refresh(&mut self, dir: &ReceiptDir, file_name: &str) -> Result<ReceiptScan> {
@@ -116,17 +123,52 @@ impl ReceiptFiles {
             return Ok(ReceiptScan::Gone);
         }
         let scan = scan_file(dir, file_name, None);
-        let outcome = match &scan {
-            Scan::Valid(valid) => ReceiptScan::Listed(valid.record.clone()),
-            Scan::Ignored(ignored) => ReceiptScan::Ignored(ignored.clone()),
-            Scan::Gone {
-                exited_pid: Some(pid),
-            } => ReceiptScan::Exited { pid: *pid },
-            Scan::Gone { exited_pid: None } => ReceiptScan::Gone,
-            Scan::NotAReceipt => ReceiptScan::NotAReceipt,
-        };
+        let outcome = scan.outcome();
         self.store(file_name.to_owned(), scan);
         Ok(outcome)
+    }
+
+    /// Reconciles what the reads found, without reading the directory again: removes each receipt
+    /// whose process had exited (with its token), adopts each foreign receipt (re-read for it),
+    /// and deletes temp files their writers left long ago. Returns the endpoints whose receipts
+    /// it removed, in file-name order: those runtimes died without unregistering (a runtime that
+    /// stops cleanly removes its own receipt first). A file it could not reconcile is listed as
+    /// ignored, with the reason, and is tried again once it is read again.
+    pub fn reconcile(&mut self, dir: &ReceiptDir) -> Vec<LiveRuntimeEndpoint> {
+        let mut removed = Vec::new();
+        let pending: Vec<(String, Option<Scan>)> = self
+            .files
+            .iter()
+            .filter_map(|(name, state)| match state {
+                FileState::Exited { endpoint, pid } => Some((
+                    name.clone(),
+                    Some(Scan::Exited {
+                        endpoint: endpoint.clone(),
+                        pid: *pid,
+                    }),
+                )),
+                // Adopting needs the document, which the cache does not keep: read it again
+                // (once per foreign receipt).
+                FileState::Listed { foreign: true, .. } => Some((name.clone(), None)),
+                _ => None,
+            })
+            .collect();
+        for (name, scan) in pending {
+            let scan = match scan {
+                Some(scan) => scan,
+                None => match read_named(dir, &name) {
+                    Ok(scan) => scan,
+                    Err(_) => continue,
+                },
+            };
+            let (scan, reaped) = reconcile_scan(dir, &name, scan);
+            removed.extend(reaped);
+            self.store(name, scan);
+        }
+        for name in std::mem::take(&mut self.temp_files) {
+            clean_stale_temp(dir, &name);
+        }
+        removed
     }
 
     fn store(&mut self, name: String, scan: Scan) {
@@ -137,6 +179,7 @@ impl ReceiptFiles {
                     registered,
                     address,
                     process,
+                    adoption,
                 } = *valid;
                 self.files.insert(
                     name,
@@ -145,11 +188,15 @@ impl ReceiptFiles {
                         registered,
                         address,
                         process,
+                        foreign: adoption.is_some(),
                     },
                 );
             }
             Scan::Ignored(ignored) => {
                 self.files.insert(name, FileState::Ignored(ignored));
+            }
+            Scan::Exited { endpoint, pid } => {
+                self.files.insert(name, FileState::Exited { endpoint, pid });
             }
             Scan::Gone { .. } | Scan::NotAReceipt => {
                 self.files.remove(&name);
@@ -188,8 +235,9 @@ impl ReceiptFiles {
     }
 
     /// The listing these files make, exactly as [`list_live_runtimes`] gives it: valid receipts
-    /// newest first, refused files with their reasons. `exited` is empty: a removal is reported
-    /// by the read that made it. Costs memory work only, no file is touched.
+    /// newest first, refused files with their reasons (a dead process's receipt not yet removed
+    /// is not listed). `exited` is empty: a removal is reported by the reconciliation that made
+    /// it. Costs memory work only, no file is touched.
     ///
     /// [`list_live_runtimes`]: super::list_live_runtimes
     pub fn list(&self) -> LiveRuntimeList {
@@ -226,6 +274,7 @@ impl ReceiptFiles {
                     }
                 }
                 FileState::Ignored(refused) => ignored.push(refused.clone()),
+                FileState::Exited { .. } => {}
             }
         }
         valid.sort_by(|(a, a_at), (b, b_at)| {

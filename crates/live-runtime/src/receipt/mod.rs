@@ -7,10 +7,14 @@
 //! regular file we own, private, small, well-formed and names a loopback address. A bad file is
 //! reported as an [`IgnoredReceipt`] with a reason and never hides the good ones.
 //!
-//! Reads also reconcile: a receipt whose process has exited is removed with its secret; a pid now
-//! used by another process makes the receipt [`LiveRuntimeStatus::Stale`]; a foreign receipt
-//! carrying an inline token is *adopted* (token moved into the secret store, start time filled in,
-//! file rewritten atomically without the token).
+//! A read is a read: it changes nothing on disk. A pid now used by another process makes the
+//! receipt [`LiveRuntimeStatus::Stale`]; a receipt whose process has exited is not listed. Cleaning
+//! up is reconciliation, an explicit step ([`reconcile_receipt`], [`ReceiptFiles::reconcile`], and
+//! [`list_live_runtimes`], which reconciles as part of the list): a receipt whose process has
+//! exited is removed with its secret, and a foreign receipt carrying an inline token is *adopted*
+//! (token moved into the secret store, start time filled in, file rewritten atomically without
+//! the token). [`resolve_live_runtime`], [`find_live_runtime`], [`discover_live_runtime`],
+//! [`read_receipt`] and [`ReceiptFiles::scan`]/[`ReceiptFiles::refresh`] are pure reads.
 //!
 //! A watcher that must not rescan the whole directory for every change keeps a [`ReceiptFiles`]:
 //! it re-reads only the files that changed and lists the rest from memory.
@@ -18,7 +22,9 @@
 //! # Layout
 //! - `types`: the endpoint, the public records and listings, the error type.
 //! - `dir`: the [`ReceiptDir`] and its private-directory rule; cleanup of dead writers' temp files.
-//! - `read`: reading, checking and reconciling one file ([`read_receipt`]), adoption included.
+//! - `read`: reading and checking one file ([`read_receipt`]), changing nothing.
+//! - `reconcile`: removing dead processes' receipts and adopting foreign ones
+//!   ([`reconcile_receipt`]).
 //! - `register`: [`register_live_runtime`] and the RAII [`LiveRuntimeRegistration`].
 //! - `files`: the per-file cache, [`ReceiptFiles`].
 //! - `operations`: [`list_live_runtimes`], [`resolve_live_runtime`], [`discover_live_runtime`],
@@ -28,6 +34,7 @@ mod dir;
 mod files;
 mod operations;
 mod read;
+mod reconcile;
 mod register;
 mod types;
 
@@ -39,6 +46,7 @@ pub use operations::{
     resolve_live_runtime,
 };
 pub use read::{read_receipt, MAX_RECEIPT_BYTES};
+pub use reconcile::reconcile_receipt;
 pub use register::{
     register_live_runtime, register_live_runtime_for_process, register_live_runtime_with_metadata,
     LiveRuntimeRegistration,

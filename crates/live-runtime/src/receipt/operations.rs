@@ -1,9 +1,14 @@
 //! What the tray does with receipts: list them, resolve one into its address and token, discover
 //! or find one by source or runtime id, and forget a stale one.
+//!
+//! Resolving, discovering and finding are pure reads: they change nothing on disk. Listing
+//! reconciles first (the seed's contract: dead-process receipts are removed as part of it), and
+//! forgetting removes one receipt; both through the reconciliation rules of `reconcile`.
 
 use super::dir::{check_dir, receipt_file_name};
 use super::files::ReceiptFiles;
 use super::read::{scan_file, Scan};
+use super::reconcile::remove_dead;
 use super::types::{io_error, Result};
 use super::{
     secret_account, LiveRuntimeEndpoint, LiveRuntimeList, LiveRuntimeReceiptError,
@@ -17,8 +22,13 @@ use crate::secret::Sensitive;
 /// List every reconciled live runtime without exposing its bearer token or loopback address.
 /// Dead-process receipts are removed as part of the read; refused files are listed in
 /// [`LiveRuntimeList::ignored`] with a reason. Newest first. A missing directory is an empty list.
+///
+/// Built from the explicit steps: a pure read ([`ReceiptFiles::scan`]), then reconciliation
+/// ([`ReceiptFiles::reconcile`], which also adopts foreign receipts), whose removals are
+/// [`LiveRuntimeList::exited`].
 pub fn list_live_runtimes(dir: &ReceiptDir) -> Result<LiveRuntimeList> {
-    let (files, exited) = ReceiptFiles::scan(dir)?;
+    let mut files = ReceiptFiles::scan(dir)?;
+    let exited = files.reconcile(dir);
     let mut list = files.list();
     list.exited = exited;
     Ok(list)
@@ -26,7 +36,8 @@ pub fn list_live_runtimes(dir: &ReceiptDir) -> Result<LiveRuntimeList> {
 
 /// Resolve an opaque endpoint and verify that it belongs to `expected`: the receipt must exist and
 /// be valid, its source must equal `expected`, its process (pid AND start time) must be alive, and
-/// its token must be in the secret store.
+/// its token must be in the secret store (or, for a foreign receipt not yet adopted, in the file).
+/// A pure read: nothing on disk changes.
 pub fn resolve_live_runtime(
     dir: &ReceiptDir,
     endpoint: &LiveRuntimeEndpoint,
@@ -46,12 +57,16 @@ pub fn resolve_live_runtime(
             pid: valid.record.pid,
         });
     }
-    LocatedLiveRuntime {
+    let inline_token = valid.adoption.and_then(|adoption| adoption.token);
+    let located = LocatedLiveRuntime {
         record: valid.record,
         address: Sensitive::new(valid.address),
         process: valid.process,
+    };
+    match inline_token {
+        Some(token) => located.checked(token),
+        None => located.resolve(dir),
     }
-    .resolve(dir)
 }
 
 impl LocatedLiveRuntime {
@@ -65,6 +80,11 @@ impl LocatedLiveRuntime {
                 endpoint: endpoint.clone(),
             }
         })?;
+        self.checked(token)
+    }
+
+    /// Hands out the address and `token` once the process is checked again.
+    fn checked(self, token: Sensitive<String>) -> Result<ResolvedLiveRuntime> {
         if !self.process.is_alive() {
             return Err(if pid_exists(self.process.pid) {
                 LiveRuntimeReceiptError::ProcessMismatch {
@@ -84,6 +104,7 @@ impl LocatedLiveRuntime {
     }
 }
 
+/// Reads one endpoint's receipt, changing nothing.
 fn scan_endpoint(dir: &ReceiptDir, endpoint: &LiveRuntimeEndpoint) -> Result<Scan> {
     if !check_dir(dir)? {
         return Ok(Scan::Gone { exited_pid: None });
@@ -93,7 +114,8 @@ fn scan_endpoint(dir: &ReceiptDir, endpoint: &LiveRuntimeEndpoint) -> Result<Sca
 
 fn unusable(endpoint: &LiveRuntimeEndpoint, scan: Scan) -> LiveRuntimeReceiptError {
     match scan {
-        Scan::Gone {
+        Scan::Exited { pid, .. }
+        | Scan::Gone {
             exited_pid: Some(pid),
         } => LiveRuntimeReceiptError::ProcessGone { pid },
         Scan::Ignored(ignored) => LiveRuntimeReceiptError::Invalid {
@@ -108,12 +130,13 @@ fn unusable(endpoint: &LiveRuntimeEndpoint, scan: Scan) -> LiveRuntimeReceiptErr
     }
 }
 
-/// Find the newest running receipt matching a discovered source session, if any.
+/// Find the newest running receipt matching a discovered source session, if any. A pure read.
 pub fn discover_live_runtime(
     dir: &ReceiptDir,
     source: &LiveRuntimeSource,
 ) -> Result<Option<LiveRuntimeRecord>> {
-    Ok(list_live_runtimes(dir)?
+    Ok(ReceiptFiles::scan(dir)?
+        .list()
         .runtimes
         .into_iter()
         .find(|r| r.source == *source && r.status == LiveRuntimeStatus::Running))
@@ -124,9 +147,10 @@ pub fn discover_live_runtime(
 ///
 /// Exactly one receipt with that id (running, or a lone stale one the caller can show and forget)
 /// is returned; several are [`LiveRuntimeReceiptError::Ambiguous`], listing each candidate; none is
-/// [`LiveRuntimeReceiptError::NotFound`].
+/// [`LiveRuntimeReceiptError::NotFound`]. A pure read.
 pub fn find_live_runtime(dir: &ReceiptDir, runtime_id: &str) -> Result<LiveRuntimeRecord> {
-    let mut matches: Vec<LiveRuntimeRecord> = list_live_runtimes(dir)?
+    let mut matches: Vec<LiveRuntimeRecord> = ReceiptFiles::scan(dir)?
+        .list()
         .runtimes
         .into_iter()
         .filter(|r| r.runtime_id == runtime_id)
@@ -160,10 +184,15 @@ pub fn find_live_runtime(dir: &ReceiptDir, runtime_id: &str) -> Result<LiveRunti
 /// any other receipt. A running runtime is refused with [`LiveRuntimeReceiptError::StillRunning`].
 pub fn forget_live_runtime(dir: &ReceiptDir, endpoint: &LiveRuntimeEndpoint) -> Result<()> {
     let valid = match scan_endpoint(dir, endpoint)? {
-        // Its process was gone: the scan already removed receipt and token.
-        Scan::Gone {
-            exited_pid: Some(_),
-        } => return Ok(()),
+        // Its process is gone: removed as reconciliation removes a dead process's receipt.
+        Scan::Exited { endpoint, pid } => {
+            return remove_dead(dir, &receipt_file_name(&endpoint), &endpoint, pid)
+                .map(|_| ())
+                .map_err(|reason| LiveRuntimeReceiptError::Invalid {
+                    what: format!("receipt {}", receipt_file_name(&endpoint)),
+                    reason,
+                });
+        }
         Scan::Valid(valid) => valid,
         other => return Err(unusable(endpoint, other)),
     };

@@ -1,13 +1,11 @@
 //! Reading one receipt file: every check a file must pass before it is trusted (through
-//! [`crate::owned_file`]'s reader, then the format), and the reconciliation a read makes: a receipt
-//! whose process has exited is removed with its token, a reused pid makes it stale, and a foreign
-//! receipt is adopted (its inline token moved into the secret store, its start time filled in, the
-//! file rewritten atomically without the token).
+//! [`crate::owned_file`]'s reader, then the format), and what the file is now: a running
+//! runtime's, a stale one's (its pid reused by another process), a dead process's, or a foreign
+//! receipt still to be adopted. A read changes nothing on disk: removing a dead process's receipt
+//! and adopting a foreign one are the reconciliation step's (`reconcile`).
 
 use std::fs;
-use std::io;
 use std::net::SocketAddr;
-use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -17,13 +15,11 @@ use time::OffsetDateTime;
 use super::dir::check_dir;
 use super::types::{Result, ENDPOINT_HEX_DIGITS, ENDPOINT_PREFIX};
 use super::{
-    secret_account, IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeMetadata,
-    LiveRuntimeReceiptError, LiveRuntimeRecord, LiveRuntimeSource, LiveRuntimeStatus, ReceiptDir,
-    ReceiptScan, RECEIPT_VERSION,
+    IgnoredReceipt, LiveRuntimeEndpoint, LiveRuntimeMetadata, LiveRuntimeReceiptError,
+    LiveRuntimeRecord, LiveRuntimeSource, LiveRuntimeStatus, ReceiptDir, ReceiptScan,
+    RECEIPT_VERSION,
 };
-use crate::owned_file::{
-    parse_json, read_owned_entry, read_owned_file, write_atomically, FileRules, ModeRule,
-};
+use crate::owned_file::{parse_json, read_owned_entry, read_owned_file, FileRules, ModeRule};
 use crate::process::ProcessIdentity;
 use crate::secret::Sensitive;
 
@@ -63,13 +59,50 @@ pub(super) struct ValidReceipt {
     pub(super) registered: OffsetDateTime,
     pub(super) address: SocketAddr,
     pub(super) process: ProcessIdentity,
+    /// Set for a foreign receipt that reconciliation has still to adopt.
+    pub(super) adoption: Option<Adoption>,
 }
 
+/// What adopting a foreign receipt writes: its inline token (into the secret store) and the
+/// document without it, its start time filled in (over the file).
+pub(super) struct Adoption {
+    /// The receipt as it is to be rewritten.
+    pub(super) document: Map<String, Value>,
+    /// The token the file carried, if it carried one.
+    pub(super) token: Option<Sensitive<String>>,
+}
+
+/// What one file is, as read or as reconciliation left it.
 pub(super) enum Scan {
     Valid(Box<ValidReceipt>),
     Ignored(IgnoredReceipt),
-    Gone { exited_pid: Option<u32> },
+    /// Its process has exited: a dead runtime's receipt, still on disk until reconciled.
+    Exited {
+        endpoint: LiveRuntimeEndpoint,
+        pid: u32,
+    },
+    /// No file under the name. `exited_pid`: reconciliation found its process exited, and the
+    /// receipt is gone now (removed by it, or by someone else first).
+    Gone {
+        exited_pid: Option<u32>,
+    },
     NotAReceipt,
+}
+
+impl Scan {
+    /// What a caller of the public API is told.
+    pub(super) fn outcome(&self) -> ReceiptScan {
+        match self {
+            Scan::Valid(valid) => ReceiptScan::Listed(valid.record.clone()),
+            Scan::Ignored(ignored) => ReceiptScan::Ignored(ignored.clone()),
+            Scan::Exited { pid, .. }
+            | Scan::Gone {
+                exited_pid: Some(pid),
+            } => ReceiptScan::Exited { pid: *pid },
+            Scan::Gone { exited_pid: None } => ReceiptScan::Gone,
+            Scan::NotAReceipt => ReceiptScan::NotAReceipt,
+        }
+    }
 }
 
 /// How receipts are read: owner only (0600), at most [`MAX_RECEIPT_BYTES`].
@@ -124,8 +157,8 @@ fn parse_receipt(
     Ok((object, fields))
 }
 
-/// Reads, validates and reconciles one receipt file. `looked` is its type when a directory listing
-/// already gave it (the look before the open then costs nothing); `None` looks at the name.
+/// Reads and validates one receipt file, changing nothing. `looked` is its type when a directory
+/// listing already gave it (the look before the open then costs nothing); `None` looks at the name.
 pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::FileType>) -> Scan {
     if file_name.starts_with('.') || !file_name.ends_with(".json") || file_name.contains('/') {
         return Scan::NotAReceipt;
@@ -174,13 +207,12 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
     if pid == 0 {
         return ignored("its process pid is 0".into());
     }
-    let account = secret_account(&endpoint);
-
     let Some(now) = ProcessIdentity::of(pid) else {
-        return remove_dead(dir, &path, &endpoint, &account, pid, file_name);
+        return Scan::Exited { endpoint, pid };
     };
     // A runtime served by another process (a host) ends when that process does: nothing serves
-    // its address any more. Its receipt is removed like one whose own process exited.
+    // its address any more. It is exited like one whose own process exited,
+    // and reconciliation removes its receipt.
     let server_pid = match &fields.server {
         None => None,
         Some(server) => {
@@ -192,7 +224,7 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
                 .is_alive()
             });
             if !alive {
-                return remove_dead(dir, &path, &endpoint, &account, pid, file_name);
+                return Scan::Exited { endpoint, pid };
             }
             Some(server.pid)
         }
@@ -209,29 +241,17 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
         }
     };
 
-    // Adopt a foreign receipt: token into the secret store, start time filled in, file rewritten.
-    if token.is_some() || fields.process.start_time.is_none() {
-        if let Some(token) = &token {
-            if let Err(e) = dir.secrets.set(&account, token) {
-                return ignored(format!(
-                    "its inline token could not be moved into the {} ({e}); the file was left as is and will be retried",
-                    dir.secrets.describe()
-                ));
-            }
-        }
+    // A foreign receipt: its token inline, or no start time. Adopting it is reconciliation's.
+    let adoption = (token.is_some() || fields.process.start_time.is_none()).then(|| {
         object.remove("token");
         if let Some(Value::Object(proc_fields)) = object.get_mut("process") {
             proc_fields.insert("startTime".into(), Value::from(process.start_time));
         }
-        let rewritten = serde_json::to_vec_pretty(&Value::Object(object))
-            .map_err(io::Error::other)
-            .and_then(|bytes| write_atomically(&dir.path, file_name, &bytes));
-        if let Err(e) = rewritten {
-            return ignored(format!(
-                "its token was stored but the receipt could not be rewritten without it ({e}); it will be retried"
-            ));
+        Adoption {
+            document: object,
+            token,
         }
-    }
+    });
 
     Scan::Valid(Box::new(ValidReceipt {
         record: LiveRuntimeRecord {
@@ -247,50 +267,8 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
         registered,
         address,
         process,
+        adoption,
     }))
-}
-
-/// Removes the receipt of a runtime whose process (or server) exited, secret first so that a
-/// failure leaves the receipt in place for the next scan to retry.
-fn remove_dead(
-    dir: &ReceiptDir,
-    path: &Path,
-    endpoint: &LiveRuntimeEndpoint,
-    account: &str,
-    pid: u32,
-    file_name: &str,
-) -> Scan {
-    let ignored = |reason: String| {
-        Scan::Ignored(IgnoredReceipt {
-            file: file_name.to_string(),
-            reason,
-        })
-    };
-    if let Err(e) = dir.secrets.delete(account) {
-        return ignored(format!(
-            "its process (PID {pid}) has exited, but its token could not be removed from the {}: {e}",
-            dir.secrets.describe()
-        ));
-    }
-    match fs::remove_file(path) {
-        // No directory fsync here: a removal lost in a crash only means the next list removes
-        // the receipt again, while a sync per removal waits on the disk once per dead receipt
-        // and turns a list that finds thousands of them into seconds.
-        // Only the read whose removal took is counted: a runtime that unregistered removed
-        // its receipt itself, and a read that raced it finds nothing to remove.
-        Ok(()) => {
-            dir.reaped(endpoint);
-            Scan::Gone {
-                exited_pid: Some(pid),
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Scan::Gone {
-            exited_pid: Some(pid),
-        },
-        Err(e) => ignored(format!(
-            "its process (PID {pid}) has exited, but the receipt could not be removed ({e})"
-        )),
-    }
 }
 
 pub(super) fn format_rfc3339(at: OffsetDateTime) -> String {
@@ -299,31 +277,30 @@ pub(super) fn format_rfc3339(at: OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
-/// Reads, validates and reconciles ONE receipt file by name — what an incremental rescan needs when
-/// a file watcher reports that `file_name` changed ([`ReceiptFiles::refresh`] also keeps the
-/// result).
+/// Reads and validates ONE receipt file by name, changing nothing: what an incremental rescan
+/// needs when a file watcher reports that `file_name` changed ([`ReceiptFiles::refresh`] also
+/// keeps the result).
 ///
 /// It applies every check [`list_live_runtimes`] applies (except the duplicate-endpoint check,
-/// which needs the whole directory) and the same reconciliation: a receipt whose process exited is
-/// removed and reported as [`ReceiptScan::Exited`]; a foreign receipt is adopted. `file_name` must
-/// be a bare file name; temp files and non-`.json` names are [`ReceiptScan::NotAReceipt`].
+/// which needs the whole directory). A receipt whose process has exited is reported as
+/// [`ReceiptScan::Exited`] and left in place, and a foreign receipt is listed as it is:
+/// [`reconcile_receipt`] removes the one and adopts the other. `file_name` must be a bare file
+/// name; temp files and non-`.json` names are [`ReceiptScan::NotAReceipt`].
 ///
 /// [`ReceiptFiles::refresh`]: super::ReceiptFiles::refresh
 /// [`list_live_runtimes`]: super::list_live_runtimes
+/// [`reconcile_receipt`]: super::reconcile_receipt
 pub fn read_receipt(dir: &ReceiptDir, file_name: &str) -> Result<ReceiptScan> {
+    Ok(read_named(dir, file_name)?.outcome())
+}
+
+/// [`read_receipt`], keeping what it found for reconciliation or a cache.
+pub(super) fn read_named(dir: &ReceiptDir, file_name: &str) -> Result<Scan> {
     check_file_name(file_name)?;
     if !check_dir(dir)? {
-        return Ok(ReceiptScan::Gone);
+        return Ok(Scan::Gone { exited_pid: None });
     }
-    Ok(match scan_file(dir, file_name, None) {
-        Scan::Valid(valid) => ReceiptScan::Listed(valid.record),
-        Scan::Ignored(ignored) => ReceiptScan::Ignored(ignored),
-        Scan::Gone {
-            exited_pid: Some(pid),
-        } => ReceiptScan::Exited { pid },
-        Scan::Gone { exited_pid: None } => ReceiptScan::Gone,
-        Scan::NotAReceipt => ReceiptScan::NotAReceipt,
-    })
+    Ok(scan_file(dir, file_name, None))
 }
 
 pub(super) fn check_file_name(file_name: &str) -> Result<()> {

@@ -208,8 +208,8 @@ pub struct LiveRuntimeList {
     pub runtimes: Vec<LiveRuntimeRecord>,
     /// Refused files, by file name.
     pub ignored: Vec<IgnoredReceipt>,
-    /// Receipts this read removed because their process had exited: the runtime died without
-    /// unregistering (a runtime that stops cleanly removes its own receipt first).
+    /// Receipts this list's reconciliation removed because their process had exited: the runtime
+    /// died without unregistering (a runtime that stops cleanly removes its own receipt first).
     pub exited: Vec<LiveRuntimeEndpoint>,
 }
 
@@ -243,9 +243,10 @@ pub struct LocatedLiveRuntime {
     pub process: ProcessIdentity,
 }
 
-/// What [`read_receipt`] found under one file name.
+/// What [`read_receipt`] found under one file name (or what [`reconcile_receipt`] left there).
 ///
 /// [`read_receipt`]: super::read_receipt
+/// [`reconcile_receipt`]: super::reconcile_receipt
 // Returned once per changed file and matched on immediately, so boxing the record buys nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
@@ -256,8 +257,9 @@ pub enum ReceiptScan {
     Ignored(IgnoredReceipt),
     /// No receipt under that name: never there, or removed by its owner.
     Gone,
-    /// The receipt's process had exited, so this read removed the receipt and its token: the
-    /// runtime died without unregistering (a runtime that stops cleanly removes its own receipt).
+    /// The receipt's process has exited: the runtime died without unregistering (a runtime that
+    /// stops cleanly removes its own receipt). A read leaves the receipt in place;
+    /// reconciliation removes it and its token.
     Exited {
         /// The pid the receipt recorded.
         pid: u32,

@@ -1,5 +1,6 @@
-//! Issue 6: a receipt cache kept current one file at a time ([`ReceiptFiles::refresh`], what the
-//! tray's watcher does per file event or process exit) lists exactly what a full rescan lists,
+//! Issue 6: a receipt cache kept current one file at a time ([`ReceiptFiles::refresh`], then
+//! [`ReceiptFiles::reconcile`], what the tray's watcher does per file event or process exit)
+//! lists exactly what a full rescan lists,
 //! after any sequence of writes, rewrites, removals, hostile files, mode changes, temp files and
 //! process deaths. Real files in a real directory, real `sleep` processes killed for real.
 
@@ -214,7 +215,7 @@ proptest! {
             endpoints: (0..SLOTS).map(|_| LiveRuntimeEndpoint::generate()).collect(),
             processes,
             identities,
-            files: ReceiptFiles::scan(&scratch.dir).unwrap().0,
+            files: ReceiptFiles::scan(&scratch.dir).unwrap(),
         };
 
         for (step, op) in ops.iter().enumerate() {
@@ -225,17 +226,20 @@ proptest! {
                 _ => Vec::new(),
             };
             let changed = case.apply(op);
-            let mut exited = Vec::new();
             for name in &changed {
                 let scan = case.files.refresh(&case.dir, name).unwrap();
                 if name.starts_with('.') {
                     prop_assert!(matches!(scan, ReceiptScan::NotAReceipt), "{name}: {scan:?}");
                 }
-                if let ReceiptScan::Exited { .. } = scan {
-                    exited.push(name.clone());
-                }
             }
-            // The read that removes a dead process's receipt says so (the watcher tells the death).
+            let exited: Vec<String> = case
+                .files
+                .reconcile(&case.dir)
+                .iter()
+                .map(|endpoint| format!("{endpoint}.json"))
+                .collect();
+            // The reconciliation that removes a dead process's receipt says so (the watcher tells
+            // the death).
             for name in &killed {
                 prop_assert!(exited.contains(name), "step {step} {op:?}: {name} not reported exited");
             }

@@ -1,9 +1,9 @@
 //! Receipts pointing at real child processes: death, pid reuse (a wrong start time), identity.
 
 use live_runtime::{
-    find_live_runtime, forget_live_runtime, list_live_runtimes, pid_exists, register_live_runtime,
-    resolve_live_runtime, secret_account, LiveRuntimeEndpoint, LiveRuntimeReceiptError,
-    LiveRuntimeStatus, ProcessIdentity,
+    find_live_runtime, forget_live_runtime, list_live_runtimes, pid_exists, read_receipt,
+    register_live_runtime, resolve_live_runtime, secret_account, LiveRuntimeEndpoint,
+    LiveRuntimeReceiptError, LiveRuntimeStatus, ProcessIdentity, ReceiptFiles, ReceiptScan,
 };
 
 use crate::common::{
@@ -106,55 +106,115 @@ fn resolving_a_receipt_whose_process_died_reports_process_gone() {
         matches!(err, LiveRuntimeReceiptError::ProcessGone { pid } if pid == identity.pid),
         "{err:?}"
     );
+    // Resolving is a read (issue 30): the dead receipt is left for reconciliation.
+    assert!(dir.receipt_path(&endpoint).exists());
+    assert_eq!(
+        list_live_runtimes(dir).unwrap().exited,
+        vec![endpoint.clone()]
+    );
     assert!(!dir.receipt_path(&endpoint).exists());
 }
 
+/// Issue 30: a read is a read. Resolving, finding, discovering, reading one file and scanning the
+/// directory leave a dead process's receipt and a foreign receipt (inline token, no start time)
+/// byte for byte as they are, and the dead one's token in the store; reconciliation removes the
+/// one with its token, reports it, and adopts the other.
 #[test]
-fn removals_of_dead_receipts_by_any_clone_are_kept_once_asked_for() {
+fn issue_30_reads_change_nothing_and_reconciliation_removes_and_adopts() {
     let scratch = file_store_scratch();
     let dir = &scratch.dir;
-    let write_dead = |name: &str| {
-        let mut child = ChildGuard::sleep();
-        let identity = ProcessIdentity::of(child.pid()).unwrap();
-        let endpoint = LiveRuntimeEndpoint::generate();
-        write_receipt(
-            dir,
-            &endpoint,
-            &foreign_receipt(
-                &endpoint,
-                name,
-                &source(name),
-                identity.pid,
-                Some(identity.start_time),
-                "127.0.0.1:40102",
-                None,
-            ),
-        );
-        child.kill();
-        (endpoint, source(name))
+    let mut doomed = ChildGuard::sleep();
+    let dead = ProcessIdentity::of(doomed.pid()).unwrap();
+    let dead_endpoint = LiveRuntimeEndpoint::generate();
+    dir.secret_store()
+        .set(&secret_account(&dead_endpoint), &token("dead-token"))
+        .unwrap();
+    let dead_source = source("dead");
+    let dead_path = write_receipt(
+        dir,
+        &dead_endpoint,
+        &foreign_receipt(
+            &dead_endpoint,
+            "dead",
+            &dead_source,
+            dead.pid,
+            Some(dead.start_time),
+            "127.0.0.1:40102",
+            None,
+        ),
+    );
+    doomed.kill();
+    let alive = ChildGuard::sleep();
+    let foreign_endpoint = LiveRuntimeEndpoint::generate();
+    let foreign_source = source("foreign");
+    let foreign_path = write_receipt(
+        dir,
+        &foreign_endpoint,
+        &foreign_receipt(
+            &foreign_endpoint,
+            "foreign",
+            &foreign_source,
+            alive.pid(),
+            None,
+            "127.0.0.1:40103",
+            Some("inline-token"),
+        ),
+    );
+    let on_disk = || {
+        (
+            std::fs::read(&dead_path).ok(),
+            std::fs::read(&foreign_path).ok(),
+            dir.secret_store()
+                .get(&secret_account(&dead_endpoint))
+                .unwrap()
+                .is_some(),
+            dir.secret_store()
+                .get(&secret_account(&foreign_endpoint))
+                .unwrap()
+                .is_some(),
+        )
     };
+    let before = on_disk();
+    assert!(before.0.is_some() && before.1.is_some() && before.2 && !before.3);
 
-    // Not asked for: nothing is kept.
-    write_dead("unrecorded");
-    assert_eq!(list_live_runtimes(dir).unwrap().exited.len(), 1);
-    assert!(dir.take_reaped().is_empty());
-
-    dir.record_reaped();
-    let (listed, _) = write_dead("listed");
-    let (resolved, resolved_source) = write_dead("resolved");
-    // A clone made before or after the call shares the record: the resolve's removal counts.
-    let clone = dir.clone();
-    let err = resolve_live_runtime(&clone, &resolved, &resolved_source).unwrap_err();
+    let err = resolve_live_runtime(dir, &dead_endpoint, &dead_source).unwrap_err();
     assert!(
         matches!(err, LiveRuntimeReceiptError::ProcessGone { .. }),
         "{err:?}"
     );
-    assert_eq!(
-        list_live_runtimes(dir).unwrap().exited,
-        vec![listed.clone()]
+    // A foreign receipt not yet adopted resolves with the token it carries.
+    let resolved = resolve_live_runtime(dir, &foreign_endpoint, &foreign_source).unwrap();
+    assert_eq!(resolved.token.expose(), "inline-token");
+    assert!(
+        find_live_runtime(dir, "dead").is_err(),
+        "a dead receipt is not listed"
     );
-    assert_eq!(dir.take_reaped(), vec![resolved, listed]);
-    assert!(clone.take_reaped().is_empty(), "each removal is given once");
+    assert!(find_live_runtime(dir, "foreign").is_ok());
+    assert!(live_runtime::discover_live_runtime(dir, &foreign_source)
+        .unwrap()
+        .is_some());
+    assert!(matches!(
+        read_receipt(dir, &format!("{dead_endpoint}.json")).unwrap(),
+        ReceiptScan::Exited { pid } if pid == dead.pid
+    ));
+    assert!(matches!(
+        read_receipt(dir, &format!("{foreign_endpoint}.json")).unwrap(),
+        ReceiptScan::Listed(_)
+    ));
+    let scanned = ReceiptFiles::scan(dir).unwrap().list();
+    assert_eq!(scanned.runtimes.len(), 1, "{scanned:?}");
+    assert_eq!(on_disk(), before, "a read changed something on disk");
+
+    let list = list_live_runtimes(dir).unwrap();
+    assert_eq!(list.exited, vec![dead_endpoint.clone()]);
+    assert_eq!(list.runtimes.len(), 1);
+    let after = on_disk();
+    assert!(after.0.is_none(), "the dead receipt is removed");
+    assert!(!after.2, "with its token");
+    assert!(after.3, "the foreign token is adopted into the store");
+    let rewritten = String::from_utf8(after.1.unwrap()).unwrap();
+    assert!(!rewritten.contains("inline-token"), "{rewritten}");
+    assert!(rewritten.contains("startTime"), "{rewritten}");
 }
 
 #[test]

@@ -295,3 +295,31 @@ fn issue_13_untrusted_locks_and_readable_canon_files_are_reported_and_derived_st
         (None, None)
     );
 }
+
+/// Issue 30: a read is a read. Attach, act, the snapshot and the one-shot read of states leave a
+/// dead process's receipt on disk (none of them lists it); only the explicit reconciliation
+/// `list` takes removes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_30_resolving_and_reading_leave_a_dead_receipt_and_list_reconciles_it() {
+    let fx = Fixture::new();
+    let sleeper = Sleeper::sleep();
+    let identity = live_runtime::ProcessIdentity::of(sleeper.pid()).unwrap();
+    let endpoint =
+        crate::support::write_receipt(fx.receipts(), identity.pid, identity.start_time, "doomed");
+    drop(sleeper); // SIGKILL, reaped
+    let path = fx.receipts().receipt_path(&endpoint.parse().unwrap());
+    let core = fx.core();
+
+    assert!(find(&core.snapshot(), &endpoint).is_none());
+    assert!(find(&core.snapshot_with_states().await, &endpoint).is_none());
+    assert!(core.attach(&endpoint).await.is_err());
+    assert!(core.act(&endpoint, "approve", 1).await.is_err());
+    assert!(path.exists(), "a read removed the dead runtime's receipt");
+
+    let listed = core.reconcile_and_snapshot_with_states().await;
+    assert!(find(&listed, &endpoint).is_none());
+    assert!(
+        !path.exists(),
+        "list's reconciliation left the dead receipt"
+    );
+}
