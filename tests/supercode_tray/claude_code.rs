@@ -227,7 +227,7 @@ impl Session {
 
     /// The Claude Code runtime in `list --json`, when there is one.
     fn listed(&mut self) -> Option<Value> {
-        let output = self.run(&["list", "--json", "--scan"]);
+        let output = self.run(&["list", "--json"]);
         assert!(output.status.success(), "{output:?}");
         let list: Value = serde_json::from_slice(&output.stdout).unwrap();
         list["runtimes"]

@@ -937,7 +937,7 @@ fn issue_29_list_and_list_json_print_a_hostile_records_text_escaped() {
     );
     let mut printed = String::new();
 
-    let table = home.run(&["list", "--scan"], &mut printed);
+    let table = home.run(&["list"], &mut printed);
     assert!(table.status.success(), "{table:?}");
     let table = String::from_utf8_lossy(&table.stdout).into_owned();
     assert_eq!(raw_controls(&table), [], "{table:?}");
@@ -954,7 +954,7 @@ fn issue_29_list_and_list_json_print_a_hostile_records_text_escaped() {
         "{row}"
     );
 
-    let json = home.run(&["list", "--json", "--scan"], &mut printed);
+    let json = home.run(&["list", "--json"], &mut printed);
     assert!(json.status.success(), "{json:?}");
     let text = String::from_utf8_lossy(&json.stdout).into_owned();
     assert_eq!(raw_controls(&text), [], "{text:?}");
