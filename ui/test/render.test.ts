@@ -79,7 +79,7 @@ describe("runtime rows", () => {
     expect(ws?.textContent).toBe("…/canon-review-service");
     expect(ws?.title).toBe("/home/dev/src/clients/acme/services/canon-review-service");
     const since = r.querySelector("time.since");
-    expect(since?.textContent).toBe("since 3 h ago");
+    expect(since?.textContent).toBe("started 3 h ago");
     expect(since?.getAttribute("datetime")).toBe(new Date(NOW.getTime() - 3 * 3_600_000).toISOString());
   });
 
@@ -112,7 +112,7 @@ describe("runtime rows", () => {
   });
 
   it("falls back to a generic reason when the backend gives none", async () => {
-    const root = await show({ ...demoSnapshot(NOW), runtimes: [runtime({ id: "x", attach: { available: false, reason: null } })] });
+    const root = await show({ ...demoSnapshot(NOW), runtimes: [runtime({ id: "x", attach: { available: false, reason: null, applies: true } })] });
     const attach = byTestId(row(root, "x"), "action-attach");
     expect(document.getElementById(attach.getAttribute("aria-describedby") ?? "")?.textContent).toBe("Not available right now.");
   });
