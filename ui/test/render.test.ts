@@ -87,7 +87,7 @@ describe("runtime rows", () => {
     const root = await show(demoSnapshot(NOW));
     const ids = [...root.querySelectorAll('[data-testid="runtime-row"]')].map((r) => r.getAttribute("data-runtime-id"));
     // The core sorts (agents that need you first); the window keeps its order exactly.
-    expect(ids).toEqual(["rt-demo-a", "rt-triage", "rt-flaky", "rt-stuck", "rt-docs", "rt-fresh", "rt-legacy", "rt-review", "rt-nightly", "rt-ide", "rt-manual"]);
+    expect(ids).toEqual(["rt-demo-a", "rt-triage", "rt-flaky", "rt-stuck", "rt-docs", "rt-fresh", "rt-legacy", "rt-review", "rt-nightly", "rt-ops", "rt-ide", "rt-manual"]);
   });
 
   it("shows available actions as enabled buttons named after the runtime", async () => {
