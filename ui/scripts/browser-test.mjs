@@ -122,10 +122,10 @@ try {
   await test("Approve in a long list of requests keeps the scroll position, the others in view and focus out of the moved card", async () => {
     const { page, context, problems } = await open("mock&latency=0");
     await page.getByTestId("runtime-row").first().waitFor();
-    // Five agents ask for approval, as the core would sort them: first.
+    // Every running agent asks for approval (seven cards, more than the window shows).
     await page.evaluate(() =>
       window.__supercodeMock.update((s) => {
-        for (const r of s.runtimes.filter((r) => r.status === "running").slice(0, 5)) {
+        for (const r of s.runtimes.filter((r) => r.status === "running")) {
           r.state = {
             value: "needs-approval",
             title: `May ${r.name} run the tests?`,
