@@ -225,6 +225,9 @@ describe("revive", () => {
     await vi.waitFor(() => expect(shown(r, "row-notice")).toBe(true));
     expect(byTestId(r, "row-notice").textContent).toContain("Started review-bot");
     expect(byTestId(r, "runtime-status").textContent).toBe("Running");
+    // Running now: Revive no longer applies and is gone, and focus moved to Attach in the row.
+    expect(visible(revive)).toBe(false);
+    expect(document.activeElement).toBe(byTestId(r, "action-attach"));
     const revives = m.mock.calls.filter((c) => c.action === "revive");
     expect(revives).toHaveLength(1);
     expect(revives[0]).toMatchObject({ action: "revive", arg: "rt-review", allowEnv: [] });

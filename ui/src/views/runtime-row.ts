@@ -7,14 +7,13 @@
 import type { ActOutcome, AgentActionView, AgentState, CommandError, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView } from "../bindings";
 import { AGENT_RULES } from "../bindings/agentRules";
 import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
+import { agentLabel, cardTime, fullTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
+import { ActionButton, type Variant } from "./action-button";
 
 /** Focus has gone to nowhere (a removed element leaves it on <body>). */
 function focusLost(): boolean {
   return document.activeElement === null || document.activeElement === document.body;
 }
-
-import { agentLabel, cardTime, fullTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
-import { ActionButton, type Variant } from "./action-button";
 
 /** The row actions that talk to the backend. */
 export type RuntimeAction = "attach" | "forget" | "revive" | "act";
@@ -697,6 +696,9 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       this.busy = null;
       this.update(this.rt);
     }
+    // A revive that ran leaves no Revive on the (now running) card: keep focus in the row.
+    const pressed = this.actionButton(action).root;
+    if (pressed.hidden && (focusLost() || pressed.contains(document.activeElement))) this.focusAfterMessage();
     if (reviewAgain !== null) this.openConfirm("revive", reviewAgain);
   }
 }
