@@ -104,15 +104,79 @@ try {
     const { page, context, problems } = await open("mock&latency=0");
     await page.getByTestId("runtime-row").first().waitFor();
     const ids = await page.getByTestId("runtime-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-runtime-id")));
-    const order = ["rt-demo-a", "rt-triage", "rt-flaky", "rt-stuck", "rt-docs", "rt-fresh", "rt-legacy", "rt-review", "rt-nightly", "rt-ide", "rt-manual"];
+    const order = ["rt-demo-a", "rt-triage", "rt-flaky", "rt-stuck", "rt-docs", "rt-fresh", "rt-legacy", "rt-review", "rt-nightly", "rt-ops", "rt-ide", "rt-manual"];
     assert(JSON.stringify(ids) === JSON.stringify(order), `rows: ${ids}`);
-    const statuses = await page.getByTestId("runtime-status").allTextContents();
-    assert(statuses.join(",") === "Running,Running,Running,Running,Running,Running,Running,Stale,Offline,Embedded,Manual", `statuses: ${statuses}`);
+    // One status word per card: an agent's state where known, the runtime's status otherwise.
+    const statuses = await page.locator('[data-testid="runtime-status"]:visible').allTextContents();
+    assert(statuses.join(",") === "Running,Stale,Offline,Offline,Embedded,Manual", `statuses: ${statuses}`);
     // Each agent state shows its word and its icon; unknown shows nothing extra.
     const states = await page.locator('[data-testid="agent-state"]:visible').evaluateAll((chips) => chips.map((c) => `${c.textContent}:${c.querySelector("svg path") ? "icon" : "none"}`));
     assert(states.join(",") === "Needs approval:icon,Needs input:icon,Error:icon,Not answering:icon,Working:icon,Idle:icon", `states: ${states}`);
-    assert((await page.locator(".summary").textContent()).includes("2 need you"), "header counts who needs you");
+    assert((await page.locator(".summary").textContent()).includes("3 need you"), "header counts who needs you, the failed agent included");
     assert((await page.getByTestId("secret-store").textContent()).includes("OS keychain"), "secret store line");
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  // Issue 31: one click on Approve in a list of requests scrolled the others out of view.
+  await test("Approve in a long list of requests keeps the scroll position, the others in view and focus out of the moved card", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    await page.getByTestId("runtime-row").first().waitFor();
+    // Every running agent asks for approval (seven cards, more than the window shows).
+    await page.evaluate(() =>
+      window.__supercodeMock.update((s) => {
+        for (const r of s.runtimes.filter((r) => r.status === "running")) {
+          r.state = {
+            value: "needs-approval",
+            title: `May ${r.name} run the tests?`,
+            detail: "cargo test --workspace",
+            since: new Date().toISOString(),
+            actions: [
+              { id: "approve", label: "Approve", destructive: false, confirm: null },
+              { id: "deny", label: "Deny", destructive: true, confirm: null },
+            ],
+            controller: { kind: "none", label: null },
+            observers: 0,
+          };
+        }
+      }),
+    );
+    const layout = () =>
+      page.evaluate(() => {
+        const main = document.querySelector(".app-main");
+        const box = main.getBoundingClientRect();
+        return {
+          scrollTop: main.scrollTop,
+          rows: [...document.querySelectorAll('[data-testid="runtime-row"]')].map((row) => {
+            const r = row.getBoundingClientRect();
+            return { id: row.dataset.runtimeId, state: row.dataset.agentState ?? null, inView: r.bottom > box.top + 1 && r.top < box.bottom - 1 };
+          }),
+          focus: document.activeElement?.id || document.activeElement?.getAttribute("data-testid") || document.activeElement?.tagName,
+        };
+      });
+    // Scrolled so the second request is at the top.
+    const target = await page.evaluate(() => {
+      const main = document.querySelector(".app-main");
+      const rows = [...document.querySelectorAll('[data-testid="runtime-row"]')];
+      main.scrollTop += rows[1].getBoundingClientRect().top - main.getBoundingClientRect().top - 8;
+      return rows[1].dataset.runtimeId;
+    });
+    const before = await layout();
+    assert(before.scrollTop > 0, `the list is scrolled: ${before.scrollTop}`);
+    const inView = before.rows.filter((r) => r.inView).map((r) => r.id);
+    assert(inView.length >= 2 && inView[0] === target, `in view: ${inView}`);
+    await page.locator(`[data-runtime-id="${target}"] [data-action-id="approve"]`).click();
+    await page.waitForFunction((id) => document.querySelector(`[data-runtime-id="${id}"]`).dataset.agentState === "working", target);
+    const after = await layout();
+    const index = after.rows.findIndex((r) => r.id === target);
+    assert(index > after.rows.map((r) => r.state).lastIndexOf("needs-approval"), `the approved card sorts after the requests: ${after.rows.map((r) => r.id)}`);
+    assert(after.scrollTop === before.scrollTop, `scroll position kept: ${before.scrollTop} → ${after.scrollTop}`);
+    for (const id of inView.filter((id) => id !== target)) {
+      const now = after.rows.find((r) => r.id === id);
+      assert(now.inView && now.state === "needs-approval", `${id} is still in view and asking`);
+    }
+    assert(after.focus === "runtimes-title", `focus is on the list heading, not in the moved card: ${after.focus}`);
+    await page.screenshot({ path: resolve(artifacts, "ui-after-approve.png") });
     await expectClean(page, problems);
     await context.close();
   });
@@ -152,7 +216,9 @@ try {
     await row.getByTestId("agent-state").filter({ hasText: "Working" }).waitFor();
     const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "act"));
     assert(calls.length === 1 && calls[0].arg === "rt-demo-a" && calls[0].agentAction === "approve", `act calls: ${JSON.stringify(calls)}`);
-    assert(await page.evaluate(() => document.querySelector('[data-runtime-id="rt-demo-a"]').contains(document.activeElement)), "focus stays in the row");
+    // Approve went with the request and the card sorted down: focus lands on the list's heading,
+    // which no update moves, not on <body> and not after the card (issue 31).
+    assert((await focusedTestId(page)) !== "BODY" && (await page.evaluate(() => document.activeElement?.id)) === "runtimes-title", "focus on the list heading");
     await expectClean(page, problems);
     await context.close();
   });
@@ -206,7 +272,7 @@ try {
     const row = page.locator('[data-runtime-id="rt-review"]');
     const preload = row.locator('li[data-env-name="LD_PRELOAD"]');
     await preload.waitFor();
-    assert((await preload.textContent()).includes("LD_PRELOAD changes how programs load"), "the reason is shown");
+    assert((await preload.textContent()).includes("LD_PRELOAD is not one of the few harmless variables"), "the reason is shown");
     assert((await row.getByTestId("confirm-accept").getAttribute("aria-disabled")) === "true", "Confirm waits for the allow");
     // Focus starts on Confirm; the checkbox is just before Cancel.
     for (let i = 0; i < 5 && (await focusedTestId(page)) !== "allow-env"; i++) await page.keyboard.press("Shift+Tab");
@@ -230,7 +296,7 @@ try {
     assert((await panel.textContent()).includes("removes only this stale receipt"), "forget explanation");
     await panel.getByTestId("confirm-accept").click();
     await row.waitFor({ state: "detached" });
-    assert((await page.getByTestId("runtime-row").count()) === 10, "one row fewer");
+    assert((await page.getByTestId("runtime-row").count()) === 11, "one row fewer");
     await expectClean(page, problems);
     await context.close();
   });
@@ -251,17 +317,20 @@ try {
 
   await test("unavailable actions stay reachable and say why", async () => {
     const { page, context, problems } = await open("mock&latency=0");
-    const attach = page.locator('[data-runtime-id="rt-review"] [data-testid="action-attach"]');
+    // Revive of a runtime whose profile is in use: it could apply once that process ends, so it is
+    // shown, disabled, with why; what can never apply (Attach on a stale one) is not shown at all.
+    assert(!(await page.locator('[data-runtime-id="rt-review"] [data-testid="action-attach"]').isVisible()), "no Attach on a stale runtime");
+    const attach = page.locator('[data-runtime-id="rt-ops"] [data-testid="action-revive"]');
     assert((await attach.getAttribute("aria-disabled")) === "true", "aria-disabled");
     const tipId = await attach.getAttribute("aria-describedby");
     const tip = page.locator(`[id="${tipId}"]`);
-    assert((await tip.textContent()) === "Not running: the process has exited.", "reason text");
+    assert((await tip.textContent()) === "Its profile ops is in use by PID 7311; stop that process, then revive.", "reason text");
     await attach.focus();
     await page.keyboard.press("Shift+Tab");
     await page.keyboard.press("Tab"); // keyboard focus → :focus-visible → tooltip shows
     await page.waitForFunction((id) => getComputedStyle(document.getElementById(id)).visibility === "visible", tipId);
     await attach.press("Enter");
-    const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "attach"));
+    const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "revive" || c.action === "revivePlan"));
     assert(calls.length === 0, "disabled action must not call the backend");
     await expectClean(page, problems);
     await context.close();
@@ -327,10 +396,11 @@ try {
       await page.evaluate(() => window.__supercodeMock.failNext("attach", { code: "internal", message: "demo-a stopped answering on its port. Try again, or Revive it." }));
       await page.locator('[data-runtime-id="rt-demo-a"]').getByTestId("action-attach").click();
       await page.locator('[data-runtime-id="rt-demo-a"]').getByTestId("row-error").waitFor();
-      await page.locator('[data-runtime-id="rt-review"]').getByTestId("action-revive").focus();
+      await page.locator('[data-runtime-id="rt-ops"]').getByTestId("action-revive").focus();
       await page.keyboard.press("Shift+Tab");
+      await page.keyboard.press("Tab"); // keyboard focus → :focus-visible → tooltip shows
       await page.waitForFunction(() => {
-        const b = document.querySelector('[data-runtime-id="rt-review"] [data-testid="action-attach"]');
+        const b = document.querySelector('[data-runtime-id="rt-ops"] [data-testid="action-revive"]');
         return getComputedStyle(document.getElementById(b.getAttribute("aria-describedby"))).opacity === "1";
       });
       await page.screenshot({ path: resolve(artifacts, `ui-${scheme}-states.png`) });

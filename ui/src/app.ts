@@ -7,7 +7,7 @@ import { CONFIRM_ACT_ACTION_PARAM, CONFIRM_ACT_PARAM, CONFIRM_REVIVE_PARAM, toCo
 import type { FileWarning, IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
 import { h, icon, KeyedList, setAttr, setText, show, Slot } from "./dom";
 import { PendingRow } from "./views/pending-row";
-import { RuntimeRow } from "./views/runtime-row";
+import { NOTICE_TIMEOUT_MS, RuntimeRow } from "./views/runtime-row";
 
 /**
  * How often relative times ("since 5 min ago") are re-rendered. The coarsest
@@ -70,9 +70,14 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   const noticeText = h("span", { class: "msg-text" });
   const noticeDismiss = h("button", { class: "icon-btn", attrs: { type: "button", "aria-label": "Dismiss message" }, on: { click: () => setNotice(null) } }, icon("close"));
   const notice = new Slot(h("div", { class: "msg msg-info banner", attrs: { role: "status", "data-testid": "app-notice" } }, noticeText, noticeDismiss));
+  let noticeTimer: number | undefined;
+  // An outcome, said once: it goes by itself (`NOTICE_TIMEOUT_MS`) or when dismissed.
   function setNotice(message: string | null): void {
+    window.clearTimeout(noticeTimer);
+    if (message === null && notice.el.contains(document.activeElement)) settleFocus();
     setText(noticeText, message ?? "");
     notice.set(message !== null);
+    if (message !== null) noticeTimer = window.setTimeout(() => setNotice(null), NOTICE_TIMEOUT_MS);
   }
 
   // ---- loading ----
@@ -99,6 +104,12 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   const runtimesList = h("ul", { class: "rows", attrs: { role: "list" } });
   const runtimesSection = h("section", { class: "section", attrs: { "aria-labelledby": "runtimes-title" } }, h("div", { class: "section-head" }, runtimesHeading, runtimesCount), runtimesList);
   runtimesSection.hidden = true;
+  // Where focus goes when the element that had it went with a state (an approved request's
+  // button): the list's heading, which no update moves, without scrolling to it, so the list
+  // stays where the user was looking (issue 31).
+  function settleFocus(): void {
+    (runtimesSection.hidden ? logsButton : runtimesHeading).focus({ preventScroll: true });
+  }
 
   // The backend's snapshots have one source, its watcher, and come as events in the order it
   // read them. A fetch's answer has no place in that order: an event that arrives while the fetch
@@ -160,6 +171,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
             failed,
           ),
         act: (id, action, revision) => backend.act(id, action, revision).catch((e: unknown) => Promise.reject(toCommandError(e))),
+        settleFocus,
         now,
       }),
   );
@@ -255,6 +267,10 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     setText(emptyTitle, isEmpty ? "No runtimes yet" : "Welcome to Supercode Tray");
     setText(receiptDirEl, s.receiptDir);
 
+    // An update keeps the list where the user was looking: a card that moved (re-sorted after an
+    // approval) or changed size does not scroll the others away (issue 31). `.app-main` has
+    // `overflow-anchor: none`, so no engine moves it either.
+    const scrollTop = main.scrollTop;
     show(runtimesSection, !isEmpty);
     setText(runtimesCount, String(s.runtimes.length));
     const lostRuntimeFocus = runtimeRows.reconcile(s.runtimes);
@@ -272,8 +288,9 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     warnings.render(s.warnings);
 
     // A row that held focus went away (forgotten, dismissed): land on its section, not on <body>.
-    if (lostRuntimeFocus) (isEmpty ? logsButton : runtimesHeading).focus();
-    else if (lostPendingFocus) (s.pending.length > 0 ? pendingHeading : logsButton).focus();
+    if (lostRuntimeFocus) (isEmpty ? logsButton : runtimesHeading).focus({ preventScroll: true });
+    else if (lostPendingFocus) (s.pending.length > 0 ? pendingHeading : logsButton).focus({ preventScroll: true });
+    if (main.scrollTop !== scrollTop) main.scrollTop = scrollTop;
   }
 
   function tick(): void {
@@ -362,6 +379,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     destroy() {
       destroyed = true;
       window.clearInterval(timer);
+      window.clearTimeout(noticeTimer);
       document.removeEventListener("visibilitychange", onVisible);
       document.removeEventListener("keydown", onKeydown);
       unlisten?.();

@@ -14,8 +14,12 @@ function ago(now: Date, ms: number): string {
   return new Date(now.getTime() - ms).toISOString();
 }
 
-const yes = { available: true, reason: null };
-const no = (reason: string) => ({ available: false, reason });
+/** An action that can run (the core's `ActionAvailability::yes`). */
+export const yes = { available: true, reason: null, applies: true };
+/** One that cannot run now, shown disabled with its reason (`ActionAvailability::no`). */
+export const no = (reason: string) => ({ available: false, reason, applies: true });
+/** One that can never apply to the runtime as it is (`ActionAvailability::never`): not shown. */
+export const never = (reason: string) => ({ available: false, reason, applies: false });
 
 /** A registration request, with what the core decides for its state (generated from Rust). */
 export function pending(p: Omit<PendingView, "approve" | "dismiss" | "over">): PendingView {
@@ -24,11 +28,18 @@ export function pending(p: Omit<PendingView, "approve" | "dismiss" | "over">): P
 
 /**
  * Brings a made-up snapshot in line with what the core would send: each registration's
- * availabilities follow its state (`PENDING_RULES`), and the counts follow the lists, as
- * `SnapshotCounts::of` counts them.
+ * availabilities follow its state (`PENDING_RULES`), the runtimes are in the core's order, and
+ * the counts follow the lists, as `SnapshotCounts::of` counts them.
  */
 export function settle(s: Snapshot): Snapshot {
   for (const p of s.pending) Object.assign(p, PENDING_RULES[p.state]);
+  // The core's order (`agents::order`): running first, those that need you first among them, by
+  // the generated urgency; a stable sort, so ties keep their order.
+  const rank = (r: RuntimeView): [number, number] => [r.status === "running" ? 0 : 1, r.state === null ? 255 : AGENT_RULES[r.state.value].urgency];
+  s.runtimes.sort((a, b) => {
+    const [x, y] = [rank(a), rank(b)];
+    return x[0] - y[0] || x[1] - y[1];
+  });
   const counts: SnapshotCounts = {
     running: s.runtimes.filter((r) => r.status === "running").length,
     stale: s.runtimes.filter((r) => r.status === "stale").length,
@@ -60,7 +71,7 @@ export function agentState(value: AgentState, over: Partial<AgentStateView> = {}
     since: null,
     actions: [],
     controller: answering ? { kind: "none", label: null } : null,
-    observers: answering ? 1 : null,
+    observers: answering ? 0 : null,
     revision: answering ? 1 : null,
     ...over,
   };
@@ -84,8 +95,8 @@ export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeVie
     since: null,
     pid: null,
     attach: yes,
-    forget: no("The runtime is running; only stale receipts can be forgotten."),
-    revive: no("Already running."),
+    forget: never("The runtime is running; only stale receipts can be forgotten."),
+    revive: never("Already running."),
     launchCommand: null,
     origin: "receipt",
     catalogStatus: null,
@@ -201,7 +212,7 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
         statusReason: "Process 3117 exited; its receipt was left behind.",
         since: ago(now, 3 * 60 * MINUTE),
         pid: 3117,
-        attach: no("Not running: the process has exited."),
+        attach: never("Not running: the process has exited."),
         forget: yes,
         revive: yes,
         launchCommand: ["canon-agent", "serve", "--profile", "review", "--workspace", "/home/dev/src/clients/acme/services/canon-review-service"],
@@ -216,10 +227,28 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
         status: "offline",
         statusReason: "Not started since the last reboot.",
         since: ago(now, 26 * 60 * MINUTE),
-        attach: no("Not running."),
-        forget: no("Known from the Canon catalog, not from a receipt; nothing to forget."),
+        attach: never("Not running."),
+        forget: never("Known from the Canon catalog, not from a receipt; nothing to forget."),
         revive: yes,
         launchCommand: ["opencode", "serve", "--profile", "nightly"],
+        origin: "catalog",
+        catalogStatus: "offline",
+        reviveCapability: "revivable",
+      }),
+      runtime({
+        id: "rt-ops",
+        name: "ops-agent",
+        kind: "opencode",
+        workspace: "/home/dev/src/infra",
+        profile: "ops",
+        status: "offline",
+        statusReason: null,
+        since: ago(now, 5 * 60 * MINUTE),
+        attach: never("Not running."),
+        forget: never("Known from the Canon catalog, not from a receipt; nothing to forget."),
+        // Not now, but once that process ends: shown, disabled, with the reason.
+        revive: no("Its profile ops is in use by PID 7311; stop that process, then revive."),
+        launchCommand: ["opencode", "serve", "--profile", "ops"],
         origin: "catalog",
         catalogStatus: "offline",
         reviveCapability: "revivable",
@@ -233,8 +262,8 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
         statusReason: "Runs inside VS Code.",
         since: ago(now, 47 * MINUTE),
         pid: 5120,
-        forget: no("Managed by VS Code."),
-        revive: no("Managed by VS Code."),
+        forget: never("Managed by VS Code."),
+        revive: never("Managed by VS Code."),
       }),
       runtime({
         id: "rt-manual",
@@ -245,7 +274,7 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
         statusReason: "Started by hand; Supercode cannot relaunch it.",
         since: ago(now, 2 * MINUTE),
         pid: 6001,
-        revive: no("Started by hand: no launch command is known."),
+        revive: never("Started by hand: no launch command is known."),
       }),
     ],
     ignored: [

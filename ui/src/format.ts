@@ -1,7 +1,7 @@
 // Pure text formatting for the window: relative times, shortened paths and
 // the labels of statuses and states. Unknown enum values get a neutral label
 // instead of being echoed, so nothing unexpected from the wire is rendered.
-import type { AgentState, AgentStateView, ControllerView, PendingState, RuntimeStatus } from "./bindings";
+import type { AgentState, AgentStateView, ControllerView, PendingState, RuntimeStatus, RuntimeView } from "./bindings";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -126,11 +126,52 @@ export function controllerText(controller: ControllerView | null): string | null
   return controller.label ? `driven from ${kind} (${controller.label})` : `driven from ${kind}`;
 }
 
-/** Who is on an agent: "driven from a terminal · 2 watching"; empty when the runtime said nothing. */
+/**
+ * Who is on an agent: "driven from a terminal · 2 watching"; empty when the runtime said nothing.
+ * `observers` counts clients other than this tray (the core takes the tray's own stream out), so
+ * nobody else watching says nothing rather than "0 watching".
+ */
 export function peopleText(state: AgentStateView): string {
   const parts: string[] = [];
   const driver = controllerText(state.controller);
   if (driver !== null) parts.push(driver);
-  if (state.observers !== null) parts.push(`${state.observers} watching`);
+  if (state.observers !== null && state.observers > 0) parts.push(`${state.observers} watching`);
   return parts.join(" · ");
+}
+
+/** What the one time on an agent's card is the time of, by state ("asked 2 min ago"). */
+const STATE_TIME_LABELS: Record<Exclude<AgentState, "unknown">, string> = {
+  working: "working since",
+  "needs-approval": "asked",
+  "needs-input": "waiting since",
+  idle: "idle since",
+  error: "failed",
+  "not-answering": "not answering since",
+};
+
+/** The one time a runtime's card shows, with what it is the time of. */
+export interface CardTime {
+  /** "asked", "started", "last seen"... */
+  label: string;
+  at: Date;
+  /** The other time the card knows (when the runtime started), for its tooltip. */
+  also: { label: string; at: Date } | null;
+}
+
+/**
+ * The one labeled time of a runtime's card (issue 31: two unlabeled "since" lines). A running
+ * agent whose state is known: when it entered that state. Otherwise the runtime's own time: when
+ * it started (a receipt's registration), or when the catalog last heard of it (its heartbeat,
+ * start or stop, whichever it recorded last).
+ */
+export function cardTime(rt: RuntimeView): CardTime | null {
+  const own = parseTime(rt.since);
+  const ownLabel = rt.origin === "catalog" ? "last seen" : "started";
+  const state = rt.state;
+  const stateAt = state === null ? null : parseTime(state.since);
+  if (state !== null && stateAt !== null && Object.hasOwn(STATE_TIME_LABELS, state.value)) {
+    const label = STATE_TIME_LABELS[state.value as Exclude<AgentState, "unknown">];
+    return { label, at: stateAt, also: own === null ? null : { label: ownLabel, at: own } };
+  }
+  return own === null ? null : { label: ownLabel, at: own, also: null };
 }

@@ -231,8 +231,8 @@ export class MockBackend implements Backend {
       digest: digestOf([rt.id, program, argv.slice(1), cwd, env.map((v) => [v.name, v.value])]),
       run:
         refused.length === 0
-          ? { available: true, reason: null }
-          : { available: false, reason: `Not reviving ${rt.name}: its launch command sets ${refused.map((v) => v.name).join(", ")}. ${refused.map((v) => v.reason).join("; ")}.` },
+          ? { available: true, reason: null, applies: true }
+          : { available: false, applies: true, reason: `Not reviving ${rt.name}: its launch command sets ${refused.map((v) => v.name).join(", ")}. ${refused.map((v) => v.reason).join("; ")}.` },
     };
   }
 
@@ -264,9 +264,9 @@ export class MockBackend implements Backend {
       rt.statusReason = null;
       rt.since = new Date().toISOString();
       rt.pid = pid;
-      rt.attach = { available: true, reason: null };
-      rt.forget = { available: false, reason: "The runtime is running; only stale receipts can be forgotten." };
-      rt.revive = { available: false, reason: "Already running." };
+      rt.attach = { available: true, reason: null, applies: true };
+      rt.forget = { available: false, reason: "The runtime is running; only stale receipts can be forgotten.", applies: false };
+      rt.revive = { available: false, reason: "Already running.", applies: false };
       // Like the real app: a runtime revived from the catalog registers a new receipt, so it
       // comes back under its new endpoint.
       if (rt.origin === "catalog") {

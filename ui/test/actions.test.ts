@@ -2,7 +2,8 @@
 // errors, confirmations, and live updates that must not disturb the user.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RELATIVE_TIME_REFRESH_MS } from "../src/app";
-import { demoSnapshot, emptySnapshot, runtime } from "../src/fixtures";
+import { agentState, APPROVAL_ACTIONS, demoSnapshot, emptySnapshot, no, runtime } from "../src/fixtures";
+import { NOTICE_TIMEOUT_MS } from "../src/views/runtime-row";
 import { mockBackend } from "../src/mock-backend";
 import { byTestId, mount, mountOver, NOW, pendingRow, press, row, shown, visible, type Mounted } from "./helpers";
 
@@ -134,7 +135,7 @@ describe("revive", () => {
 
   it("keeps an argument with spaces as one visible element", async () => {
     const s = demoSnapshot(NOW);
-    s.runtimes = [runtime({ id: "x", name: "x", status: "stale", revive: { available: true, reason: null }, launchCommand: ["agent", "--workspace", "/home/dev/My Project"] })];
+    s.runtimes = [runtime({ id: "x", name: "x", status: "stale", revive: { available: true, reason: null, applies: true }, launchCommand: ["agent", "--workspace", "/home/dev/My Project"] })];
     m = await mount(s);
     const panel = await openRevive(m, "x");
     expect(planArgs(panel)).toEqual(["--workspace", "/home/dev/My Project"]);
@@ -224,6 +225,9 @@ describe("revive", () => {
     await vi.waitFor(() => expect(shown(r, "row-notice")).toBe(true));
     expect(byTestId(r, "row-notice").textContent).toContain("Started review-bot");
     expect(byTestId(r, "runtime-status").textContent).toBe("Running");
+    // Running now: Revive no longer applies and is gone, and focus moved to Attach in the row.
+    expect(visible(revive)).toBe(false);
+    expect(document.activeElement).toBe(byTestId(r, "action-attach"));
     const revives = m.mock.calls.filter((c) => c.action === "revive");
     expect(revives).toHaveLength(1);
     expect(revives[0]).toMatchObject({ action: "revive", arg: "rt-review", allowEnv: [] });
@@ -270,7 +274,8 @@ describe("live updates", () => {
 
     const next = demoSnapshot(NOW);
     next.runtimes[0]!.statusReason = "Busy with a long task.";
-    next.runtimes.reverse();
+    // rt-fresh now asks: the core sorts it up with the other request, so rows move around the focused one.
+    next.runtimes.find((r) => r.id === "rt-fresh")!.state = agentState("needs-approval", { title: "Run it?" });
     next.runtimes.push(runtime({ id: "rt-new", name: "fresh" }));
     m.mock.setSnapshot(next);
 
@@ -279,7 +284,8 @@ describe("live updates", () => {
     expect(document.activeElement).toBe(confirm);
     expect(row(m.root, "rt-demo-a").textContent).toContain("Busy with a long task.");
     const ids = [...m.root.querySelectorAll('[data-testid="runtime-row"]')].map((e) => e.getAttribute("data-runtime-id"));
-    expect(ids).toEqual([...demoSnapshot(NOW).runtimes.map((r) => r.id).reverse(), "rt-new"]);
+    expect(ids.slice(0, 2)).toEqual(["rt-demo-a", "rt-fresh"]);
+    expect(ids).toEqual(m.mock.current().runtimes.map((r) => r.id));
   });
 
   it("keep an inline error until the user dismisses it", async () => {
@@ -295,7 +301,7 @@ describe("live updates", () => {
     m = await mount(demoSnapshot(NOW));
     const r = pressOnRow(m, "rt-review", "action-revive");
     m.mock.update((s) => {
-      s.runtimes.find((r) => r.id === "rt-review")!.revive = { available: false, reason: "Already running." };
+      s.runtimes.find((r) => r.id === "rt-review")!.revive = { available: false, reason: "Already running.", applies: false };
     });
     const panel = byTestId(r, "confirm-revive");
     expect(visible(panel)).toBe(true);
@@ -333,10 +339,10 @@ describe("live updates", () => {
     const { root, app } = mountOver(mockBackend(demoSnapshot(NOW)), () => now);
     await app.ready;
     const since = row(root, "rt-manual").querySelector("time.since")!;
-    expect(since.textContent).toBe("since 2 min ago");
+    expect(since.textContent).toBe("started 2 min ago");
     now = new Date(NOW.getTime() + 3 * 60_000);
     vi.advanceTimersByTime(RELATIVE_TIME_REFRESH_MS);
-    expect(since.textContent).toBe("since 5 min ago");
+    expect(since.textContent).toBe("started 5 min ago");
     app.destroy();
   });
 });
@@ -529,5 +535,92 @@ describe("what an error code makes the window do", () => {
     await vi.waitFor(() => expect(row(m!.root, rt.id).querySelector('[data-testid="row-error"]')?.textContent).toContain("The keychain is locked."));
     expect(snapshots(m.mock)).toBe(before);
     expect(shown(m.root, "app-notice")).toBe(false);
+  });
+});
+
+// Issue 31, item 4: the window keeps the user's place and says things once.
+describe("a calm list", () => {
+  it("shows only the actions that can apply: what never can is left out, what cannot now is shown with why", async () => {
+    const s = demoSnapshot(NOW);
+    s.runtimes.push(runtime({ id: "locked", status: "stale", attach: { available: false, reason: "stale", applies: false }, forget: no("x"), revive: no("Its profile is in use by PID 7.") }));
+    m = await mount(s);
+    const running = row(m.root, "rt-docs");
+    expect(visible(byTestId(running, "action-attach"))).toBe(true);
+    expect(visible(byTestId(running, "action-revive"))).toBe(false);
+    expect(visible(byTestId(running, "action-forget"))).toBe(false);
+    const stale = row(m.root, "rt-review");
+    expect(visible(byTestId(stale, "action-attach"))).toBe(false);
+    expect(visible(byTestId(stale, "action-revive"))).toBe(true);
+    expect(visible(byTestId(stale, "action-forget"))).toBe(true);
+    // Not now, but could be: shown, disabled, with the reason.
+    const revive = byTestId(row(m.root, "locked"), "action-revive");
+    expect(visible(revive)).toBe(true);
+    expect(revive.getAttribute("aria-disabled")).toBe("true");
+    expect(document.getElementById(revive.getAttribute("aria-describedby") ?? "")?.textContent).toBe("Its profile is in use by PID 7.");
+    // No disabled button is left on any card for an action that can never apply to it.
+    for (const r of m.root.querySelectorAll<HTMLElement>('[data-testid="runtime-row"]')) {
+      const id = r.dataset.runtimeId!;
+      const view = m.mock.current().runtimes.find((v) => v.id === id)!;
+      for (const action of ["attach", "revive", "forget"] as const) {
+        expect(visible(byTestId(r, `action-${action}`)), `${id} ${action}`).toBe(view[action].applies);
+      }
+    }
+  });
+
+  it("says watchers other than the tray only, and nothing when there are none", async () => {
+    const s = demoSnapshot(NOW);
+    s.runtimes = [runtime({ id: "alone", state: agentState("working", { observers: 0 }) }), runtime({ id: "watched", state: agentState("working", { observers: 2 }) })];
+    m = await mount(s);
+    expect(visible(byTestId(row(m.root, "alone"), "agent-people"))).toBe(false);
+    expect(byTestId(row(m.root, "watched"), "agent-people").textContent).toBe("2 watching");
+  });
+
+  it("a success message goes by itself after NOTICE_TIMEOUT_MS; an error stays until dismissed", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"], shouldAdvanceTime: true });
+    m = await mount(demoSnapshot(NOW));
+    const r = row(m.root, "rt-review");
+    click(byTestId(await openRevive(m, "rt-review"), "confirm-accept"));
+    await vi.waitFor(() => expect(shown(r, "row-notice")).toBe(true));
+    vi.advanceTimersByTime(NOTICE_TIMEOUT_MS - 1_000);
+    expect(shown(r, "row-notice")).toBe(true);
+    vi.advanceTimersByTime(1_000);
+    expect(shown(r, "row-notice")).toBe(false);
+
+    m.mock.failNext("attach", { code: "internal", message: "The browser did not start." });
+    click(byTestId(r, "action-attach"));
+    await vi.waitFor(() => expect(shown(r, "row-error")).toBe(true));
+    vi.advanceTimersByTime(10 * NOTICE_TIMEOUT_MS);
+    expect(shown(r, "row-error")).toBe(true);
+  });
+
+  it("the notice at the top goes by itself too", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"], shouldAdvanceTime: true });
+    m = await mount(demoSnapshot(NOW));
+    m.mock.failNext("attach", { code: "notFound", message: "That runtime is gone." });
+    click(byTestId(row(m.root, "rt-docs"), "action-attach"));
+    await vi.waitFor(() => expect(shown(m!.root, "app-notice")).toBe(true));
+    vi.advanceTimersByTime(NOTICE_TIMEOUT_MS);
+    expect(shown(m.root, "app-notice")).toBe(false);
+  });
+
+  it("an approved card's focus lands on the list heading, also when the agent moves on after the answer", async () => {
+    const s = demoSnapshot(NOW);
+    const asking = (id: string) => runtime({ id, state: agentState("needs-approval", { title: "Run it?", actions: APPROVAL_ACTIONS.map((a) => ({ ...a })) }) });
+    s.runtimes = [asking("one"), asking("two"), asking("three"), asking("four")];
+    m = await mount(s);
+    const first = row(m.root, "one");
+    const approve = first.querySelector<HTMLButtonElement>('[data-action-id="approve"]')!;
+    approve.focus();
+    const watcherReads = m.mock.holdEvents();
+    approve.click();
+    await vi.waitFor(() => expect(m!.mock.calls.some((c) => c.action === "act")).toBe(true));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    // Answered, not yet read back: the button is still there and keeps focus.
+    expect(document.activeElement).toBe(approve);
+    watcherReads();
+    // The agent moved on: its card sorts after the three still asking, and focus did not follow it.
+    const order = [...m.root.querySelectorAll<HTMLElement>('[data-testid="runtime-row"]')].map((r) => r.dataset.runtimeId);
+    expect(order).toEqual(["two", "three", "four", "one"]);
+    expect(document.activeElement).toBe(m.root.querySelector("#runtimes-title"));
   });
 });

@@ -17,6 +17,18 @@ afterEach(() => {
 /** Every state, from the table generated from Rust, so a new state cannot be missed here. */
 const STATES = Object.keys(AGENT_RULES) as AgentState[];
 
+/** What the card's one time says in each state (issue 31: one labeled time, not two "since" lines). */
+const TIME_LABELS: Record<AgentState, string> = {
+  working: "working since 3 min ago",
+  "needs-approval": "asked 3 min ago",
+  "needs-input": "waiting since 3 min ago",
+  idle: "idle since 3 min ago",
+  error: "failed 3 min ago",
+  "not-answering": "not answering since 3 min ago",
+  // No state known: the runtime's own time.
+  unknown: "started 1 h ago",
+};
+
 const WORDS: Record<AgentState, string | null> = {
   working: "Working",
   "needs-approval": "Needs approval",
@@ -62,8 +74,12 @@ describe("every agent state", () => {
       expect(visible(byTestId(r, "agent"))).toBe(false);
       expect(r.hasAttribute("data-agent-state")).toBe(false);
       expect(byTestId(r, "runtime-status").textContent).toBe("Running");
+      expect(visible(byTestId(r, "runtime-status"))).toBe(true);
+      expect(byTestId(r, "card-time").textContent).toBe(TIME_LABELS[value]);
       return;
     }
+    // One status word: the agent's state, not "Running" beside it (issue 31).
+    expect(visible(byTestId(r, "runtime-status"))).toBe(false);
     expect(visible(chip)).toBe(true);
     expect(chip.textContent).toBe(word);
     expect(chip.className).toContain(`state-${value}`);
@@ -71,7 +87,10 @@ describe("every agent state", () => {
     expect(byTestId(r, "agent-title").textContent).toBe(`Title of ${value}`);
     expect(byTestId(r, "agent-detail").textContent).toBe("line one\nline two");
     expect(byTestId(r, "agent-detail").tagName).toBe("PRE");
-    expect(byTestId(r, "agent-since").textContent).toBe("since 3 min ago");
+    // One time on the card, labeled; the runtime's start is in its tooltip.
+    expect(r.querySelectorAll("time")).toHaveLength(1);
+    expect(byTestId(r, "card-time").textContent).toBe(TIME_LABELS[value]);
+    expect(byTestId(r, "card-time").getAttribute("title")).toContain("; started ");
     // The core's rule, not one of the window's own, says whether it needs you.
     expect(r.getAttribute("data-needs-you") === "true").toBe(AGENT_RULES[value].needsYou);
   });
@@ -118,11 +137,15 @@ describe("header", () => {
   it("counts the agents that need you, as the core counted them", async () => {
     m = await mount(demoSnapshot(NOW));
     const summary = m.root.querySelector(".summary")!;
-    expect(summary.textContent).toContain("2 need you");
+    // Asking, waiting and failed: an agent in error cannot go on without you either (issue 31).
+    expect(summary.textContent).toContain("3 need you");
+    expect(row(m.root, "rt-flaky").getAttribute("data-needs-you")).toBe("true");
     m.mock.update((s) => {
       s.runtimes.find((r) => r.id === "rt-triage")!.state = agentState("working");
+      s.runtimes.find((r) => r.id === "rt-flaky")!.state = agentState("working");
     });
     expect(summary.textContent).toContain("1 needs you");
+    expect(row(m.root, "rt-flaky").hasAttribute("data-needs-you")).toBe(false);
     m.mock.update((s) => {
       s.runtimes.find((r) => r.id === "rt-demo-a")!.state = agentState("idle");
     });
@@ -157,8 +180,9 @@ describe("agent actions", () => {
     expect(m.mock.calls.filter((c) => c.action === "act")).toEqual([{ action: "act", arg: "rt-demo-a", agentAction: "approve", revision: 1 }]);
     expect(agentButtons(r)).toHaveLength(0);
     expect(shown(r, "row-error")).toBe(false);
-    // Focus stays in the row although the pressed button went with the action.
-    expect(r.contains(document.activeElement)).toBe(true);
+    // The pressed button went with the action, and the row may be re-sorted away: focus lands on
+    // the list's heading, which no update moves (issue 31), not on <body> and not after the row.
+    expect(document.activeElement).toBe(m.root.querySelector("#runtimes-title"));
   });
 
   it("a destructive action asks first with the runtime's question, starting on Cancel", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { pendingLabel, relativeTime, shortenPath, statusLabel, statusTone } from "../src/format";
+import { cardTime, peopleText, pendingLabel, relativeTime, shortenPath, statusLabel, statusTone } from "../src/format";
+import { agentState, runtime } from "../src/fixtures";
 import type { RuntimeStatus } from "../src/bindings";
 
 const now = new Date("2026-12-02T12:00:00Z");
@@ -51,5 +52,28 @@ describe("labels", () => {
     expect(statusTone(odd)).toBe("unknown");
     expect(statusLabel("stale")).toBe("Stale");
     expect(pendingLabel("waiting")).toBe("Waiting");
+  });
+});
+
+// Issue 31: one labeled time per card, and watchers other than the tray.
+describe("cardTime", () => {
+  const at = (ms: number) => before(ms).toISOString();
+  it("is the agent's state time, labeled by state, with the runtime's start beside it", () => {
+    const t = cardTime(runtime({ id: "a", since: at(3_600_000), state: agentState("needs-approval", { since: at(120_000) }) }))!;
+    expect([t.label, t.at.toISOString(), t.also?.label]).toEqual(["asked", at(120_000), "started"]);
+    expect(cardTime(runtime({ id: "a", state: agentState("error", { since: at(1) }) }))?.label).toBe("failed");
+  });
+
+  it("is the runtime's own time without a known state: started for a receipt, last seen for a catalog entry", () => {
+    expect(cardTime(runtime({ id: "a", since: at(60_000), state: agentState("unknown") }))).toMatchObject({ label: "started", also: null });
+    expect(cardTime(runtime({ id: "a", since: at(60_000), status: "offline", origin: "catalog" }))?.label).toBe("last seen");
+    expect(cardTime(runtime({ id: "a", since: null }))).toBeNull();
+  });
+});
+
+describe("peopleText", () => {
+  it("says nothing of watchers when nobody but the tray watches (the core counts it out)", () => {
+    expect(peopleText(agentState("working", { observers: 0 }))).toBe("");
+    expect(peopleText(agentState("working", { observers: 3, controller: { kind: "terminal", label: null } }))).toBe("driven from a terminal · 3 watching");
   });
 });

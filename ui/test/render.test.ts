@@ -79,7 +79,7 @@ describe("runtime rows", () => {
     expect(ws?.textContent).toBe("…/canon-review-service");
     expect(ws?.title).toBe("/home/dev/src/clients/acme/services/canon-review-service");
     const since = r.querySelector("time.since");
-    expect(since?.textContent).toBe("since 3 h ago");
+    expect(since?.textContent).toBe("started 3 h ago");
     expect(since?.getAttribute("datetime")).toBe(new Date(NOW.getTime() - 3 * 3_600_000).toISOString());
   });
 
@@ -87,7 +87,7 @@ describe("runtime rows", () => {
     const root = await show(demoSnapshot(NOW));
     const ids = [...root.querySelectorAll('[data-testid="runtime-row"]')].map((r) => r.getAttribute("data-runtime-id"));
     // The core sorts (agents that need you first); the window keeps its order exactly.
-    expect(ids).toEqual(["rt-demo-a", "rt-triage", "rt-flaky", "rt-stuck", "rt-docs", "rt-fresh", "rt-legacy", "rt-review", "rt-nightly", "rt-ide", "rt-manual"]);
+    expect(ids).toEqual(["rt-demo-a", "rt-triage", "rt-flaky", "rt-stuck", "rt-docs", "rt-fresh", "rt-legacy", "rt-review", "rt-nightly", "rt-ops", "rt-ide", "rt-manual"]);
   });
 
   it("shows available actions as enabled buttons named after the runtime", async () => {
@@ -112,7 +112,7 @@ describe("runtime rows", () => {
   });
 
   it("falls back to a generic reason when the backend gives none", async () => {
-    const root = await show({ ...demoSnapshot(NOW), runtimes: [runtime({ id: "x", attach: { available: false, reason: null } })] });
+    const root = await show({ ...demoSnapshot(NOW), runtimes: [runtime({ id: "x", attach: { available: false, reason: null, applies: true } })] });
     const attach = byTestId(row(root, "x"), "action-attach");
     expect(document.getElementById(attach.getAttribute("aria-describedby") ?? "")?.textContent).toBe("Not available right now.");
   });

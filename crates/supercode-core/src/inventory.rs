@@ -362,11 +362,11 @@ fn live_view(
         LiveRuntimeStatus::Running => (
             None,
             ActionAvailability::yes(),
-            ActionAvailability::no("It is running; only stale receipts can be forgotten."),
+            ActionAvailability::never("It is running; only stale receipts can be forgotten."),
         ),
         LiveRuntimeStatus::Stale { reason } => (
             Some(reason.clone()),
-            ActionAvailability::no(format!("Its receipt is stale: {reason}.")),
+            ActionAvailability::never(format!("Its receipt is stale: {reason}.")),
             ActionAvailability::yes(),
         ),
     };
@@ -446,10 +446,10 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
         _ => entry.last_error.clone(),
     };
     let attach = match status {
-        RuntimeStatus::Running => ActionAvailability::no(
+        RuntimeStatus::Running => ActionAvailability::never(
             "It runs without a live-runtime receipt, so the tray has no endpoint to open.",
         ),
-        _ => ActionAvailability::no("It is not running."),
+        _ => ActionAvailability::never("It is not running."),
     };
     let revive = revive_availability(locations, entry);
     let name = entry
@@ -474,7 +474,7 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
         since: entry.since.clone(),
         pid: entry.pid,
         attach,
-        forget: ActionAvailability::no(
+        forget: ActionAvailability::never(
             "Catalog entries belong to @canonmsg/core; forget only removes stale live-runtime receipts.",
         ),
         revive,

@@ -130,6 +130,12 @@ impl ReviveBlocker {
     pub fn availability(check: Result<(), ReviveBlocker>) -> ActionAvailability {
         match check {
             Ok(()) => ActionAvailability::yes(),
+            // What the runtime is, not what may change: no Revive button on these cards.
+            Err(
+                why @ (ReviveBlocker::AlreadyRunning
+                | ReviveBlocker::Manual
+                | ReviveBlocker::Embedded),
+            ) => ActionAvailability::never(why.to_string()),
             Err(why) => ActionAvailability::no(why.to_string()),
         }
     }

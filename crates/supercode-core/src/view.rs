@@ -31,6 +31,11 @@ pub struct ActionAvailability {
     pub available: bool,
     /// Why the action is not available; `None` when it is.
     pub reason: Option<String>,
+    /// False when the action can never apply to the thing as it is (revive on a running
+    /// runtime, forget on a running one, attach on a stale one): the shells leave it out
+    /// rather than show it disabled on every card (issue 31). True when it can run, or could
+    /// once something changes (a profile in use, a lock to fix): then it is shown with `reason`.
+    pub applies: bool,
 }
 
 impl ActionAvailability {
@@ -39,14 +44,25 @@ impl ActionAvailability {
         Self {
             available: true,
             reason: None,
+            applies: true,
         }
     }
 
-    /// The action cannot be run, for the given reason.
+    /// The action cannot be run now, for the given reason; it is shown, disabled, with it.
     pub fn no(reason: impl Into<String>) -> Self {
         Self {
             available: false,
             reason: Some(reason.into()),
+            applies: true,
+        }
+    }
+
+    /// The action can never apply to the thing as it is, for the given reason: it is not shown.
+    pub fn never(reason: impl Into<String>) -> Self {
+        Self {
+            available: false,
+            reason: Some(reason.into()),
+            applies: false,
         }
     }
 }
@@ -165,9 +181,14 @@ impl AgentState {
         AgentState::NotAnswering,
     ];
 
-    /// The agent waits for the user: notify, sort first, and change the tray icon.
+    /// The agent waits for the user: notify, sort first, count it in "N need you", mark its card
+    /// and change the tray icon. An agent in `error` cannot go on by itself either, so it needs
+    /// the user as much as a question does (issue 31).
     pub fn needs_you(self) -> bool {
-        matches!(self, AgentState::NeedsApproval | AgentState::NeedsInput)
+        matches!(
+            self,
+            AgentState::NeedsApproval | AgentState::NeedsInput | AgentState::Error
+        )
     }
 
     /// Something went wrong that the user should hear about (a notification, not an icon).
@@ -265,7 +286,10 @@ pub struct AgentStateView {
     pub actions: Vec<AgentActionView>,
     /// Which client drives it; `None` while `unknown` or `not-answering`.
     pub controller: Option<ControllerView>,
-    /// How many clients watch it; `None` while `unknown` or `not-answering`.
+    /// How many clients other than this tray watch it; `None` while `unknown` or
+    /// `not-answering`. The runtime counts every open status stream, the tray's own included
+    /// (`docs/runtime-api.md`); a document read over that stream is counted without it, so no
+    /// shell shows "1 watching" for the tray itself (issue 31).
     pub observers: Option<u32>,
     /// The `revision` of the status document this view shows; `None` without one. A shell that
     /// invokes one of `actions` sends it back, and the core refuses the action

@@ -29,7 +29,10 @@ actions: Array<AgentActionView>,
  */
 controller: ControllerView | null, 
 /**
- * How many clients watch it; `None` while `unknown` or `not-answering`.
+ * How many clients other than this tray watch it; `None` while `unknown` or
+ * `not-answering`. The runtime counts every open status stream, the tray's own included
+ * (`docs/runtime-api.md`); a document read over that stream is counted without it, so no
+ * shell shows "1 watching" for the tray itself (issue 31).
  */
 observers: number | null, 
 /**

@@ -7,7 +7,7 @@ export const AGENT_RULES: Record<AgentState, { needsYou: boolean, trouble: boole
   "needs-approval": {"needsYou":true,"trouble":false,"urgency":0},
   "needs-input": {"needsYou":true,"trouble":false,"urgency":1},
   "idle": {"needsYou":false,"trouble":false,"urgency":4},
-  "error": {"needsYou":false,"trouble":true,"urgency":2},
+  "error": {"needsYou":true,"trouble":true,"urgency":2},
   "unknown": {"needsYou":false,"trouble":false,"urgency":5},
   "not-answering": {"needsYou":false,"trouble":true,"urgency":2},
 };

@@ -7,11 +7,24 @@
 import type { ActOutcome, AgentActionView, AgentState, CommandError, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView } from "../bindings";
 import { AGENT_RULES } from "../bindings/agentRules";
 import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
-import { agentLabel, fullTime, parseTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
+import { agentLabel, cardTime, fullTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
 import { ActionButton, type Variant } from "./action-button";
+
+/** Focus has gone to nowhere (a removed element leaves it on <body>). */
+function focusLost(): boolean {
+  return document.activeElement === null || document.activeElement === document.body;
+}
 
 /** The row actions that talk to the backend. */
 export type RuntimeAction = "attach" | "forget" | "revive" | "act";
+
+/**
+ * How long a success message (an action's outcome: "Started review-bot (pid 4242).") stays
+ * before it goes by itself. Long enough to read a line (a screen reader announces it at once,
+ * it is a live region); short enough that it never describes a state long past (issue 31: a
+ * banner still shown ten minutes later). Errors stay until dismissed: they ask for something.
+ */
+export const NOTICE_TIMEOUT_MS = 10_000;
 
 /** True when an agent action is asked before it runs: the core decides, and carries the question in `confirm`. */
 export function asksFirst(action: AgentActionView): boolean {
@@ -28,6 +41,12 @@ export interface RuntimeActions {
   revive(id: string, planDigest: string, allowEnv: string[]): Promise<ReviveOutcome>;
   /** Invokes an action the runtime's agent offers, chosen from its state of `revision` (the one shown). */
   act(id: string, action: string, revision: number): Promise<ActOutcome>;
+  /**
+   * Puts focus on a place that does not move with the list, without scrolling: the button that
+   * had it went with the state it belonged to, and the row itself may be re-sorted away (issue 31:
+   * focus followed the approved card down the list and the view with it).
+   */
+  settleFocus(): void;
   /** Current time, injectable for tests. */
   now(): Date;
 }
@@ -65,6 +84,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   private confirmingAction: { id: string, label: string, question: string, revision: number } | null = null;
   private error: string | null = null;
   private notice: string | null = null;
+  private noticeTimer: number | undefined = undefined;
 
   private readonly nameEl: HTMLHeadingElement;
   private readonly badge: HTMLSpanElement;
@@ -104,8 +124,6 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   private readonly agentBox: HTMLDivElement;
   private readonly agentTitle: HTMLParagraphElement;
   private readonly agentDetail: HTMLPreElement;
-  private readonly agentSince: HTMLTimeElement;
-  private readonly agentPeopleSep: HTMLSpanElement;
   private readonly agentPeople: HTMLSpanElement;
   private readonly agentActions: HTMLDivElement;
   /** One button per offered agent action, by action id. */
@@ -124,15 +142,13 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.profileSep = h("span", { class: "sep", text: "·", attrs: { "aria-hidden": "true" } });
     this.profileEl = h("span", { class: "profile" });
     this.reasonEl = h("p", { class: "row-reason" });
-    this.sinceEl = h("time", { class: "since" });
+    this.sinceEl = h("time", { class: "since", attrs: { "data-testid": "card-time" } });
 
     this.stateIcon = h("span", { class: "agent-state-icon" });
     this.stateText = h("span", { class: "agent-state-text" });
     this.stateChip = h("span", { class: "agent-state", attrs: { "data-testid": "agent-state" } }, this.stateIcon, this.stateText);
     this.agentTitle = h("p", { class: "agent-title", attrs: { "data-testid": "agent-title" } });
     this.agentDetail = h("pre", { class: "agent-detail", attrs: { "data-testid": "agent-detail" } });
-    this.agentSince = h("time", { class: "agent-since", attrs: { "data-testid": "agent-since" } });
-    this.agentPeopleSep = h("span", { class: "sep", text: "·", attrs: { "aria-hidden": "true" } });
     this.agentPeople = h("span", { class: "agent-people", attrs: { "data-testid": "agent-people" } });
     this.agentActions = h("div", { class: "agent-actions", attrs: { "data-testid": "agent-actions" } });
     this.agentBox = h(
@@ -140,7 +156,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       { class: "agent", attrs: { "data-testid": "agent" } },
       this.agentTitle,
       this.agentDetail,
-      h("p", { class: "agent-meta" }, this.agentSince, this.agentPeopleSep, this.agentPeople),
+      h("p", { class: "agent-meta" }, this.agentPeople),
       this.agentActions,
     );
     this.confirmActText = h("p", { class: "confirm-detail", attrs: { "data-testid": "confirm-act-text" } });
@@ -261,11 +277,16 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     setText(this.reasonEl, rt.statusReason ?? "");
     show(this.reasonEl, rt.statusReason !== null && rt.statusReason !== "");
     this.renderAgent(rt);
+    // One status word: an agent's state, when known, says more than "Running" and never
+    // contradicts it ("Error" beside "Running", issue 31); the dot still says it runs.
+    show(this.badge, this.stateChip.hidden);
     this.refreshTime(this.actions.now());
 
     const blockedBy = (a: RuntimeAction) => this.busy !== null && this.busy !== a;
     for (const { action, label, variant } of ROW_ACTIONS) {
       const availability = rt[action];
+      // What can never apply to this runtime as it is (the core says so) is left out, not disabled.
+      show(this.actionButton(action).root, availability.applies);
       this.actionButton(action).update({
         label,
         ariaLabel: `${label} ${name}`,
@@ -387,8 +408,10 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       setAttr(button.button, "aria-expanded", asksFirst(action) ? (this.confirming === "act" && this.confirmingAction?.id === action.id ? "true" : "false") : null);
       order.push(button.root);
     });
+    let lostFocus = false;
     for (const [id, button] of this.agentButtons) {
       if (!seen.has(id)) {
+        if (button.root.contains(document.activeElement)) lostFocus = true;
         button.root.remove();
         this.agentButtons.delete(id);
       }
@@ -396,6 +419,8 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     const current = Array.from(this.agentActions.children);
     if (current.length !== order.length || current.some((el, i) => el !== order[i])) this.agentActions.replaceChildren(...order);
     show(this.agentActions, order.length > 0);
+    // The agent moved on while its button had focus (a snapshot after an accepted action).
+    if (lostFocus && focusLost()) this.actions.settleFocus();
   }
 
   private pressAgentAction(id: string): void {
@@ -444,29 +469,24 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       this.busyAgentAction = null;
       this.update(this.rt);
     }
-    // An accepted action is usually no longer offered: its button went with it, so keep focus in the row.
-    if (!this.root.contains(document.activeElement) || document.activeElement === document.body) {
-      if (this.error !== null) this.errorDismiss.focus();
-      else this.focusAfterMessage();
+    // An accepted action is usually no longer offered: its button went with it. Focus then goes
+    // where the list cannot move it, never after this row (which the new state may re-sort).
+    // Focus the user put elsewhere meanwhile (another row's Approve) stays where it is.
+    if (focusLost()) {
+      if (this.error !== null) this.errorDismiss.focus({ preventScroll: true });
+      else this.actions.settleFocus();
     }
   }
 
-  /** Re-renders the relative "since" times. */
+  /** Re-renders the card's one labeled time ("asked 2 min ago", "started 3 h ago"). */
   refreshTime(now: Date): void {
-    const agentSince = parseTime(this.rt.state?.since ?? null);
-    show(this.agentSince, agentSince !== null);
-    show(this.agentPeopleSep, agentSince !== null && this.agentPeople.textContent !== "");
-    if (agentSince !== null) {
-      setAttr(this.agentSince, "datetime", agentSince.toISOString());
-      setAttr(this.agentSince, "title", fullTime(agentSince));
-      setText(this.agentSince, `since ${relativeTime(agentSince, now)}`);
-    }
-    const since = parseTime(this.rt.since);
-    show(this.sinceEl, since !== null);
-    if (since === null) return;
-    setAttr(this.sinceEl, "datetime", since.toISOString());
-    setAttr(this.sinceEl, "title", fullTime(since));
-    setText(this.sinceEl, `since ${relativeTime(since, now)}`);
+    const time = cardTime(this.rt);
+    show(this.sinceEl, time !== null);
+    if (time === null) return;
+    setAttr(this.sinceEl, "datetime", time.at.toISOString());
+    const also = time.also === null ? "" : `; ${time.also.label} ${fullTime(time.also.at)}`;
+    setAttr(this.sinceEl, "title", `${time.label} ${fullTime(time.at)}${also}`);
+    setText(this.sinceEl, `${time.label} ${relativeTime(time.at, now)}`);
   }
 
   private actionButton(action: RowAction): ActionButton {
@@ -505,7 +525,9 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.update(this.rt);
     if (!restoreFocus) return;
     if (which !== "act") {
-      this.buttonFor(which).focus();
+      // Its button is gone when the action stopped applying meanwhile (revived elsewhere).
+      if (this.actionButton(which).root.hidden) this.focusAfterMessage();
+      else this.buttonFor(which).focus();
       return;
     }
     const button = asked === null ? undefined : this.agentButtons.get(asked.id);
@@ -631,9 +653,24 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.focusAfterMessage();
   }
 
+  /** Shows a success message that goes by itself after `NOTICE_TIMEOUT_MS`. */
+  private setNotice(message: string): void {
+    this.notice = message;
+    window.clearTimeout(this.noticeTimer);
+    this.noticeTimer = window.setTimeout(() => {
+      if (this.notice !== message) return;
+      const hadFocus = this.noticeBox.el.contains(document.activeElement);
+      this.notice = null;
+      this.update(this.rt);
+      if (hadFocus) this.focusAfterMessage();
+    }, NOTICE_TIMEOUT_MS);
+  }
+
   private focusAfterMessage(): void {
-    const target = [this.attachBtn, this.reviveBtn, this.forgetBtn].find((b) => b.button.getAttribute("aria-disabled") !== "true");
-    (target ?? this.attachBtn).button.focus();
+    const shownButtons = [this.attachBtn, this.reviveBtn, this.forgetBtn].filter((b) => !b.root.hidden);
+    const target = shownButtons.find((b) => b.button.getAttribute("aria-disabled") !== "true") ?? shownButtons[0];
+    if (target) target.button.focus({ preventScroll: true });
+    else this.actions.settleFocus();
   }
 
   private async run(action: RowAction, confirmed?: { digest: string, allow: string[] }): Promise<void> {
@@ -649,7 +686,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     try {
       if (action === "revive") {
         const outcome = await this.actions.revive(this.rt.id, confirmed?.digest ?? "", confirmed?.allow ?? []);
-        this.notice = outcome.message;
+        this.setNotice(outcome.message);
       } else if (action === "attach") {
         await this.actions.attach(this.rt.id);
       } else {
@@ -664,6 +701,9 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       this.busy = null;
       this.update(this.rt);
     }
+    // A revive that ran leaves no Revive on the (now running) card: keep focus in the row.
+    const pressed = this.actionButton(action).root;
+    if (pressed.hidden && (focusLost() || pressed.contains(document.activeElement))) this.focusAfterMessage();
     if (reviewAgain !== null) this.openConfirm("revive", reviewAgain);
   }
 }

@@ -415,6 +415,17 @@ fn order(snapshot: &mut Snapshot) {
     snapshot.counts = SnapshotCounts::of(&snapshot.runtimes, &snapshot.pending);
 }
 
+/// A document read over this tray's own status stream, with the tray taken out of its
+/// `observers`: the runtime counts every open stream, ours included (`docs/runtime-api.md`),
+/// and the views say how many *other* clients watch. A one-shot `GET` (`read_once`) holds no
+/// stream, so its count is already without us.
+fn without_us(mut document: Document) -> Document {
+    if let Some(observers) = document.view.observers.as_mut() {
+        *observers = observers.saturating_sub(1);
+    }
+    document
+}
+
 fn now_rfc3339() -> Option<String> {
     time::OffsetDateTime::now_utc().format(&Rfc3339).ok()
 }
@@ -560,7 +571,7 @@ impl Subscription {
                     *heard = true;
                     self.failures = 0;
                     self.backoff = self.options.backoff_initial;
-                    self.accept(document, continues);
+                    self.accept(without_us(document), continues);
                 }
                 Err(error) => return Some(Err(error)),
             }

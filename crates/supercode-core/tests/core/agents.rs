@@ -139,6 +139,13 @@ async fn the_approval_scenario_is_followed_and_approved_through_act() {
     let ids: Vec<&str> = state.actions.iter().map(|a| a.id.as_str()).collect();
     assert_eq!(ids, ["approve", "deny"]);
     assert!(state.actions[1].destructive);
+    // The demo counts every open status stream, and ours is the only one: nobody else watches
+    // (issue 31: the window said "1 watching" for the tray itself).
+    assert_eq!(
+        state.observers,
+        Some(0),
+        "the tray's own stream is not counted"
+    );
     assert_eq!(
         asking.runtimes[0].id, endpoint,
         "the runtime that needs you sorts first"
