@@ -126,6 +126,8 @@ struct Inner {
     next_seq: u64,
     /// Set when the last request was answered in the terminal, until the next request.
     answered_in_terminal: bool,
+    /// The session's transcript, as its latest own event named it.
+    transcript: Option<std::path::PathBuf>,
 }
 
 /// One session's status and its subscribers.
@@ -166,6 +168,7 @@ impl Board {
                 pending: None,
                 next_seq: 1,
                 answered_in_terminal: false,
+                transcript: None,
             }),
             changes: broadcast::channel(STREAM_BACKLOG).0,
         })
@@ -181,9 +184,15 @@ impl Board {
         self.lock().content.clone()
     }
 
+    /// The session's transcript, once an event of the session named it.
+    pub fn transcript(&self) -> Option<std::path::PathBuf> {
+        self.lock().transcript.clone()
+    }
+
     /// Takes in one event that is not a permission request the tray may answer.
     pub fn apply(&self, event: &HookEvent) {
         let mut inner = self.lock();
+        note_transcript(&mut inner, event);
         let settles = !event.subagent
             && !matches!(
                 event.kind,
@@ -249,6 +258,7 @@ impl Board {
             return None;
         };
         let mut inner = self.lock();
+        note_transcript(&mut inner, event);
         let (responder, decision) = oneshot::channel();
         let seq = inner.next_seq;
         inner.next_seq += 1;
@@ -417,6 +427,13 @@ impl Drop for ObserverGuard {
     }
 }
 
+/// A subagent's events may name the subagent's own transcript: only the session's count.
+fn note_transcript(inner: &mut Inner, event: &HookEvent) {
+    if !event.subagent && event.transcript.is_some() {
+        inner.transcript.clone_from(&event.transcript);
+    }
+}
+
 fn idle() -> Content {
     Content {
         state: AgentState::Idle,
@@ -470,6 +487,7 @@ mod tests {
             session_id: "s".into(),
             cwd: PathBuf::from("/w"),
             subagent: false,
+            transcript: None,
             kind,
         }
     }
