@@ -548,11 +548,14 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     });
     let late = session.run(&["act", &id, "approve"]);
     assert_eq!(late.status.code(), Some(1), "{late:?}");
-    // `act` checks what the runtime offers now first, so it says so itself; a click that races
-    // the terminal gets the runtime's own refusal (crates/agent-hooks tests).
+    // `act` checks what the runtime offers now first and quotes what its document says: "Already
+    // answered in the terminal" until the session moves on (here the stand-in ends the turn at
+    // once, so `act` may already see its last message); a click that races the terminal gets
+    // the runtime's own refusal, "already answered in the terminal" (crates/agent-hooks tests).
     let refusal = String::from_utf8_lossy(&late.stderr);
     assert!(
-        refusal.contains("does not offer") || refusal.contains("already answered in the terminal"),
+        refusal.contains("does not offer \"approve\" now: it says")
+            || refusal.contains("already answered in the terminal"),
         "{late:?}"
     );
     let deadline = Instant::now() + STEP_TIMEOUT;

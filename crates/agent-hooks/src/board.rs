@@ -32,6 +32,10 @@ use crate::event::{EventKind, HookEvent};
 /// is whole, so a lagging reader loses only intermediate states.
 const STREAM_BACKLOG: usize = 64;
 
+/// The title while a request the terminal answered first is the latest news: the reason a late
+/// answer from the tray is refused, which `act` quotes from the document.
+pub const ANSWERED_IN_TERMINAL: &str = "Already answered in the terminal";
+
 /// The state a session reports (`state` in the document).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -198,9 +202,11 @@ impl Board {
                 event.kind,
                 EventKind::Other | EventKind::SessionStart | EventKind::PermissionRequest { .. }
             );
+        let mut settled = false;
         if settles && inner.pending.take().is_some() {
             // Dropping the responder tells the waiting hook: no decision from us.
             inner.answered_in_terminal = true;
+            settled = true;
         }
         if event.subagent && inner.pending.is_some() {
             // The session still waits for the user: a subagent's work does not hide the prompt.
@@ -210,6 +216,9 @@ impl Board {
             EventKind::SessionStart => Some(idle()),
             EventKind::Prompt => Some(working("Thinking", None)),
             EventKind::ToolStart { title, detail, .. } => Some(working(title, detail.clone())),
+            // The tool the terminal allowed has run: say who answered, so a late answer from
+            // the tray is told why it is not offered any more.
+            EventKind::ToolDone if settled => Some(working(ANSWERED_IN_TERMINAL, None)),
             EventKind::ToolDone if !event.subagent => Some(working("Thinking", None)),
             EventKind::ToolDone => None,
             EventKind::PermissionRequest { tool, detail, .. } => Some(Content {
@@ -309,7 +318,7 @@ impl Board {
                 &mut inner,
                 Content {
                     state: AgentState::NeedsInput,
-                    title: "Answered in the terminal".to_owned(),
+                    title: ANSWERED_IN_TERMINAL.to_owned(),
                     detail: None,
                     actions: Vec::new(),
                 },
@@ -554,6 +563,7 @@ mod tests {
             "the hook is told: no decision"
         );
         assert_eq!(board.content().state, AgentState::Working);
+        assert_eq!(board.content().title, ANSWERED_IN_TERMINAL);
         assert_eq!(board.act("approve", None), Err(Refusal::AnsweredInTerminal));
     }
 
