@@ -9,7 +9,8 @@
 //! `needs-approval` with the command as detail → `act approve` → the command ran and the
 //! terminal says the hook allowed it → `needs-input` with the last message; `act deny` → it did
 //! not run; the terminal answering first → needs-approval clears and a late `act` is refused
-//! with "already answered in the terminal"; `claude -p` is not held and its command is not
+//! with "already answered in the terminal"; `attach --no-open` and the page and conversation
+//! through the proxy show the stand-in's text; `claude -p` is not held and its command is not
 //! allowed by anyone; the host killed while a request waits leaves the terminal asking, and
 //! the next hook starts a new one; SIGKILL of Claude Code ends the runtime; the canary
 //! API key is in no output, receipt, log, settings file, or the host's environment.
@@ -227,7 +228,7 @@ impl Session {
 
     /// The Claude Code runtime in `list --json`, when there is one.
     fn listed(&mut self) -> Option<Value> {
-        let output = self.run(&["list", "--json", "--scan"]);
+        let output = self.run(&["list", "--json"]);
         assert!(output.status.success(), "{output:?}");
         let list: Value = serde_json::from_slice(&output.stdout).unwrap();
         list["runtimes"]
@@ -426,6 +427,97 @@ fn prepare_session(claude: &Path, model: SocketAddr) -> Session {
     session
 }
 
+/// `attach ID --no-open`, then the browser's part done by hand: the one-time link (a cookie), the
+/// page, and the conversation JSON the page shows, all through the proxy.
+fn attach_shows_the_conversation(
+    session: &mut Session,
+    runtime: &tokio::runtime::Runtime,
+    id: &str,
+    marker: &Path,
+) {
+    use std::io::BufRead;
+    let mut attach = session
+        .command(&["attach", id, "--no-open"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(attach.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let url = url.trim().to_owned();
+    assert!(url.contains("/__attach/"), "first line is the URL: {url:?}");
+    let origin = url[..url.find("/__attach/").unwrap()].to_owned();
+    let (page, csp, conversation) = runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let link = client.get(&url).send().await.unwrap();
+        assert_eq!(link.status(), 303);
+        let cookie = link.headers()["set-cookie"].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_owned();
+        let page = client
+            .get(format!("{origin}/"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        let csp = page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let page = page.text().await.unwrap();
+        // Claude Code writes the turn's last text to its transcript a moment after its `Stop`
+        // hook; the page reloads it on every status change and every few seconds, so does this.
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        let conversation = loop {
+            let conversation: Value = client
+                .get(format!("{origin}/api/conversation"))
+                .header("cookie", &cookie)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let texts = conversation["messages"].to_string();
+            if texts.contains("All done: the marker is there.") || Instant::now() > deadline {
+                break conversation;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        (page, csp, conversation)
+    });
+    let _ = attach.kill();
+    let _ = attach.wait();
+    assert!(page.contains("/session.js"), "{page}");
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    let said: Vec<(String, String)> = conversation["messages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{conversation}"))
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let has = |role: &str, text: &str| said.iter().any(|(r, t)| r == role && t.contains(text));
+    assert!(has("user", "make marker-1"), "{said:?}");
+    assert!(
+        has("tool", &format!("Bash: touch {}", marker.display())),
+        "{said:?}"
+    );
+    assert!(
+        has("assistant", "All done: the marker is there."),
+        "the stand-in's text: {said:?}"
+    );
+}
+
 #[test]
 fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the_tray() {
     let (Some(claude), true) = (claude_binary(), have_tmux()) else {
@@ -507,6 +599,10 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
         "the terminal says the hook allowed it",
         "PermissionRequest hook",
     );
+
+    // Attach opens the session: through the attach proxy's one-time link, its page and the
+    // conversation so far, read from the transcript Claude Code keeps.
+    attach_shows_the_conversation(&mut session, &runtime, &id, &marker1);
 
     // Deny from the tray.
     session.type_line("make marker-2");
