@@ -239,3 +239,107 @@ async fn approve_from_the_page_answers_the_pending_request() {
         agent_hooks::claude_code::Decision::Allow
     );
 }
+
+/// Drives a headless Chromium with the UI's own `playwright-core`: opens the attach URL, waits
+/// for the request's buttons and the conversation, clicks Approve, and prints the body's markup,
+/// the page's errors (a CSP violation is one) and the result line, as JSON.
+const BROWSER_SCRIPT: &str = r#"
+const { chromium } = require(process.env.PW);
+(async () => {
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, args: ['--no-sandbox'] });
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(process.env.URL);
+  await page.waitForSelector('#status-actions button', { timeout: 15000 });
+  await page.waitForSelector('#conversation li', { timeout: 15000 });
+  const html = await page.evaluate(() => document.body.outerHTML);
+  await page.click('#status-actions button[data-action="approve"]');
+  await page.waitForFunction(() => document.getElementById('status-result').textContent.includes(':'), null, { timeout: 15000 });
+  const result = await page.textContent('#status-result');
+  console.log(JSON.stringify({ html, errors, result }));
+  await browser.close();
+})().catch((e) => { console.error(String(e)); process.exit(1); });
+"#;
+
+// Proves: in a real browser attached through the real attach proxy, the page runs under its
+// policy without an error, shows the pending request with its buttons and the conversation, a
+// transcript's markup stays text (escaped in the DOM, never an element), and its Approve
+// answers the request. Skipped without Chromium or the UI's playwright-core.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_real_browser_through_the_proxy_the_page_shows_the_request_and_the_conversation() {
+    let playwright = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../ui/node_modules/playwright-core");
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let (Some(chromium), true) = (chromium, playwright.is_dir()) else {
+        eprintln!("skipped: no Chromium, or ui/node_modules (npm --prefix ui ci) is missing");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let lines = [
+        line("user", json!("<img src=x onerror=alert(1)> make it")),
+        line("assistant", json!("I will run <b>touch</b>.")),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let served = serve().await;
+    served.board.apply(&event(Some(path), EventKind::Prompt));
+    let mut waiting = served
+        .board
+        .request_approval(&event(
+            None,
+            EventKind::PermissionRequest {
+                tool: "Bash".into(),
+                detail: Some("touch <i>x</i>".into()),
+                suggestions: None,
+                always_label: None,
+            },
+        ))
+        .unwrap();
+    let address: std::net::SocketAddr = served.base["http://".len()..].parse().unwrap();
+    let proxy = attach_proxy::AttachProxy::start(
+        live_runtime::Sensitive::new(address),
+        live_runtime::BearerToken::new(TOKEN.to_owned()),
+    )
+    .await
+    .unwrap();
+    let url = proxy.mint_code().as_str().to_owned();
+    let run = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("node")
+            .args(["-e", BROWSER_SCRIPT])
+            .env("PW", playwright)
+            .env("CHROMIUM", chromium)
+            .env("URL", url)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let seen: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let dom = seen["html"].as_str().unwrap();
+    assert_eq!(seen["errors"], json!([]), "{seen}");
+    assert!(
+        dom.contains(r#"<div id="status-state">needs-approval</div>"#),
+        "{dom}"
+    );
+    assert!(dom.contains(r#"data-action="deny""#), "{dom}");
+    assert!(dom.contains("touch &lt;i&gt;x&lt;/i&gt;"), "{dom}");
+    assert!(
+        dom.contains(r#"<li class="user">&lt;img src=x onerror=alert(1)&gt; make it</li>"#),
+        "{dom}"
+    );
+    assert!(
+        dom.contains(r#"<li class="assistant">I will run &lt;b&gt;touch&lt;/b&gt;.</li>"#),
+        "{dom}"
+    );
+    assert!(!dom.contains("<img") && !dom.contains("<b>"), "{dom}");
+    assert_eq!(seen["result"], "Approve: sent", "{seen}");
+    assert_eq!(
+        waiting.decision.try_recv().unwrap(),
+        agent_hooks::claude_code::Decision::Allow
+    );
+}
