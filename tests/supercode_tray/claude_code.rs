@@ -9,7 +9,8 @@
 //! `needs-approval` with the command as detail → `act approve` → the command ran and the
 //! terminal says the hook allowed it → `needs-input` with the last message; `act deny` → it did
 //! not run; the terminal answering first → needs-approval clears and a late `act` is refused
-//! with "already answered in the terminal"; `claude -p` is not held and its command is not
+//! with "already answered in the terminal"; `attach --no-open` and the page and conversation
+//! through the proxy show the stand-in's text; `claude -p` is not held and its command is not
 //! allowed by anyone; the host killed while a request waits leaves the terminal asking, and
 //! the next hook starts a new one; SIGKILL of Claude Code ends the runtime; the canary
 //! API key is in no output, receipt, log, settings file, or the host's environment.
@@ -426,6 +427,97 @@ fn prepare_session(claude: &Path, model: SocketAddr) -> Session {
     session
 }
 
+/// `attach ID --no-open`, then the browser's part done by hand: the one-time link (a cookie), the
+/// page, and the conversation JSON the page shows, all through the proxy.
+fn attach_shows_the_conversation(
+    session: &mut Session,
+    runtime: &tokio::runtime::Runtime,
+    id: &str,
+    marker: &Path,
+) {
+    use std::io::BufRead;
+    let mut attach = session
+        .command(&["attach", id, "--no-open"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(attach.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let url = url.trim().to_owned();
+    assert!(url.contains("/__attach/"), "first line is the URL: {url:?}");
+    let origin = url[..url.find("/__attach/").unwrap()].to_owned();
+    let (page, csp, conversation) = runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let link = client.get(&url).send().await.unwrap();
+        assert_eq!(link.status(), 303);
+        let cookie = link.headers()["set-cookie"].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_owned();
+        let page = client
+            .get(format!("{origin}/"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        let csp = page.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let page = page.text().await.unwrap();
+        // Claude Code writes the turn's last text to its transcript a moment after its `Stop`
+        // hook; the page reloads it on every status change and every few seconds, so does this.
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        let conversation = loop {
+            let conversation: Value = client
+                .get(format!("{origin}/api/conversation"))
+                .header("cookie", &cookie)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let texts = conversation["messages"].to_string();
+            if texts.contains("All done: the marker is there.") || Instant::now() > deadline {
+                break conversation;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        (page, csp, conversation)
+    });
+    let _ = attach.kill();
+    let _ = attach.wait();
+    assert!(page.contains("/session.js"), "{page}");
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    let said: Vec<(String, String)> = conversation["messages"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{conversation}"))
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let has = |role: &str, text: &str| said.iter().any(|(r, t)| r == role && t.contains(text));
+    assert!(has("user", "make marker-1"), "{said:?}");
+    assert!(
+        has("tool", &format!("Bash: touch {}", marker.display())),
+        "{said:?}"
+    );
+    assert!(
+        has("assistant", "All done: the marker is there."),
+        "the stand-in's text: {said:?}"
+    );
+}
+
 #[test]
 fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the_tray() {
     let (Some(claude), true) = (claude_binary(), have_tmux()) else {
@@ -508,6 +600,10 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
         "PermissionRequest hook",
     );
 
+    // Attach opens the session: through the attach proxy's one-time link, its page and the
+    // conversation so far, read from the transcript Claude Code keeps.
+    attach_shows_the_conversation(&mut session, &runtime, &id, &marker1);
+
     // Deny from the tray.
     session.type_line("make marker-2");
     session.wait_listed("needs-approval again", |r| {
@@ -548,11 +644,14 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     });
     let late = session.run(&["act", &id, "approve"]);
     assert_eq!(late.status.code(), Some(1), "{late:?}");
-    // `act` checks what the runtime offers now first, so it says so itself; a click that races
-    // the terminal gets the runtime's own refusal (crates/agent-hooks tests).
+    // `act` checks what the runtime offers now first and quotes what its document says: "Already
+    // answered in the terminal" until the session moves on (here the stand-in ends the turn at
+    // once, so `act` may already see its last message); a click that races the terminal gets
+    // the runtime's own refusal, "already answered in the terminal" (crates/agent-hooks tests).
     let refusal = String::from_utf8_lossy(&late.stderr);
     assert!(
-        refusal.contains("does not offer") || refusal.contains("already answered in the terminal"),
+        refusal.contains("does not offer \"approve\" now: it says")
+            || refusal.contains("already answered in the terminal"),
         "{late:?}"
     );
     let deadline = Instant::now() + STEP_TIMEOUT;

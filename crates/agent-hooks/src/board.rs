@@ -32,6 +32,10 @@ use crate::event::{EventKind, HookEvent};
 /// is whole, so a lagging reader loses only intermediate states.
 const STREAM_BACKLOG: usize = 64;
 
+/// The title while a request the terminal answered first is the latest news: the reason a late
+/// answer from the tray is refused, which `act` quotes from the document.
+pub const ANSWERED_IN_TERMINAL: &str = "Already answered in the terminal";
+
 /// The state a session reports (`state` in the document).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -126,6 +130,8 @@ struct Inner {
     next_seq: u64,
     /// Set when the last request was answered in the terminal, until the next request.
     answered_in_terminal: bool,
+    /// The session's transcript, as its latest own event named it.
+    transcript: Option<std::path::PathBuf>,
 }
 
 /// One session's status and its subscribers.
@@ -166,6 +172,7 @@ impl Board {
                 pending: None,
                 next_seq: 1,
                 answered_in_terminal: false,
+                transcript: None,
             }),
             changes: broadcast::channel(STREAM_BACKLOG).0,
         })
@@ -181,17 +188,25 @@ impl Board {
         self.lock().content.clone()
     }
 
+    /// The session's transcript, once an event of the session named it.
+    pub fn transcript(&self) -> Option<std::path::PathBuf> {
+        self.lock().transcript.clone()
+    }
+
     /// Takes in one event that is not a permission request the tray may answer.
     pub fn apply(&self, event: &HookEvent) {
         let mut inner = self.lock();
+        note_transcript(&mut inner, event);
         let settles = !event.subagent
             && !matches!(
                 event.kind,
                 EventKind::Other | EventKind::SessionStart | EventKind::PermissionRequest { .. }
             );
+        let mut settled = false;
         if settles && inner.pending.take().is_some() {
             // Dropping the responder tells the waiting hook: no decision from us.
             inner.answered_in_terminal = true;
+            settled = true;
         }
         if event.subagent && inner.pending.is_some() {
             // The session still waits for the user: a subagent's work does not hide the prompt.
@@ -201,6 +216,9 @@ impl Board {
             EventKind::SessionStart => Some(idle()),
             EventKind::Prompt => Some(working("Thinking", None)),
             EventKind::ToolStart { title, detail, .. } => Some(working(title, detail.clone())),
+            // The tool the terminal allowed has run: say who answered, so a late answer from
+            // the tray is told why it is not offered any more.
+            EventKind::ToolDone if settled => Some(working(ANSWERED_IN_TERMINAL, None)),
             EventKind::ToolDone if !event.subagent => Some(working("Thinking", None)),
             EventKind::ToolDone => None,
             EventKind::PermissionRequest { tool, detail, .. } => Some(Content {
@@ -249,6 +267,7 @@ impl Board {
             return None;
         };
         let mut inner = self.lock();
+        note_transcript(&mut inner, event);
         let (responder, decision) = oneshot::channel();
         let seq = inner.next_seq;
         inner.next_seq += 1;
@@ -299,7 +318,7 @@ impl Board {
                 &mut inner,
                 Content {
                     state: AgentState::NeedsInput,
-                    title: "Answered in the terminal".to_owned(),
+                    title: ANSWERED_IN_TERMINAL.to_owned(),
                     detail: None,
                     actions: Vec::new(),
                 },
@@ -417,6 +436,13 @@ impl Drop for ObserverGuard {
     }
 }
 
+/// A subagent's events may name the subagent's own transcript: only the session's count.
+fn note_transcript(inner: &mut Inner, event: &HookEvent) {
+    if !event.subagent && event.transcript.is_some() {
+        inner.transcript.clone_from(&event.transcript);
+    }
+}
+
 fn idle() -> Content {
     Content {
         state: AgentState::Idle,
@@ -470,6 +496,7 @@ mod tests {
             session_id: "s".into(),
             cwd: PathBuf::from("/w"),
             subagent: false,
+            transcript: None,
             kind,
         }
     }
@@ -536,6 +563,7 @@ mod tests {
             "the hook is told: no decision"
         );
         assert_eq!(board.content().state, AgentState::Working);
+        assert_eq!(board.content().title, ANSWERED_IN_TERMINAL);
         assert_eq!(board.act("approve", None), Err(Refusal::AnsweredInTerminal));
     }
 

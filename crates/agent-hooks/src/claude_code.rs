@@ -159,6 +159,9 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
         session_id: session_id.to_owned(),
         cwd: PathBuf::from(cwd),
         subagent,
+        transcript: text("transcript_path")
+            .filter(|p| p.len() <= MAX_PATH && p.starts_with('/'))
+            .map(PathBuf::from),
         kind,
     })
 }
@@ -171,28 +174,7 @@ const TRANSCRIPT_TAIL_BYTES: u64 = 256 * 1024;
 /// the hook input, so it is untrusted: it must be absolute and name a regular file of the
 /// user's own, opened without following a link or blocking; only its last 256 KiB are read.
 pub fn last_assistant_text(path: &Path) -> Option<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    if !path.is_absolute() || path.as_os_str().len() > MAX_PATH {
-        return None;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(
-            rustix::fs::OFlags::NOFOLLOW.bits() as i32 | rustix::fs::OFlags::NONBLOCK.bits() as i32,
-        )
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.uid() != live_runtime::effective_uid() {
-        return None;
-    }
-    let start = meta.len().saturating_sub(TRANSCRIPT_TAIL_BYTES);
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut tail = Vec::new();
-    file.take(TRANSCRIPT_TAIL_BYTES)
-        .read_to_end(&mut tail)
-        .ok()?;
+    let (tail, _) = crate::transcript::read_tail(path, TRANSCRIPT_TAIL_BYTES)?;
     let text = String::from_utf8_lossy(&tail);
     text.lines().rev().find_map(|line| {
         let entry: Value = serde_json::from_str(line).ok()?;

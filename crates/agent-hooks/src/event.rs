@@ -31,6 +31,10 @@ pub struct HookEvent {
     pub cwd: PathBuf,
     /// True when the event comes from a subagent of the session, not the session itself.
     pub subagent: bool,
+    /// The session's transcript (absolute, from the hook input; read only as
+    /// [`crate::transcript`] allows), when the agent names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<PathBuf>,
     /// What happened.
     pub kind: EventKind,
 }

@@ -18,7 +18,8 @@
 //! - [`claude_code`]: everything that is Claude Code's own (its settings path, its entries, its
 //!   hook input and decision output, how to find its process, attended or not).
 //! - [`board`]: the session's status from its events, and its pending permission request.
-//! - [`server`]: the status API on loopback.
+//! - [`server`]: the status API on loopback, and the session's page that `attach` opens.
+//! - [`transcript`]: the conversation so far, read safely from the session's transcript.
 //! - [`channel`]: the socket between hooks and the host.
 //! - [`hook`], [`host`]: the two processes.
 #![deny(missing_docs)]
@@ -31,3 +32,4 @@ pub mod hook;
 pub mod host;
 pub mod server;
 pub mod settings;
+pub mod transcript;

@@ -2,6 +2,13 @@
 //! the bearer check every runtime of this project uses (`demo_runtime::auth`), with the same
 //! action-body rules (`demo_runtime::parse_action_body`). The tray, `list`, `events`, `act` and
 //! `attach` reach a session through it exactly as they reach any runtime.
+//!
+//! At `/` it serves the page `attach` opens (through the attach proxy, which adds the token):
+//! the session's status with Approve/Deny for a pending request (the same action endpoint, with
+//! the revision shown), and the conversation so far from `/api/conversation`
+//! ([`crate::transcript`]). The page is static; what it shows from the session is set as text.
+//! Its Content-Security-Policy allows only its own script and style and same-origin requests,
+//! no inline code, no framing, no forms and no other resource.
 
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -39,6 +46,10 @@ pub async fn serve(
         stop: stop.clone(),
     });
     let router = Router::new()
+        .route("/", get(page))
+        .route("/session.js", get(page_script))
+        .route("/session.css", get(page_style))
+        .route(CONVERSATION_PATH, get(conversation))
         .route(STATUS_PATH, get(status))
         .route(STATUS_STREAM_PATH, get(status_stream))
         .route(&format!("{ACTIONS_PATH}/{{id}}"), post(run_action))
@@ -53,6 +64,72 @@ pub async fn serve(
             .await;
     });
     Ok(address)
+}
+
+/// Where the page reads the conversation.
+pub const CONVERSATION_PATH: &str = "/api/conversation";
+
+/// The page's policy: its own script, style and requests only; nothing inline, framed or posted
+/// by a form, so text from the transcript could not run even if it reached the markup.
+pub const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+fn static_file(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(PAGE_CSP),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+            (
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            ),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn page() -> Response {
+    static_file(
+        "text/html; charset=utf-8",
+        include_str!("page/session.html"),
+    )
+}
+
+async fn page_script() -> Response {
+    static_file(
+        "text/javascript; charset=utf-8",
+        include_str!("page/session.js"),
+    )
+}
+
+async fn page_style() -> Response {
+    static_file("text/css; charset=utf-8", include_str!("page/session.css"))
+}
+
+async fn conversation(State(api): State<Arc<Api>>) -> Response {
+    let path = api.board.transcript();
+    let read =
+        tokio::task::spawn_blocking(move || crate::transcript::conversation(path.as_deref()));
+    match read.await {
+        Ok(conversation) => json_response(
+            StatusCode::OK,
+            serde_json::to_string(&conversation).expect("a conversation serializes"),
+        ),
+        Err(_) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "unavailable",
+            "the transcript could not be read",
+        ),
+    }
 }
 
 struct Api {

@@ -60,15 +60,20 @@ pub enum CoreError {
         /// Why the blocking task did not finish.
         source: tokio::task::JoinError,
     },
-    /// The runtime's latest status document does not offer that action; nothing was sent.
+    /// The runtime's latest status document does not offer that action; nothing was sent. What
+    /// the document says instead is part of the message, so the reason reaches the user
+    /// ("Already answered in the terminal" when a session's terminal answered first).
     #[error(
-        "{name} does not offer \"{action}\" now; run `supercode-tray list` to see what it offers"
+        "{name} does not offer \"{action}\" now{}; run `supercode-tray list` to see what it offers",
+        it_says(.says.as_deref())
     )]
     ActionNotOffered {
         /// The runtime's display name.
         name: String,
         /// The action asked for (sanitized).
         action: String,
+        /// The latest document's title (sanitized), when there was a document.
+        says: Option<String>,
     },
     /// The runtime does not serve the status API, so it offers no action.
     #[error("{name} does not serve the status API, so it offers no actions")]
@@ -266,4 +271,10 @@ impl From<CoreError> for CommandError {
             message: error.to_string(),
         }
     }
+}
+
+fn it_says(title: Option<&str>) -> String {
+    title
+        .map(|t| format!(": it says \"{t}\""))
+        .unwrap_or_default()
 }

@@ -161,6 +161,15 @@ impl Sources {
             .unwrap_or_default()
     }
 
+    /// The servers of running receipts (a Claude Code session's host): their exit ends a
+    /// runtime too, so the watcher waits for it as for the runtime's own process.
+    pub(crate) fn server_pids(&self) -> Vec<u32> {
+        self.receipts
+            .as_ref()
+            .map(|files| files.server_pids())
+            .unwrap_or_default()
+    }
+
     /// Whether a catalog entry records process `pid` (its derived status depends on that process).
     pub(crate) fn catalog_has_pid(&self, pid: u32) -> bool {
         self.canon.catalog.iter().any(|c| c.pid == Some(pid))

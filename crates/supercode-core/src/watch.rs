@@ -304,7 +304,11 @@ async fn run(
         for profile in newly_waiting(last.as_deref(), &snapshot) {
             sink(CoreEvent::RegistrationWaiting { profile });
         }
-        exits.track(&snapshot, &tx);
+        let servers = sources
+            .as_ref()
+            .map(Sources::server_pids)
+            .unwrap_or_default();
+        exits.track(&snapshot, servers, &tx);
         // Published shared, and only when it changed: an unchanged pass keeps the copy everyone
         // holds, so "the same inventory as before" stays one pointer comparison.
         if last.as_deref() != Some(&snapshot) {
@@ -632,17 +636,18 @@ fn dir_inode(path: &Path) -> Option<u64> {
     }
 }
 
-/// One exit waiter per pid a runtime is listed with: running ones, and the live pid of a stale
+/// One exit waiter per pid a runtime is listed with: running ones, the live pid of a stale
 /// receipt (whose exit a full read would answer by removing the receipt; an incremental pass only
-/// re-reads that receipt when told).
+/// re-reads that receipt when told), and the servers of running runtimes served by another
+/// process (a session's host, whose exit ends the runtime while the agent's process lives on).
 #[derive(Default)]
 struct ExitWatch {
     waiting: HashMap<u32, tokio::task::JoinHandle<()>>,
 }
 
 impl ExitWatch {
-    fn track(&mut self, snapshot: &Snapshot, tx: &UnboundedSender<Cue>) {
-        let running: HashSet<u32> = snapshot
+    fn track(&mut self, snapshot: &Snapshot, servers: Vec<u32>, tx: &UnboundedSender<Cue>) {
+        let mut running: HashSet<u32> = snapshot
             .runtimes
             .iter()
             .filter(|r| {
@@ -651,6 +656,7 @@ impl ExitWatch {
             })
             .filter_map(|r| r.pid)
             .collect();
+        running.extend(servers);
         self.waiting.retain(|pid, task| {
             let keep = running.contains(pid) && !task.is_finished();
             if !keep {

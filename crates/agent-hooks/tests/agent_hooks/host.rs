@@ -28,6 +28,7 @@ fn event(kind: EventKind) -> HookEvent {
         session_id: "sess-1".into(),
         cwd: PathBuf::from("/work/project"),
         subagent: false,
+        transcript: None,
         kind,
     }
 }

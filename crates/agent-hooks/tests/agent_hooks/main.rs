@@ -3,4 +3,5 @@
 //! socket, real processes standing in for the agent.
 
 mod host;
+mod page;
 mod settings;

@@ -204,14 +204,30 @@ impl ReceiptFiles {
         }
     }
 
-    /// The names of the listed receipts that record process `pid`: what to re-read when it exits.
+    /// The names of the listed receipts that record process `pid`, as the runtime's process or
+    /// as its server: what to re-read when it exits (either ends the runtime).
     pub fn names_with_pid(&self, pid: u32) -> Vec<String> {
         self.files
             .iter()
-            .filter(
-                |(_, state)| matches!(state, FileState::Listed { record, .. } if record.pid == pid),
-            )
+            .filter(|(_, state)| {
+                matches!(state, FileState::Listed { record, .. }
+                    if record.pid == pid || record.server_pid == Some(pid))
+            })
             .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The servers of the listed running receipts (hosts serving another process's runtime):
+    /// processes whose exit ends a runtime as its own process's does.
+    pub fn server_pids(&self) -> Vec<u32> {
+        self.files
+            .values()
+            .filter_map(|state| match state {
+                FileState::Listed { record, .. } if record.status == LiveRuntimeStatus::Running => {
+                    record.server_pid
+                }
+                _ => None,
+            })
             .collect()
     }
 

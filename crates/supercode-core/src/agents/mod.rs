@@ -771,10 +771,12 @@ impl Asked {
         }
     }
 
-    fn not_offered(&self) -> CoreError {
+    /// Not offered by the runtime whose latest document says `says` (its title), if one was read.
+    fn not_offered(&self, says: Option<&AgentStateView>) -> CoreError {
         CoreError::ActionNotOffered {
             name: self.name.clone(),
             action: self.action.clone(),
+            says: says.and_then(|view| view.title.clone()),
         }
     }
 
@@ -833,7 +835,7 @@ impl Agents {
     ) -> Result<(AgentActionView, u64), CoreError> {
         let asked = Asked::new(record, action);
         if !document::is_valid_action_id(action) {
-            return Err(asked.not_offered());
+            return Err(asked.not_offered(None));
         }
         let target = resolve_off_thread(&self.inner.receipts, record).await?;
         let latest = self.latest_of(record, &target, &asked).await?;
@@ -841,13 +843,12 @@ impl Agents {
         self.inner
             .looked()
             .insert(record.endpoint.as_str().to_owned(), latest.document.clone());
-        let offered = latest
-            .document
-            .view
-            .actions
-            .into_iter()
-            .find(|a| a.id == action);
-        Ok((offered.ok_or_else(|| asked.not_offered())?, revision))
+        let view = &latest.document.view;
+        let offered = view.actions.iter().find(|a| a.id == action).cloned();
+        Ok((
+            offered.ok_or_else(|| asked.not_offered(Some(view)))?,
+            revision,
+        ))
     }
 
     /// Invokes `action` on the running runtime `record`, chosen from its document of revision
@@ -864,7 +865,7 @@ impl Agents {
     ) -> Result<ActOutcome, CoreError> {
         let asked = Asked::new(record, action);
         if !document::is_valid_action_id(action) {
-            return Err(asked.not_offered());
+            return Err(asked.not_offered(None));
         }
         let target = resolve_off_thread(&self.inner.receipts, record).await?;
         let latest = self.latest_of(record, &target, &asked).await?;
@@ -873,7 +874,7 @@ impl Agents {
             return Err(asked.prompt_changed());
         }
         let Some(offered) = latest.document.view.actions.iter().find(|a| a.id == action) else {
-            return Err(asked.not_offered());
+            return Err(asked.not_offered(Some(&latest.document.view)));
         };
         let label = offered.label.clone();
         let timeout = self.inner.options.action_timeout;

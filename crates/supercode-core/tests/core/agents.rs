@@ -208,6 +208,20 @@ async fn an_action_not_offered_is_refused_without_asking_the_runtime() {
         }
     }
     let error = core.act(&endpoint, "retry", revision).await.unwrap_err();
+    // Issue 32: the refusal quotes what the runtime says now, so its reason reaches the user
+    // (a Claude Code session whose terminal answered first says "Already answered in the
+    // terminal"; crates/agent-hooks' board).
+    let title = asking
+        .runtimes
+        .iter()
+        .find(|r| r.endpoint.as_deref() == Some(endpoint.as_str()))
+        .and_then(|r| r.state.as_ref()?.title.clone())
+        .unwrap();
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("now: it says \"{title}\"")),
+        "{message}"
+    );
     assert_eq!(
         CommandError::from(error).code,
         supercode_core::view::ErrorCode::Refused

@@ -115,6 +115,62 @@ fn a_sigkilled_runtime_leaves_the_inventory_via_its_pidfd_before_the_tick_and_is
     );
 }
 
+/// Issue 32: a runtime served by a host process (a Claude Code session's host, the receipt's
+/// `server`) ends when the host is SIGKILLed while the agent's process runs on; the watcher waits
+/// on the host's pidfd too, so the death is told well before the reconcile tick.
+#[test]
+fn a_sigkilled_host_ends_its_runtime_via_its_pidfd_before_the_tick() {
+    use crate::support::Sleeper;
+    let fx = Fixture::new();
+    let agent = Sleeper::sleep();
+    let mut host = Sleeper::sleep();
+    let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
+    let mut receipt = live_runtime::test_support::foreign_receipt(
+        &endpoint,
+        "hosted",
+        agent.pid(),
+        Some(agent.identity().start_time),
+    );
+    receipt["server"] =
+        serde_json::json!({ "pid": host.pid(), "startTime": host.identity().start_time });
+    live_runtime::test_support::write_receipt_file(
+        fx.receipts().path(),
+        &format!("{endpoint}.json"),
+        &receipt,
+    );
+    let id = endpoint.to_string();
+    let (sink, mut events) = recorder();
+    let core = fx.core_with(sink);
+    let _watch = core.watch();
+    events.wait_for_snapshot("the hosted runtime listed running", TIMEOUT, |s| {
+        find(s, &id).is_some_and(|r| r.status == RuntimeStatus::Running)
+    });
+    // Past the watcher's start-up rescans: answer one file change, then it is idle.
+    let (marker, _marker_listener) = register(fx.receipts(), "marker", "tok", None);
+    events.wait_for_snapshot("the marker runtime", TIMEOUT, |s| {
+        find(s, marker.endpoint().as_str()).is_some()
+    });
+
+    let start = Instant::now();
+    host.kill();
+    let (at, _) = events.wait_for_snapshot("the hosted runtime to leave", TIMEOUT, |s| {
+        find(s, &id).is_none()
+    });
+    let latency = at - start;
+    eprintln!("host SIGKILL -> gone from the inventory: {latency:?}");
+    assert!(
+        latency < prompt(),
+        "{latency:?}: noticed by the tick, not the host's pidfd"
+    );
+    assert!(live_runtime::pid_exists(agent.pid()), "the agent runs on");
+    assert_eq!(
+        events.died(),
+        vec!["hosted".to_owned()],
+        "events: {}",
+        events.summary()
+    );
+}
+
 /// Issue 30: a read is a read. A read in the app (what an agent subscription retrying its
 /// runtime, an attach or the window's snapshot does) right after a kill, inside the watcher's
 /// 15 ms debounce, does not list the dead runtime and leaves its receipt alone; the watcher's own
