@@ -32,7 +32,7 @@ pub const AGENT: &str = "codex";
 /// returns at once unless the user chose to answer Codex approvals from the tray, and then the
 /// terminal says why it waits.
 pub const PERMISSION_STATUS: &str =
-    "Supercode Tray: answer in the tray (or press Esc to answer here)";
+    "Waiting for your answer in Supercode Tray";
 
 const fn quick(event: &'static str) -> HookEntry {
     HookEntry {
