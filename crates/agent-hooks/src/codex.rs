@@ -31,8 +31,7 @@ pub const AGENT: &str = "codex";
 /// What Codex shows in place of "Running hook" while our `PermissionRequest` hook runs: it
 /// returns at once unless the user chose to answer Codex approvals from the tray, and then the
 /// terminal says why it waits.
-pub const PERMISSION_STATUS: &str =
-    "Waiting for your answer in Supercode Tray";
+pub const PERMISSION_STATUS: &str = "Waiting for your answer in Supercode Tray";
 
 const fn quick(event: &'static str) -> HookEntry {
     HookEntry {
