@@ -134,7 +134,10 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
                 source,
             })?;
             if on {
-                println!("Codex approvals wait for your answer in the tray ({}); Codex shows \"{}\" meanwhile.", path.display(), codex::PERMISSION_STATUS);
+                println!(
+                    "Codex approvals wait for your answer in the tray ({}); Codex's status line says it is running hooks meanwhile.",
+                    path.display()
+                );
             } else {
                 println!("Codex asks for approvals in its terminal; the tray shows them without Approve.");
             }
