@@ -362,6 +362,79 @@ mod tests {
     }
 
     #[test]
+    fn the_trusted_hash_is_the_one_codex_0_169_records() {
+        // Recorded by the real Codex 0.169.0 in config.toml's [hooks.state] when the user chose
+        // "Trust all and continue" for these exact entries.
+        let command = "/work/targets/codex/debug/supercode-tray hook codex";
+        assert_eq!(
+            trusted_hash(
+                "PreToolUse",
+                &json!({"type": "command", "command": command, "timeout": 10})
+            ),
+            "sha256:5fec2e9e6676349ba2b041a8fcc131e47b29a22b21142874914cce2177571ab6"
+        );
+        assert_eq!(
+            trusted_hash(
+                "PermissionRequest",
+                &json!({"type": "command", "command": command, "timeout": 86400,
+                    "statusMessage": "Waiting for your answer in Supercode Tray"})
+            ),
+            "sha256:79e156e19da25027862834f3270db155cf3ff4e0360fc1bab57324e33f5f68d4"
+        );
+        assert_eq!(
+            trusted_hash(
+                "Stop",
+                &json!({"type": "command", "command": command, "timeout": 10})
+            ),
+            "sha256:1892e5cd2405efcffa8d5b345de361d7e1d6ad9af62d046f1e2d9e97257254fe"
+        );
+        // The user's own entry beside ours.
+        assert_eq!(
+            trusted_hash(
+                "Stop",
+                &json!({"type": "command", "command": "true", "timeout": 5})
+            ),
+            "sha256:99551a51b888f6dc725f1199663b7b1e1ef9bb9b9cab0612d84e5e9218aca6f5"
+        );
+    }
+
+    #[test]
+    fn trust_reads_codexs_records_for_our_entries_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let hooks = dir.path().join("hooks.json");
+        let config = dir.path().join("config.toml");
+        let ours = "/opt/x/supercode-tray hook codex";
+        std::fs::write(
+            &hooks,
+            json!({"hooks": {
+                "Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]},
+                         {"hooks": [{"type": "command", "command": ours, "timeout": 10}]}],
+                "PreToolUse": [{"hooks": [{"type": "command", "command": ours, "timeout": 10}]}]
+            }})
+            .to_string(),
+        )
+        .unwrap();
+        let stop = trusted_hash("Stop", &json!({"command": ours, "timeout": 10}));
+        std::fs::write(
+            &config,
+            format!(
+                "model = \"m\"\n[hooks.state.\"{path}:stop:1:0\"]\ntrusted_hash = \"{stop}\"\n\
+                 [hooks.state.\"{path}:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:old\"\n",
+                path = hooks.display()
+            ),
+        )
+        .unwrap();
+        let trust = trust(&hooks, &config);
+        assert_eq!(trust.trusted, ["Stop"]);
+        assert_eq!(
+            trust.needs_review,
+            ["PreToolUse"],
+            "a changed entry needs review again"
+        );
+        assert_eq!(trust.problem, None);
+    }
+
+    #[test]
     fn a_permission_request_offers_no_always_for_codex() {
         let event = parse(&json!({
             "session_id": "019a-b", "turn_id": "t", "cwd": "/w",
