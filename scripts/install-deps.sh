@@ -218,4 +218,17 @@ if [ "$want_test" -eq 1 ]; then
   fi
 fi
 
+# --- Codex (its real-CLI tests only) ------------------------------------------------------
+# Pinned by tests/codex/package-lock.json; the tests run its native binary directly.
+if [ "$want_test" -eq 1 ]; then
+  codex_dir="$REPO_ROOT/tests/codex"
+  codex_bin="$codex_dir/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+  if [ -x "$codex_bin" ] && [ "$("$codex_bin" --version 2>/dev/null)" = "codex-cli 0.169.0" ]; then
+    log "Codex 0.169.0: ok ($codex_bin)"
+  else
+    log "installing Codex 0.169.0 into $codex_dir (npm ci)"
+    npm --prefix "$codex_dir" ci --ignore-scripts --no-audit --no-fund </dev/null
+  fi
+fi
+
 log "done"

@@ -10,4 +10,5 @@
 mod app_commands;
 mod claude_code;
 mod cli;
+mod codex;
 mod launch;

@@ -29,16 +29,17 @@ pub const AGENT: &str = "claude-code";
 
 /// How long Claude Code lets an ordinary hook of ours run. Ours answer in milliseconds; this only
 /// bounds a host that hangs, and Claude Code goes on without the hook after it.
-const QUICK_HOOK_TIMEOUT_SECS: u64 = 10;
+pub(crate) const QUICK_HOOK_TIMEOUT_SECS: u64 = 10;
 /// How long Claude Code lets the `PermissionRequest` hook wait for the user's answer in the tray.
 /// The terminal's dialog stays open meanwhile and answering there ends the wait at once, so this
 /// is only the longest a forgotten prompt keeps its tray actions: a day.
-const PERMISSION_HOOK_TIMEOUT_SECS: u64 = 24 * 60 * 60;
+pub(crate) const PERMISSION_HOOK_TIMEOUT_SECS: u64 = 24 * 60 * 60;
 
 const fn quick(event: &'static str) -> HookEntry {
     HookEntry {
         event,
         timeout_secs: QUICK_HOOK_TIMEOUT_SECS,
+        status_message: None,
     }
 }
 
@@ -55,6 +56,7 @@ pub const HOOKS: AgentHooks = AgentHooks {
         HookEntry {
             event: "PermissionRequest",
             timeout_secs: PERMISSION_HOOK_TIMEOUT_SECS,
+            status_message: None,
         },
         quick("Notification"),
         quick("Stop"),
@@ -292,7 +294,7 @@ pub fn claude_process(env_pid: Option<&str>, start: u32) -> Option<u32> {
     None
 }
 
-fn parent_of(pid: u32) -> Option<u32> {
+pub(crate) fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;

@@ -1,4 +1,4 @@
-//! The hook command (`supercode-tray hook claude-code`): what the agent runs for each event.
+//! The hook command (`supercode-tray hook claude-code|codex`): what the agent runs for each event.
 //!
 //! It reads the event from stdin (capped), hands it to the session's host over the session's
 //! socket (starting the host if there is none yet), and for a permission request of an
@@ -17,8 +17,9 @@ use live_runtime::ProcessIdentity;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+use crate::agent::Agent;
 use crate::channel::{self, Reply, Request, MAX_LINE};
-use crate::claude_code::{self, Decision};
+use crate::claude_code::Decision;
 use crate::event::{EventKind, HookEvent};
 
 /// The largest hook input read. Claude Code's are a few KiB (a tool's input included); a bigger
@@ -53,45 +54,44 @@ const HOST_ENV: &[&str] = &[
     "SUPERCODE_KEYCHAIN_TIMEOUT_MS",
 ];
 
-/// Runs Claude Code's hook: stdin in, maybe a decision out. Never fails.
-pub fn run_claude_code(program: &Path) {
-    let Some(event) = read_event(std::io::stdin().lock()) else {
+/// Runs `agent`'s hook: stdin in, maybe a decision out. Never fails.
+pub fn run(agent: Agent, program: &Path) {
+    let Some(event) = read_event(agent, std::io::stdin().lock()) else {
         return;
     };
-    let attended = claude_code::attended(std::env::var(claude_code::ATTENDED_VAR).ok().as_deref());
-    let wait = attended && matches!(event.kind, EventKind::PermissionRequest { .. });
+    let wait = agent.waits_for_tray(&event);
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     else {
         return;
     };
-    let decision = runtime.block_on(deliver(program, event, wait));
+    let decision = runtime.block_on(deliver(agent, program, event, wait));
     if let Some(decision) = decision {
-        println!("{}", claude_code::decision_output(&decision));
+        println!("{}", agent.decision_output(&decision));
     }
 }
 
 /// The event in the hook's input, or `None` for input that is too big or not an event.
-pub fn read_event(input: impl Read) -> Option<HookEvent> {
+pub fn read_event(agent: Agent, input: impl Read) -> Option<HookEvent> {
     let mut bytes = Vec::new();
     input.take(MAX_INPUT + 1).read_to_end(&mut bytes).ok()?;
     if bytes.len() as u64 > MAX_INPUT {
         return None;
     }
     let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    claude_code::parse(&value)
+    agent.parse(&value)
 }
 
-async fn deliver(program: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
+async fn deliver(agent: Agent, program: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
     let dir = channel::socket_dir();
-    let path = channel::socket_path(&dir, claude_code::AGENT, &event.session_id);
+    let path = channel::socket_path(&dir, agent.name(), &event.session_id);
     let stream = match connect(&dir, &path).await {
         Some(stream) => stream,
         // A session that ends with no host needs none.
         None if event.kind == EventKind::SessionEnd => return None,
         None => {
-            start_host(program, &dir, &event)?;
+            start_host(agent, program, &dir, &event)?;
             let deadline = Instant::now() + HOST_START_TIMEOUT;
             loop {
                 if let Some(stream) = connect(&dir, &path).await {
@@ -109,8 +109,8 @@ async fn deliver(program: &Path, event: HookEvent, wait: bool) -> Option<Decisio
 
 /// Hands `event` to the host of its session in `dir`, if one runs (none is started), and returns
 /// the decision it answers with. What the hook does once connected; tests drive a host with it.
-pub async fn send(dir: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
-    let path = channel::socket_path(dir, claude_code::AGENT, &event.session_id);
+pub async fn send(agent: Agent, dir: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
+    let path = channel::socket_path(dir, agent.name(), &event.session_id);
     let stream = connect(dir, &path).await?;
     exchange(stream, event, wait).await
 }
@@ -146,15 +146,14 @@ async fn connect(dir: &Path, path: &Path) -> Option<UnixStream> {
 /// Starts the session's host, detached: its own session, no stdio, `/` as its directory, and
 /// only [`HOST_ENV`] of the agent's environment. `None` when the agent's process cannot be
 /// identified (then there is no runtime to register).
-fn start_host(program: &Path, dir: &Path, event: &HookEvent) -> Option<()> {
+fn start_host(agent: Agent, program: &Path, dir: &Path, event: &HookEvent) -> Option<()> {
     let parent = rustix::process::getppid().map(|p| p.as_raw_pid() as u32)?;
-    let pid =
-        claude_code::claude_process(std::env::var(claude_code::PID_VAR).ok().as_deref(), parent)?;
+    let pid = agent.process(parent)?;
     let process = ProcessIdentity::of(pid)?;
     channel::ensure_dir(dir).ok()?;
     let mut command = Command::new(program);
     command
-        .args(["hook-host", claude_code::AGENT, "--session"])
+        .args(["hook-host", agent.name(), "--session"])
         .arg(&event.session_id)
         .arg("--cwd")
         .arg(&event.cwd)

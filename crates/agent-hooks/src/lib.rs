@@ -1,6 +1,6 @@
 //! Coding agents' sessions as Supercode runtimes, fed by the agents' own hooks.
 //!
-//! A session of an agent (Claude Code today; Codex will reuse all but its own module) becomes a
+//! A session of an agent (Claude Code or Codex, each with only its own module) becomes a
 //! live runtime like any other: a receipt whose source is the session, whose workspace is its
 //! working directory and whose process is the agent's process, and an authenticated loopback
 //! endpoint serving the runtime status API v1. The tray, `list`, `events`, `act` and `attach`
@@ -17,6 +17,9 @@
 //! - [`event`]: the agent-neutral [`event::HookEvent`], checked and capped.
 //! - [`claude_code`]: everything that is Claude Code's own (its settings path, its entries, its
 //!   hook input and decision output, how to find its process, attended or not).
+//! - [`codex`]: everything that is Codex's own (its hooks file, its trust records, its decision
+//!   output, how to find its process, the "answer Codex approvals from the tray" setting).
+//! - [`agent`]: the one switch between the agents, for the hook and the CLI.
 //! - [`board`]: the session's status from its events, and its pending permission request.
 //! - [`server`]: the status API on loopback, and the session's page that `attach` opens.
 //! - [`transcript`]: the conversation so far, read safely from the session's transcript.
@@ -24,9 +27,11 @@
 //! - [`hook`], [`host`]: the two processes.
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod board;
 pub mod channel;
 pub mod claude_code;
+pub mod codex;
 pub mod event;
 pub mod hook;
 pub mod host;

@@ -37,6 +37,9 @@ pub struct HookEntry {
     pub event: &'static str,
     /// The agent's timeout for the command, in seconds.
     pub timeout_secs: u64,
+    /// What the agent shows while the hook runs, for agents that show one (Codex's
+    /// `statusMessage`); `None` writes no such key.
+    pub status_message: Option<&'static str>,
 }
 
 /// What an agent's hooks look like in its settings file.
@@ -81,7 +84,9 @@ pub enum HooksError {
         source: std::io::Error,
     },
     /// No home directory to find the agent's settings in.
-    #[error("no home directory: set HOME (or CLAUDE_CONFIG_DIR)")]
+    #[error(
+        "no home directory: set HOME (or CLAUDE_CONFIG_DIR for Claude Code, CODEX_HOME for Codex)"
+    )]
     NoHome,
 }
 
@@ -197,9 +202,13 @@ impl AgentHooks {
                 }
                 continue;
             }
-            let group = serde_json::json!({
-                "hooks": [{ "type": "command", "command": command, "timeout": entry.timeout_secs }]
+            let mut hook = serde_json::json!({
+                "type": "command", "command": command, "timeout": entry.timeout_secs
             });
+            if let Some(message) = entry.status_message {
+                hook["statusMessage"] = Value::String(message.to_owned());
+            }
+            let group = serde_json::json!({ "hooks": [hook] });
             groups.push(group.clone());
             added.insert(entry.event.to_owned(), Value::Array(vec![group]));
         }

@@ -7,7 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_hooks::claude_code;
+use agent_hooks::agent::Agent;
+use agent_hooks::codex;
 use agent_hooks::settings::{HooksStatus, Installed, Plan};
 
 use crate::CliError;
@@ -17,6 +18,26 @@ use crate::CliError;
 pub enum HookAgent {
     /// Claude Code (`~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR/settings.json`).
     ClaudeCode,
+    /// OpenAI's Codex CLI (`~/.codex/hooks.json`, or `$CODEX_HOME/hooks.json`).
+    Codex,
+}
+
+impl HookAgent {
+    fn agent(self) -> Agent {
+        match self {
+            HookAgent::ClaudeCode => Agent::ClaudeCode,
+            HookAgent::Codex => Agent::Codex,
+        }
+    }
+}
+
+/// On or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    /// On.
+    On,
+    /// Off.
+    Off,
 }
 
 /// `hooks ...`.
@@ -37,6 +58,12 @@ pub enum HooksCommand {
         /// Make the change without asking (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
         yes: bool,
+    },
+    /// Answer Codex's approvals from the tray (on), or in Codex's terminal only (off, the
+    /// default). On, Codex waits for the tray before showing its own prompt.
+    CodexApprovals {
+        /// On or off.
+        switch: Switch,
     },
     /// Say whether each agent is connected, and whether its hook's program still exists.
     Status {
@@ -69,30 +96,67 @@ pub struct HostArgs {
 pub fn run(command: HooksCommand) -> Result<(), CliError> {
     match command {
         HooksCommand::Install { agent, yes } => {
-            let HookAgent::ClaudeCode = agent;
-            let path = claude_code::settings_path()?;
+            let agent = agent.agent();
+            let path = agent.settings_path()?;
             let program = agent_hooks::hook::hook_program().ok_or(CliError::Io {
                 what: "could not find this program's path",
                 source: std::io::Error::other("no /proc/self/exe"),
             })?;
-            let plan = claude_code::HOOKS.plan_install(&path, &program)?;
-            change(&plan, yes, "Connect Claude Code", "Claude Code is connected: its sessions appear in the tray from their next hook event.")
-        }
-        HooksCommand::Remove { agent, yes } => {
-            let HookAgent::ClaudeCode = agent;
-            let path = claude_code::settings_path()?;
-            let plan = claude_code::HOOKS.plan_remove(&path)?;
+            let hooks = agent.hooks();
+            let plan = hooks.plan_install(&path, &program)?;
+            let done = match agent {
+                Agent::ClaudeCode => "Claude Code is connected: its sessions appear in the tray from their next hook event.".to_owned(),
+                Agent::Codex => "Codex's hooks are installed. Codex runs them only once you trust them: start Codex, choose to review the hooks when it says \"Hooks need review\", and trust the Supercode Tray entries. `supercode-tray hooks status` says when they are trusted.".to_owned(),
+            };
             change(
                 &plan,
                 yes,
-                "Disconnect Claude Code",
-                "Claude Code is disconnected.",
+                &format!("Connect {}", hooks.display_name),
+                &done,
             )
         }
+        HooksCommand::Remove { agent, yes } => {
+            let agent = agent.agent();
+            let path = agent.settings_path()?;
+            let hooks = agent.hooks();
+            let plan = hooks.plan_remove(&path)?;
+            change(
+                &plan,
+                yes,
+                &format!("Disconnect {}", hooks.display_name),
+                &format!("{} is disconnected.", hooks.display_name),
+            )
+        }
+        HooksCommand::CodexApprovals { switch } => {
+            let on = switch == Switch::On;
+            let path = codex::set_approvals_from_tray(on).map_err(|source| CliError::Io {
+                what: "could not change the setting",
+                source,
+            })?;
+            if on {
+                println!(
+                    "Codex approvals wait for your answer in the tray ({}); Codex's status line says it is running hooks meanwhile.",
+                    path.display()
+                );
+            } else {
+                println!("Codex asks for approvals in its terminal; the tray shows them without Approve.");
+            }
+            Ok(())
+        }
         HooksCommand::Status { json } => {
-            let status =
-                claude_code::settings_path().map(|path| claude_code::HOOKS.status(&path))?;
-            print_status(&status, json);
+            let mut statuses = Vec::new();
+            for agent in [Agent::ClaudeCode, Agent::Codex] {
+                let path = agent.settings_path()?;
+                let status = agent.hooks().status(&path);
+                let trust = (agent == Agent::Codex).then(|| {
+                    let config = codex::codex_home()
+                        .map(|home| home.join("config.toml"))
+                        .unwrap_or_default();
+                    codex::trust(&path, &config)
+                });
+                statuses.push((status, trust));
+            }
+            print_status(&statuses, json);
             Ok(())
         }
     }
@@ -125,38 +189,68 @@ fn change(plan: &Plan, yes: bool, question: &str, done: &str) -> Result<(), CliE
     Ok(())
 }
 
-fn print_status(status: &HooksStatus, json: bool) {
+fn print_status(statuses: &[(HooksStatus, Option<codex::Trust>)], json: bool) {
     if json {
-        let list = serde_json::json!({ "agents": [status] });
+        let agents: Vec<serde_json::Value> = statuses
+            .iter()
+            .map(|(status, trust)| {
+                let mut value = serde_json::to_value(status).expect("status serializes");
+                if let Some(trust) = trust {
+                    value["trust"] = serde_json::to_value(trust).expect("trust serializes");
+                    value["approvalsFromTray"] = codex::approvals_from_tray().into();
+                }
+                value
+            })
+            .collect();
+        let list = serde_json::json!({ "agents": agents });
         println!(
             "{}",
             serde_json::to_string_pretty(&list).expect("status serializes")
         );
         return;
     }
-    let state = match (&status.problem, &status.installed) {
-        (Some(problem), _) => format!("cannot tell: {problem}"),
-        (None, Installed::Yes) if status.binary_exists => "connected".to_owned(),
-        (None, Installed::Yes) => format!(
-            "installed, but the hook's program is missing ({}): run `supercode-tray hooks install claude-code` again",
-            status.commands.join(", ")
-        ),
-        (None, Installed::Partly) => format!(
-            "partly installed (missing: {}): run `supercode-tray hooks install claude-code`",
-            status.missing_events.join(", ")
-        ),
-        (None, Installed::No) => {
-            "not connected: run `supercode-tray hooks install claude-code`".to_owned()
+    for (status, trust) in statuses {
+        let agent = status.agent;
+        let mut state = match (&status.problem, &status.installed) {
+            (Some(problem), _) => format!("cannot tell: {problem}"),
+            (None, Installed::Yes) if status.binary_exists => "connected".to_owned(),
+            (None, Installed::Yes) => format!(
+                "installed, but the hook's program is missing ({}): run `supercode-tray hooks install {agent}` again",
+                status.commands.join(", ")
+            ),
+            (None, Installed::Partly) => format!(
+                "partly installed (missing: {}): run `supercode-tray hooks install {agent}`",
+                status.missing_events.join(", ")
+            ),
+            (None, Installed::No) => {
+                format!("not connected: run `supercode-tray hooks install {agent}`")
+            }
+        };
+        if let Some(trust) = trust.as_ref().filter(|_| status.installed != Installed::No) {
+            if let Some(problem) = &trust.problem {
+                state.push_str(&format!(
+                    "; cannot tell whether Codex trusts them: {problem}"
+                ));
+            } else if trust.needs_review.is_empty() {
+                state.push_str("; trusted in Codex");
+            } else {
+                state = format!(
+                    "{state}; NOT trusted in Codex yet ({}), so Codex does not run them: start Codex and trust them when it says \"Hooks need review\"",
+                    trust.needs_review.join(", ")
+                );
+            }
+            if codex::approvals_from_tray() {
+                state.push_str("; approvals answered from the tray");
+            }
         }
-    };
-    println!("claude-code  {}  ({})", state, status.settings.display());
+        println!("{agent:<12} {state}  ({})", status.settings.display());
+    }
 }
 
 /// `hook <agent>`: the agent's hook. Never fails and never prints anything but a decision.
 pub fn hook(agent: HookAgent) -> ExitCode {
-    let HookAgent::ClaudeCode = agent;
     if let Some(program) = agent_hooks::hook::hook_program() {
-        agent_hooks::hook::run_claude_code(&program);
+        agent_hooks::hook::run(agent.agent(), &program);
     }
     ExitCode::SUCCESS
 }
@@ -164,7 +258,7 @@ pub fn hook(agent: HookAgent) -> ExitCode {
 /// `hook-host <agent> ...`: a session's host, until the agent's process exits or the session
 /// ends. Detached by the hook; prints nothing.
 pub fn host(args: HostArgs) -> ExitCode {
-    let HookAgent::ClaudeCode = args.agent;
+    let agent = args.agent.agent();
     // Its own session: no signal to the hook's process group or terminal reaches it.
     let _ = rustix::process::setsid();
     if !agent_hooks::event::valid_session_id(&args.session) || !args.cwd.is_absolute() {
@@ -175,8 +269,8 @@ pub fn host(args: HostArgs) -> ExitCode {
     };
     let config = agent_hooks::host::HostConfig {
         receipts,
-        agent: claude_code::AGENT,
-        display_name: claude_code::HOOKS.display_name,
+        agent: agent.name(),
+        display_name: agent.hooks().display_name,
         session_id: args.session,
         cwd: args.cwd,
         process: live_runtime::ProcessIdentity {
@@ -196,7 +290,10 @@ pub fn host(args: HostArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(agent_hooks::host::HostError::AlreadyServed) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::warn!("the Claude Code session's host could not run: {e}");
+            tracing::warn!(
+                "the {} session's host could not run: {e}",
+                agent.hooks().display_name
+            );
             ExitCode::FAILURE
         }
     }

@@ -148,13 +148,26 @@ async fn the_session_is_a_runtime_of_the_agents_process() {
 async fn approve_in_the_tray_answers_the_waiting_permission_hook() {
     let scene = start().await;
     assert_eq!(
-        agent_hooks::hook::send(&scene.sockets, event(EventKind::Prompt), false).await,
+        agent_hooks::hook::send(
+            agent_hooks::agent::Agent::ClaudeCode,
+            &scene.sockets,
+            event(EventKind::Prompt),
+            false
+        )
+        .await,
         None
     );
     assert_eq!(status(&scene).await["state"], "working");
     let sockets = scene.sockets.clone();
-    let waiting =
-        tokio::spawn(async move { agent_hooks::hook::send(&sockets, permission(), true).await });
+    let waiting = tokio::spawn(async move {
+        agent_hooks::hook::send(
+            agent_hooks::agent::Agent::ClaudeCode,
+            &sockets,
+            permission(),
+            true,
+        )
+        .await
+    });
     let receipts_doc = loop {
         let doc = status(&scene).await;
         if doc["state"] == "needs-approval" {
@@ -190,12 +203,25 @@ async fn approve_in_the_tray_answers_the_waiting_permission_hook() {
 async fn the_terminal_answering_first_wins_and_the_late_tray_answer_is_refused() {
     let scene = start().await;
     let sockets = scene.sockets.clone();
-    let waiting =
-        tokio::spawn(async move { agent_hooks::hook::send(&sockets, permission(), true).await });
+    let waiting = tokio::spawn(async move {
+        agent_hooks::hook::send(
+            agent_hooks::agent::Agent::ClaudeCode,
+            &sockets,
+            permission(),
+            true,
+        )
+        .await
+    });
     while status(&scene).await["state"] != "needs-approval" {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    agent_hooks::hook::send(&scene.sockets, event(EventKind::ToolDone), false).await;
+    agent_hooks::hook::send(
+        agent_hooks::agent::Agent::ClaudeCode,
+        &scene.sockets,
+        event(EventKind::ToolDone),
+        false,
+    )
+    .await;
     let decision = tokio::time::timeout(TIMEOUT, waiting)
         .await
         .unwrap()
@@ -206,6 +232,7 @@ async fn the_terminal_answering_first_wins_and_the_late_tray_answer_is_refused()
     assert_eq!(code, 409);
     assert_eq!(body["error"]["message"], "already answered in the terminal");
     agent_hooks::hook::send(
+        agent_hooks::agent::Agent::ClaudeCode,
         &scene.sockets,
         event(EventKind::NeedsInput {
             title: Some("All done.".into()),
@@ -225,8 +252,15 @@ async fn the_terminal_answering_first_wins_and_the_late_tray_answer_is_refused()
 async fn a_permission_hook_that_is_stopped_clears_needs_approval() {
     let scene = start().await;
     let sockets = scene.sockets.clone();
-    let waiting =
-        tokio::spawn(async move { agent_hooks::hook::send(&sockets, permission(), true).await });
+    let waiting = tokio::spawn(async move {
+        agent_hooks::hook::send(
+            agent_hooks::agent::Agent::ClaudeCode,
+            &sockets,
+            permission(),
+            true,
+        )
+        .await
+    });
     while status(&scene).await["state"] != "needs-approval" {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -267,7 +301,13 @@ async fn the_runtime_ends_with_the_agents_process_and_with_session_end() {
     );
 
     let mut scene = start().await;
-    agent_hooks::hook::send(&scene.sockets, event(EventKind::SessionEnd), false).await;
+    agent_hooks::hook::send(
+        agent_hooks::agent::Agent::ClaudeCode,
+        &scene.sockets,
+        event(EventKind::SessionEnd),
+        false,
+    )
+    .await;
     tokio::time::timeout(TIMEOUT, &mut scene.task)
         .await
         .unwrap()

@@ -1,0 +1,84 @@
+//! The agents we connect, and the few things that differ between them, in one place: the hook
+//! and the CLI ask an [`Agent`] and never name an agent's module themselves.
+
+use serde_json::Value;
+
+use crate::claude_code::{self, Decision};
+use crate::codex;
+use crate::event::{EventKind, HookEvent};
+use crate::settings::{AgentHooks, HooksError};
+
+/// An agent whose sessions become runtimes through its hooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agent {
+    /// Anthropic's Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+}
+
+impl Agent {
+    /// Its name on our command line and in receipts' `runtimeKind`.
+    pub fn name(self) -> &'static str {
+        self.hooks().agent
+    }
+
+    /// Its hook entries.
+    pub fn hooks(self) -> &'static AgentHooks {
+        match self {
+            Agent::ClaudeCode => &claude_code::HOOKS,
+            Agent::Codex => &codex::HOOKS,
+        }
+    }
+
+    /// The file our hook entries go in.
+    pub fn settings_path(self) -> Result<std::path::PathBuf, HooksError> {
+        match self {
+            Agent::ClaudeCode => claude_code::settings_path(),
+            Agent::Codex => codex::settings_path(),
+        }
+    }
+
+    /// One hook input as an event.
+    pub fn parse(self, input: &Value) -> Option<HookEvent> {
+        match self {
+            Agent::ClaudeCode => claude_code::parse(input),
+            Agent::Codex => codex::parse(input),
+        }
+    }
+
+    /// True when this event's hook waits for the tray's decision. Claude Code: a permission
+    /// request of an attended session (its terminal dialog is open meanwhile). Codex: only when
+    /// the user chose to answer Codex approvals from the tray, because its prompt waits for the
+    /// hook.
+    pub fn waits_for_tray(self, event: &HookEvent) -> bool {
+        if !matches!(event.kind, EventKind::PermissionRequest { .. }) {
+            return false;
+        }
+        match self {
+            Agent::ClaudeCode => {
+                claude_code::attended(std::env::var(claude_code::ATTENDED_VAR).ok().as_deref())
+            }
+            Agent::Codex => codex::approvals_from_tray(),
+        }
+    }
+
+    /// The agent's process, from the hook's parent `parent`.
+    pub fn process(self, parent: u32) -> Option<u32> {
+        match self {
+            Agent::ClaudeCode => claude_code::claude_process(
+                std::env::var(claude_code::PID_VAR).ok().as_deref(),
+                parent,
+            ),
+            Agent::Codex => codex::codex_process(parent),
+        }
+    }
+
+    /// The JSON the hook prints for the user's decision.
+    pub fn decision_output(self, decision: &Decision) -> Value {
+        match self {
+            Agent::ClaudeCode => claude_code::decision_output(decision),
+            Agent::Codex => codex::decision_output(decision),
+        }
+    }
+}

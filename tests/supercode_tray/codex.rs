@@ -1,0 +1,509 @@
+//! Issue 33 with the real Codex CLI (0.169.0 from npm, pinned in `tests/codex/`, installed by
+//! `scripts/install-deps.sh --test`), run interactively in `tmux` as a user runs it, pointed at a
+//! stand-in of the Responses API that this test serves (a model provider in `config.toml` with
+//! `base_url`, `wire_api = "responses"` and `env_key`): each prompt "make marker-N" gets one
+//! `exec_command` call with `"sandbox_permissions": "require_escalated"` (so Codex asks under
+//! `-a on-request`), and after its output the turn ends with a message.
+//!
+//! The walk: `hooks install codex --yes` → `hooks status` says Codex does not trust them yet →
+//! Codex shows "Hooks need review" and the user trusts them there → `hooks status` says trusted →
+//! the session is listed → `needs-approval` with no Approve while Codex asks in its terminal →
+//! `y` in the terminal → the command ran → `needs-input`; with "answer Codex approvals from the
+//! tray" on, `needs-approval` offers Approve and `act approve` runs the command; Codex's exit
+//! ends the runtime; `hooks remove codex` leaves exactly the user's hooks file and their
+//! `config.toml` as Codex left it; the canary API key is in no output, file of ours, or host's
+//! environment.
+//!
+//! Codex runs with `--no-daemon`: by default it starts a shared background app server that
+//! outlives the test (and runs every session's hooks, see `docs/codex.md`). Skipped with a
+//! message when the pinned CLI or tmux is not installed.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
+/// The canary API key Codex is given: it must show up nowhere of ours.
+const API_KEY_CANARY: &str = "sk-proj-canary-codex-3b7e91d04c5a4f28";
+/// Generous for a loaded machine; each step takes about a second here.
+const STEP_TIMEOUT: Duration = Duration::from_secs(40);
+
+fn codex_binary() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+    );
+    path.is_file().then_some(path)
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The stand-in Responses API: an escalated `exec_command` for each prompt naming a marker,
+/// then a closing message once its output is in (and for side requests without the tool).
+fn serve_model(runtime: &tokio::runtime::Runtime, markers: PathBuf) -> SocketAddr {
+    use axum::body::Bytes;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    let handler = move |body: Bytes| {
+        let markers = markers.clone();
+        async move {
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let item = answer(&request, &markers);
+            let response = |status: &str, output: Value| {
+                json!({"id": "resp_1", "object": "response", "status": status, "output": output,
+                    "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                        "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens_details": {"reasoning_tokens": 0}}})
+            };
+            let events = [
+                json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+                json!({"type": "response.completed", "response": response("completed", json!([item]))}),
+            ];
+            let body: String = events
+                .iter()
+                .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+                .collect();
+            ([("content-type", "text/event-stream")], body)
+        }
+    };
+    let app = axum::Router::new()
+        .route("/v1/responses", axum::routing::post(handler))
+        .fallback(|| async { axum::Json(json!({"data": [], "models": []})) });
+    runtime.spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    address
+}
+
+fn answer(request: &Value, markers: &Path) -> Value {
+    let input = request["input"].as_array().cloned().unwrap_or_default();
+    let has_exec = request["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["name"] == "exec_command"));
+    let last = input.last().cloned().unwrap_or(Value::Null);
+    let marker = last
+        .to_string()
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .rfind(|w| w.starts_with("marker-"))
+        .map(str::to_owned);
+    match (has_exec, last["type"] == "function_call_output", marker) {
+        (true, false, Some(marker)) => json!({
+            "type": "function_call", "id": format!("fc_{marker}"), "call_id": format!("call_{marker}"),
+            "name": "exec_command", "status": "completed",
+            "arguments": json!({
+                "cmd": format!("touch {}", markers.join(&marker).display()),
+                "sandbox_permissions": "require_escalated",
+                "justification": format!("Create {marker}")
+            }).to_string()
+        }),
+        _ => json!({
+            "type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "All done: the marker is there.", "annotations": []}]
+        }),
+    }
+}
+
+/// A temp HOME with the user's own Codex settings, our directories, and the tmux server.
+struct Session {
+    dir: tempfile::TempDir,
+    tmux: String,
+    printed: String,
+}
+
+impl Session {
+    fn path(&self, sub: &str) -> PathBuf {
+        self.dir.path().join(sub)
+    }
+
+    fn run(&mut self, args: &[&str]) -> Output {
+        let mut command = Command::new(TRAY);
+        command.args(args);
+        crate::cli::private_env(&mut command, self.dir.path());
+        let output = command
+            .env("HOME", self.path("home"))
+            .env("XDG_RUNTIME_DIR", self.path("run"))
+            .env("XDG_CONFIG_HOME", self.path("home/.config"))
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        self.printed
+            .push_str(&String::from_utf8_lossy(&output.stdout));
+        self.printed
+            .push_str(&String::from_utf8_lossy(&output.stderr));
+        output
+    }
+
+    fn codex_status(&mut self) -> Value {
+        let output = self.run(&["hooks", "status", "--json"]);
+        assert!(output.status.success(), "{output:?}");
+        let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+        status["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "codex")
+            .cloned()
+            .unwrap()
+    }
+
+    fn listed(&mut self) -> Option<Value> {
+        let output = self.run(&["list", "--json"]);
+        assert!(output.status.success(), "{output:?}");
+        let list: Value = serde_json::from_slice(&output.stdout).unwrap();
+        list["runtimes"]
+            .as_array()?
+            .iter()
+            .find(|r| r["kind"] == "codex")
+            .cloned()
+    }
+
+    fn wait_listed(&mut self, what: &str, check: impl Fn(Option<&Value>) -> bool) -> Option<Value> {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let listed = self.listed();
+            if check(listed.as_ref()) {
+                return listed;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: never happened; last list: {listed:?}\nscreen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.tmux, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "codex"]).stdout)
+            .into_owned()
+    }
+
+    fn wait_screen(&self, what: &str, text: &str) {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        while !self.screen().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: {text:?} never showed:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for key in keys {
+            self.tmux(&["send-keys", "-t", "codex", key]);
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    fn type_line(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "codex", "-l", text]);
+        std::thread::sleep(Duration::from_millis(300));
+        self.tmux(&["send-keys", "-t", "codex", "Enter"]);
+    }
+
+    /// Every file of ours in the temp dir (Codex's own sessions, logs and state, and the launch
+    /// script, are Codex's and the test's).
+    fn files_text(&self) -> String {
+        let mut text = String::new();
+        let mut stack = vec![self.dir.path().to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let codex_own = path.starts_with(self.path("home/.codex"))
+                    && !path.ends_with("hooks.json")
+                    && !path.ends_with("config.toml");
+                if codex_own || path.ends_with("run-codex.sh") {
+                    continue;
+                }
+                match entry.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(path),
+                    Ok(t) if t.is_file() => text.push_str(&String::from_utf8_lossy(
+                        &std::fs::read(&path).unwrap_or_default(),
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        text
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+/// The pids of processes whose command line contains `text`.
+fn processes_running(text: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                && std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(text)
+                })
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+const USER_CONFIG: &str =
+    "# my own Codex settings\nmodel = \"stand-in\"\nmodel_provider = \"standin\"\n";
+const USER_HOOKS: &str =
+    r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]}}"#;
+
+fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
+    use std::os::unix::fs::PermissionsExt;
+    let session = Session {
+        dir: tempfile::tempdir().unwrap(),
+        tmux: format!("supercode-codex-test-{}", std::process::id()),
+        printed: String::new(),
+    };
+    for sub in ["home/.codex", "project", "canon", "run"] {
+        std::fs::create_dir_all(session.path(sub)).unwrap();
+    }
+    std::fs::set_permissions(session.path("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let project = session.path("project");
+    // The user's own settings: the model provider, and the project already trusted (Codex's
+    // first-run folder question; the hooks' review is what the test walks through).
+    let config = format!(
+        "{USER_CONFIG}\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"http://{model}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        project.display()
+    );
+    std::fs::write(session.path("home/.codex/config.toml"), config).unwrap();
+    std::fs::write(session.path("home/.codex/hooks.json"), USER_HOOKS).unwrap();
+    let mut env = String::new();
+    for (name, value) in [
+        ("HOME", session.path("home")),
+        ("XDG_RUNTIME_DIR", session.path("run")),
+        ("XDG_CONFIG_HOME", session.path("home/.config")),
+        ("SUPERCODE_RUNTIME_DIR", session.path("receipts")),
+        ("SUPERCODE_SECRET_DIR", session.path("secrets")),
+        ("SUPERCODE_LOG_DIR", session.path("logs")),
+        ("SUPERCODE_STATE_DIR", session.path("state")),
+        ("CANON_HOME", session.path("canon")),
+    ] {
+        env.push_str(&format!("export {name}='{}'\n", value.display()));
+    }
+    env.push_str(&format!(
+        "export SUPERCODE_SECRET_STORE=file\nexport STANDIN_API_KEY='{API_KEY_CANARY}'\n"
+    ));
+    let script = session.path("run-codex.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nunset CODEX_HOME OPENAI_API_KEY\n{env}cd '{}'\nexec '{}' --no-daemon -a on-request -s workspace-write\n",
+            project.display(),
+            codex.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
+    session
+}
+
+#[test]
+fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_the_tray() {
+    let (Some(codex), true) = (codex_binary(), have_tmux()) else {
+        eprintln!(
+            "skipped: the pinned Codex CLI or tmux is missing; run scripts/install-deps.sh --test"
+        );
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let markers_dir = tempfile::tempdir().unwrap();
+    let markers = markers_dir.path().to_path_buf();
+    let model = serve_model(&runtime, markers.clone());
+    let mut session = prepare_session(&codex, model);
+
+    // Install: our entries go in beside the user's own; Codex does not trust them yet.
+    let installed = session.run(&["hooks", "install", "codex", "--yes"]);
+    assert!(installed.status.success(), "{installed:?}");
+    let status = session.codex_status();
+    assert_eq!(status["installed"], "yes", "{status}");
+    assert_eq!(status["trust"]["trusted"], json!([]), "{status}");
+    assert_eq!(
+        status["trust"]["needsReview"].as_array().unwrap().len(),
+        6,
+        "{status}"
+    );
+
+    // Trust them in Codex, as a user would: its review screen, "Trust all and continue".
+    let script = session.path("run-codex.sh").display().to_string();
+    let started = session.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "codex",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        &script,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    session.wait_screen(
+        "Codex asks to review the new hooks",
+        "Trust all and continue",
+    );
+    // Codex draws the screen a moment before it reads keys: choose option 2 until it is the
+    // selected one (pressing it again is harmless), then confirm.
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    while session.screen().contains("Hooks need review") {
+        assert!(
+            Instant::now() < deadline,
+            "the review screen stayed:\n{}",
+            session.screen()
+        );
+        if session.screen().contains("› 2. Trust all and continue") {
+            session.keys(&["Enter"]);
+        } else {
+            session.keys(&["2"]);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    session.wait_screen("Codex starts", "for shortcuts");
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    loop {
+        let status = session.codex_status();
+        if status["trust"]["needsReview"] == json!([]) {
+            assert_eq!(
+                status["trust"]["trusted"].as_array().unwrap().len(),
+                6,
+                "{status}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Codex never recorded the trust: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Codex asks in its terminal; the tray shows it, without Approve (the setting is off).
+    session.type_line("make marker-1");
+    let asking = session
+        .wait_listed("needs-approval", |r| {
+            r.is_some_and(|r| r["state"]["value"] == "needs-approval")
+        })
+        .unwrap();
+    assert_eq!(asking["state"]["title"], "Run Bash?", "{asking}");
+    assert!(
+        asking["state"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("marker-1"),
+        "{asking}"
+    );
+    assert_eq!(asking["state"]["actions"], json!([]), "{asking}");
+    assert_eq!(
+        asking["workspace"],
+        json!(session.path("project")),
+        "{asking}"
+    );
+    session.wait_screen(
+        "Codex's own prompt",
+        "Would you like to run the following command?",
+    );
+    session.keys(&["y"]);
+    session.wait_listed("needs-input after the terminal approved", |r| {
+        r.is_some_and(|r| r["state"]["value"] == "needs-input")
+    });
+    assert!(markers.join("marker-1").exists(), "the command ran");
+    let id = asking["id"].as_str().unwrap().to_owned();
+
+    // With the setting on, the hook waits for the tray, and Approve there runs the command.
+    let on = session.run(&["hooks", "codex-approvals", "on"]);
+    assert!(on.status.success(), "{on:?}");
+    session.type_line("make marker-2");
+    let offered = session
+        .wait_listed("needs-approval with Approve", |r| {
+            r.is_some_and(|r| r["state"]["value"] == "needs-approval")
+        })
+        .unwrap();
+    let actions: Vec<&str> = offered["state"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["id"].as_str())
+        .collect();
+    assert_eq!(actions, ["approve", "deny"], "{offered}");
+    assert!(
+        !markers.join("marker-2").exists(),
+        "nothing ran before the answer"
+    );
+    let approved = session.run(&["act", &id, "approve"]);
+    assert!(approved.status.success(), "{approved:?}");
+    session.wait_listed("needs-input after Approve from the tray", |r| {
+        r.is_some_and(|r| r["state"]["value"] == "needs-input")
+    });
+    assert!(
+        markers.join("marker-2").exists(),
+        "Approve from the tray ran the command"
+    );
+
+    // No host holds the key, then Codex's exit ends the runtime.
+    for pid in processes_running("hook-host codex") {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&environ).contains(API_KEY_CANARY),
+            "the host's environment has the key"
+        );
+    }
+    let _ = session.tmux(&["kill-server"]);
+    session.wait_listed("the runtime ends with Codex", |r| {
+        r.is_none_or(|r| r["status"] != "running")
+    });
+
+    // Remove: the user's hooks file is theirs again; config.toml is as Codex left it.
+    let config_before = std::fs::read_to_string(session.path("home/.codex/config.toml")).unwrap();
+    let removed = session.run(&["hooks", "remove", "codex", "--yes"]);
+    assert!(removed.status.success(), "{removed:?}");
+    let hooks: Value =
+        serde_json::from_slice(&std::fs::read(session.path("home/.codex/hooks.json")).unwrap())
+            .unwrap();
+    assert_eq!(hooks, serde_json::from_str::<Value>(USER_HOOKS).unwrap());
+    let config_after = std::fs::read_to_string(session.path("home/.codex/config.toml")).unwrap();
+    assert_eq!(
+        config_before, config_after,
+        "config.toml is never written by us"
+    );
+    assert!(config_after.starts_with(USER_CONFIG));
+
+    assert!(
+        !session.printed.contains(API_KEY_CANARY),
+        "the key in our output"
+    );
+    assert!(
+        !session.files_text().contains(API_KEY_CANARY),
+        "the key in a file of ours"
+    );
+}
