@@ -310,8 +310,8 @@ fn show_agent_notification<R: Runtime>(
     (token, replaces): (u64, Option<u32>),
 ) {
     let notifications = app.state::<Notifications>();
-    let actionable =
-        notify_rust::get_capabilities().is_ok_and(|caps| caps.iter().any(|c| c == "actions"));
+    let capabilities = server_capabilities();
+    let actionable = capabilities.iter().any(|c| c == "actions");
     let text = AlertText {
         name: &alert.name,
         title: alert.title.as_deref(),
@@ -322,7 +322,7 @@ fn show_agent_notification<R: Runtime>(
         notifications.closed(&alert.id, token);
         return;
     };
-    let mut notification = linux_notification(notice.heading, &notice.body);
+    let mut notification = linux_notification(notice.heading, &notice.body, &capabilities);
     if let Some(replaces) = replaces {
         notification.id(replaces);
     }
@@ -451,17 +451,36 @@ fn act<R: Runtime>(app: &AppHandle<R>, id: String, action: String) {
 /// A notification under the product's name, as every notification of the app on Linux goes
 /// out: the app process runs the `supercode-tray-app` binary (docs/ARCHITECTURE.md, "Two
 /// binaries"), and desktops show and group notifications by the sender's name, and the .deb
-/// installs the icon as `supercode-tray`. Title and body are escaped by the core's rule.
+/// installs the icon as `supercode-tray`. Title and body are escaped by the core's rule, and
+/// the body's markup characters too where the server reads markup in it (`capabilities` lists
+/// `body-markup`), so an agent's `<a href=…>` is shown, never made a link.
 #[cfg(target_os = "linux")]
-fn linux_notification(title: &str, body: &str) -> notify_rust::Notification {
+fn linux_notification(
+    title: &str,
+    body: &str,
+    capabilities: &[String],
+) -> notify_rust::Notification {
     let mut notification = notify_rust::Notification::new();
     let product = env!("CARGO_PKG_NAME");
+    let body = supercode_core::text::visible_lines(body);
+    let body = if capabilities.iter().any(|c| c == "body-markup") {
+        alerts::markup_escaped(&body)
+    } else {
+        body.into_owned()
+    };
     notification
         .appname(product)
         .icon(product)
         .summary(&supercode_core::text::visible(title))
-        .body(&supercode_core::text::visible_lines(body));
+        .body(&body);
     notification
+}
+
+/// What the notification server says it can do (`GetCapabilities`); none when it cannot be
+/// asked.
+#[cfg(target_os = "linux")]
+fn server_capabilities() -> Vec<String> {
+    notify_rust::get_capabilities().unwrap_or_default()
 }
 
 fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
@@ -476,15 +495,18 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
     // characters are shown as escapes, never obeyed (the core's one rule, issue 29).
     #[cfg(target_os = "linux")]
     {
-        let notification = linux_notification(title, body);
-        // A D-Bus round trip, off the thread that handles the app's events. The connection is
+        let (title, body) = (title.to_owned(), body.to_owned());
+        // D-Bus round trips, off the thread that handles the app's events. The connection is
         // kept until the server closes the notification (as the plugin does): a server that asks
         // the bus who sent it (its pid) must still find the sender there.
         let spawned = std::thread::Builder::new()
             .name("notification".into())
-            .spawn(move || match notification.show() {
-                Ok(shown) => shown.on_close(|| {}),
-                Err(e) => tracing::debug!("notification not shown: {e}"),
+            .spawn(move || {
+                let notification = linux_notification(&title, &body, &server_capabilities());
+                match notification.show() {
+                    Ok(shown) => shown.on_close(|| {}),
+                    Err(e) => tracing::debug!("notification not shown: {e}"),
+                }
             });
         if let Err(e) = spawned {
             tracing::debug!("notification not shown: {e}");

@@ -130,6 +130,22 @@ fn capped(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` for a notification server that reads markup in bodies (the spec's `body-markup`: `<b>`,
+/// `<i>`, `<u>`, `<a href>`, `<img>` and entities): `&`, `<` and `>` as entities, so what an
+/// agent wrote is shown as written, never rendered or made a link.
+pub fn markup_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// What choosing a notification's button does. An action is for the document it was shown
 /// from: it carries the runtime, the action and that document's revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -444,6 +460,15 @@ mod tests {
         let not = runtime_died("alpha", false).body;
         assert!(!not.contains("Revive"), "{not}");
         assert!(not.contains("cannot relaunch"), "{not}");
+    }
+
+    #[test]
+    fn markup_in_an_agents_text_is_shown_as_written_where_the_server_reads_markup() {
+        assert_eq!(
+            markup_escaped("<a href=\"https://x\">Approve</a> & <b>now</b>"),
+            "&lt;a href=\"https://x\"&gt;Approve&lt;/a&gt; &amp; &lt;b&gt;now&lt;/b&gt;"
+        );
+        assert_eq!(markup_escaped("cargo test"), "cargo test");
     }
 
     fn action(id: &str, destructive: bool) -> AgentActionView {
