@@ -21,7 +21,7 @@ mod alerts;
 mod autostart;
 mod first_start;
 mod tray;
-use alerts::AgentAlerts;
+use alerts::{AgentAlerts, AlertText, Choice, Notifications, Shown};
 use tray::MenuId;
 
 // The event names are the core's, which the UI's bindings are generated from: one spelling.
@@ -127,6 +127,7 @@ fn setup_tray_app<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let core = app.state::<Supercode>();
     // Before the tray, which shows the setting as a check item.
     app.manage(AgentAlerts::load(&core.locations().state_dir));
+    app.manage(Notifications::default());
     let snapshot = core.snapshot();
     tray::create(app, &snapshot, on_menu_event)?;
 
@@ -175,19 +176,25 @@ pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
                     tracing::debug!("could not update the window: {e}");
                 }
             }
+            // A notification about a state the runtime has left is withdrawn.
+            if let Some(notifications) = app.try_state::<Notifications>() {
+                let gone = notifications.moved_on(|id| {
+                    snapshot
+                        .runtimes
+                        .iter()
+                        .find(|r| r.id == id)
+                        .and_then(|r| r.state.as_ref())
+                });
+                withdraw(gone);
+            }
             if let Err(e) = tray::refresh(app, snapshot) {
                 tracing::warn!("could not update the tray: {e}");
             }
         }
-        CoreEvent::RuntimeDied { name } => {
-            tracing::info!(runtime = %name, "a runtime stopped unexpectedly");
-            notify(
-                app,
-                "Runtime stopped",
-                &format!(
-                    "{name} stopped unexpectedly. Revive it from the tray if it is revivable."
-                ),
-            );
+        CoreEvent::RuntimeDied { name, revivable } => {
+            tracing::info!(runtime = %name, revivable, "a runtime stopped unexpectedly");
+            let notice = alerts::runtime_died(&name, revivable);
+            notify(app, notice.heading, &notice.body);
         }
         CoreEvent::RegistrationWaiting { profile } => {
             tracing::info!(profile = %profile, "a registration is waiting for approval");
@@ -202,19 +209,278 @@ pub fn forward<R: Runtime>(app: &AppHandle<R>, event: CoreEvent) {
             name,
             state,
             title,
+            detail,
+            actions,
+            revision,
         } => {
             // Name, opaque id and state are safe to log; the title, the agent's own text, is not.
             tracing::info!(runtime = %name, %id, ?state, "an agent needs attention");
             // Without the managed setting (command tests) the default holds: notify.
-            let shown = match app.try_state::<AgentAlerts>() {
-                Some(setting) => setting.notification_for(state, &name, title.as_deref()),
-                None => alerts::notification(state, &name, title.as_deref()),
-            };
-            if let Some((heading, body)) = shown {
-                notify(app, heading, &body);
+            let enabled = app.try_state::<AgentAlerts>().is_none_or(|s| s.enabled());
+            if enabled {
+                let buttons = alerts::buttons(&id, &actions, revision);
+                notify_agent(
+                    app,
+                    AgentNotice {
+                        id,
+                        name,
+                        state,
+                        title,
+                        detail,
+                        offers_actions: !actions.is_empty(),
+                        buttons,
+                    },
+                );
             }
         }
     }
+}
+
+/// An agent's notification, before the server is asked whether it shows buttons.
+struct AgentNotice {
+    id: String,
+    name: String,
+    state: supercode_core::view::AgentState,
+    title: Option<String>,
+    detail: Option<String>,
+    /// Whether the agent offers actions (the buttons then hold them, not only Open).
+    offers_actions: bool,
+    buttons: Vec<(String, String, Choice)>,
+}
+
+/// Shows an agent's notification: in place of the one already shown for its runtime (the
+/// server's `replaces_id`), with the agent's actions and Open as buttons where the server shows
+/// buttons (its `actions` capability), and the choice made on it carried out.
+fn notify_agent<R: Runtime>(app: &AppHandle<R>, alert: AgentNotice) {
+    if app
+        .try_state::<tauri_plugin_notification::Notification<R>>()
+        .is_none()
+    {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // Noted before the server is asked, on this thread, which also handles the snapshots: a
+        // snapshot that comes meanwhile is compared with this notification, not the one before.
+        let Some(notifications) = app.try_state::<Notifications>() else {
+            return;
+        };
+        let begun = notifications.begin(
+            &alert.id,
+            Shown {
+                server_id: None,
+                state: alert.state,
+                title: alert.title.clone(),
+                detail: alert.detail.clone(),
+            },
+        );
+        let app = app.clone();
+        // D-Bus round trips, and then a wait for the user's choice, off the app's event thread.
+        let spawned = std::thread::Builder::new()
+            .name("notification".into())
+            .spawn(move || show_agent_notification(&app, alert, begun));
+        if let Err(e) = spawned {
+            tracing::debug!("notification not shown: {e}");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let text = AlertText {
+            name: &alert.name,
+            title: alert.title.as_deref(),
+            detail: alert.detail.as_deref(),
+            actionable: false,
+        };
+        if let Some(notice) = alerts::notification(alert.state, &text) {
+            notify(app, notice.heading, &notice.body);
+        }
+    }
+}
+
+/// Shows showing `token` of an agent's notification, replacing `replaces`, and waits for the
+/// user's choice on it (or its closing).
+#[cfg(target_os = "linux")]
+fn show_agent_notification<R: Runtime>(
+    app: &AppHandle<R>,
+    alert: AgentNotice,
+    (token, replaces): (u64, Option<u32>),
+) {
+    let notifications = app.state::<Notifications>();
+    let capabilities = server_capabilities();
+    let actionable = capabilities.iter().any(|c| c == "actions");
+    let text = AlertText {
+        name: &alert.name,
+        title: alert.title.as_deref(),
+        detail: alert.detail.as_deref(),
+        actionable: actionable && alert.offers_actions,
+    };
+    let Some(notice) = alerts::notification(alert.state, &text) else {
+        notifications.closed(&alert.id, token);
+        return;
+    };
+    let mut notification = linux_notification(notice.heading, &notice.body, &capabilities);
+    if let Some(replaces) = replaces {
+        notification.id(replaces);
+    }
+    if actionable {
+        for (key, label, _) in &alert.buttons {
+            notification.action(key, &supercode_core::text::visible(label));
+        }
+    }
+    let handle = match notification.show() {
+        Ok(handle) => handle,
+        Err(e) => {
+            notifications.closed(&alert.id, token);
+            tracing::debug!("notification not shown: {e}");
+            return;
+        }
+    };
+    if !notifications.shown(&alert.id, token, handle.id()) {
+        // Its runtime moved on (or another replaced it) while the server was asked.
+        withdraw(vec![handle.id()]);
+    }
+    // Kept until the server closes it (a server that asks the bus who sent it must still find
+    // the sender there); a replaced showing's wait ends with its replacement's, and does nothing.
+    handle.wait_for_action(|key| {
+        let current = notifications.is_current(&alert.id, token);
+        notifications.closed(&alert.id, token);
+        if !current {
+            return;
+        }
+        if let Some(choice) = alerts::chosen(&alert.buttons, key) {
+            tracing::info!(runtime = %alert.name, key, "notification button chosen");
+            choose(app, choice);
+        }
+    });
+}
+
+/// Withdraws the notifications `ids` (`CloseNotification`), off the calling thread.
+fn withdraw(ids: Vec<u32>) {
+    if ids.is_empty() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let spawned = std::thread::Builder::new()
+            .name("notification".into())
+            .spawn(move || {
+                for id in ids {
+                    if let Err(e) = close_notification(id) {
+                        tracing::debug!("notification not withdrawn: {e}");
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::debug!("notification not withdrawn: {e}");
+        }
+    }
+}
+
+/// Asks the notification server to close notification `id`.
+#[cfg(target_os = "linux")]
+fn close_notification(id: u32) -> zbus::Result<()> {
+    zbus::block_on(async {
+        let connection = zbus::Connection::session().await?;
+        connection
+            .call_method(
+                Some("org.freedesktop.Notifications"),
+                "/org/freedesktop/Notifications",
+                Some("org.freedesktop.Notifications"),
+                "CloseNotification",
+                &(id,),
+            )
+            .await?;
+        Ok(())
+    })
+}
+
+/// What a choice made on a notification does: the same as the tray menu's item for it.
+fn choose<R: Runtime>(app: &AppHandle<R>, choice: Choice) {
+    match choice {
+        // The revision the notification showed goes to the core, which refuses it if the prompt
+        // has changed since (a notification is also withdrawn when its runtime moves on).
+        Choice::Act {
+            id,
+            action,
+            revision,
+        } => act(app, id, action, revision),
+        // Windows are made on the main thread; the choice arrives on the notification's own.
+        Choice::Confirm { id, action, .. } => {
+            let handle = app.clone();
+            let run = move || {
+                let confirm = Confirm::Act {
+                    id: &id,
+                    action: &action,
+                };
+                if let Err(e) = open_window(&handle, Some(confirm)) {
+                    tracing::warn!("could not open the confirmation: {e}");
+                }
+            };
+            if let Err(e) = app.run_on_main_thread(run) {
+                tracing::warn!("could not open the confirmation: {e}");
+            }
+        }
+        Choice::Open => {
+            let handle = app.clone();
+            let run = move || {
+                if let Err(e) = open_window(&handle, None) {
+                    tracing::warn!("could not open the window: {e}");
+                }
+            };
+            if let Err(e) = app.run_on_main_thread(run) {
+                tracing::warn!("could not open the window: {e}");
+            }
+        }
+    }
+}
+
+/// Invokes an agent's action chosen in the tray menu or a notification, from the document of
+/// `revision` that it showed; a failure is told.
+fn act<R: Runtime>(app: &AppHandle<R>, id: String, action: String, revision: u64) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        let core = app.state::<Supercode>();
+        // Accepted: its effect arrives as the agent's next state, in the menu itself.
+        // Refused because the prompt changed: the menu shows the new one as it arrives.
+        if let Err(e) = core.act(&id, &action, revision).await {
+            notify(&app, "Action failed", &e.to_string());
+        }
+    });
+}
+
+/// A notification under the product's name, as every notification of the app on Linux goes
+/// out: the app process runs the `supercode-tray-app` binary (docs/ARCHITECTURE.md, "Two
+/// binaries"), and desktops show and group notifications by the sender's name, and the .deb
+/// installs the icon as `supercode-tray`. Title and body are escaped by the core's rule, and
+/// the body's markup characters too where the server reads markup in it (`capabilities` lists
+/// `body-markup`), so an agent's `<a href=…>` is shown, never made a link.
+#[cfg(target_os = "linux")]
+fn linux_notification(
+    title: &str,
+    body: &str,
+    capabilities: &[String],
+) -> notify_rust::Notification {
+    let mut notification = notify_rust::Notification::new();
+    let product = env!("CARGO_PKG_NAME");
+    let body = supercode_core::text::visible_lines(body);
+    let body = if capabilities.iter().any(|c| c == "body-markup") {
+        alerts::markup_escaped(&body)
+    } else {
+        body.into_owned()
+    };
+    notification
+        .appname(product)
+        .icon(product)
+        .summary(&supercode_core::text::visible(title))
+        .body(&body);
+    notification
+}
+
+/// What the notification server says it can do (`GetCapabilities`); none when it cannot be
+/// asked.
+#[cfg(target_os = "linux")]
+fn server_capabilities() -> Vec<String> {
+    notify_rust::get_capabilities().unwrap_or_default()
 }
 
 fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
@@ -227,31 +493,20 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
     }
     // Names, titles and messages come from records and runtimes: their control and bidirectional
     // characters are shown as escapes, never obeyed (the core's one rule, issue 29).
-    let (title, body) = (
-        supercode_core::text::visible(title),
-        supercode_core::text::visible_lines(body),
-    );
-    // The app process runs the `supercode-tray-app` binary (docs/ARCHITECTURE.md, "Two
-    // binaries"), and the plugin names a notification, and looks up its icon, by the running
-    // executable. Desktops show and group notifications by that name, and the .deb installs the
-    // icon as `supercode-tray`, so on Linux the notification goes out under the product's name.
     #[cfg(target_os = "linux")]
     {
-        let mut notification = notify_rust::Notification::new();
-        let product = env!("CARGO_PKG_NAME");
-        notification
-            .appname(product)
-            .icon(product)
-            .summary(&title)
-            .body(&body);
-        // A D-Bus round trip, off the thread that handles the app's events. The connection is
+        let (title, body) = (title.to_owned(), body.to_owned());
+        // D-Bus round trips, off the thread that handles the app's events. The connection is
         // kept until the server closes the notification (as the plugin does): a server that asks
         // the bus who sent it (its pid) must still find the sender there.
         let spawned = std::thread::Builder::new()
             .name("notification".into())
-            .spawn(move || match notification.show() {
-                Ok(shown) => shown.on_close(|| {}),
-                Err(e) => tracing::debug!("notification not shown: {e}"),
+            .spawn(move || {
+                let notification = linux_notification(&title, &body, &server_capabilities());
+                match notification.show() {
+                    Ok(shown) => shown.on_close(|| {}),
+                    Err(e) => tracing::debug!("notification not shown: {e}"),
+                }
             });
         if let Err(e) = spawned {
             tracing::debug!("notification not shown: {e}");
@@ -261,8 +516,8 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
     if let Err(e) = app
         .notification()
         .builder()
-        .title(title.into_owned())
-        .body(body.into_owned())
+        .title(supercode_core::text::visible(title).into_owned())
+        .body(supercode_core::text::visible_lines(body).into_owned())
         .show()
     {
         tracing::debug!("notification not shown: {e}");
@@ -301,15 +556,7 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
             action,
             revision,
         } => {
-            let (app, id, action, revision) = (app.clone(), id.clone(), action.clone(), *revision);
-            tauri::async_runtime::spawn(async move {
-                let core = app.state::<Supercode>();
-                // Accepted: its effect arrives as the agent's next state, in the menu itself.
-                // Refused because the prompt changed: the menu shows the new one as it arrives.
-                if let Err(e) = core.act(&id, &action, revision).await {
-                    notify(&app, "Action failed", &e.to_string());
-                }
-            });
+            act(app, id.clone(), action.clone(), *revision);
             Ok(())
         }
         // An action the core says to ask about is asked in the window first.
@@ -349,7 +596,7 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
             app.exit(0);
             Ok(())
         }
-        MenuId::NoRuntimes => Ok(()),
+        MenuId::NoRuntimes | MenuId::Detail(_) => Ok(()),
     };
     if let Err(e) = result {
         tracing::warn!("menu action {id} failed: {e}");

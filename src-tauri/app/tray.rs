@@ -40,6 +40,9 @@ const TRAY_ATTENTION: &[u8] = include_bytes!("../../icons/tray-attention.png");
 /// The most characters of a runtime's submenu title: long enough for a name, the state and the
 /// start of the agent's title, short enough that a panel's menu stays narrow.
 pub const SUBMENU_TITLE_CHARS: usize = 80;
+/// The most characters of an agent's detail line (the command an approval is for): as wide as
+/// a submenu title, so the submenu is no wider than the menu it opens from.
+pub const DETAIL_CHARS: usize = SUBMENU_TITLE_CHARS;
 /// The most characters of an action's menu label (the API caps labels at 64 already).
 pub const ACTION_LABEL_CHARS: usize = 64;
 /// The most characters of a runtime's name in a menu line: enough to tell names apart, short
@@ -116,6 +119,8 @@ pub enum MenuId {
     },
     /// The greyed-out "No live runtimes" line.
     NoRuntimes,
+    /// The greyed-out line of what the agent of this runtime asks about (the command).
+    Detail(String),
     /// Show the window.
     Open,
     /// Turn "Start at login" on or off.
@@ -136,6 +141,7 @@ impl MenuId {
             Some(("attach", id)) => Self::Attach(id.to_owned()),
             Some(("revive", id)) => Self::Revive(id.to_owned()),
             Some(("approve", profile)) => Self::Approve(profile.to_owned()),
+            Some(("detail", id)) => Self::Detail(id.to_owned()),
             // The action (and the revision) come first: they never hold a `:`, an inventory id
             // may.
             Some(("act", rest)) => {
@@ -187,6 +193,7 @@ impl fmt::Display for MenuId {
             } => write!(f, "act:{action}:{revision}:{id}"),
             Self::ConfirmAct { id, action } => write!(f, "confirm-act:{action}:{id}"),
             Self::NoRuntimes => f.write_str("none"),
+            Self::Detail(id) => write!(f, "detail:{id}"),
             Self::Open => f.write_str("open"),
             Self::Autostart => f.write_str("autostart"),
             Self::AgentAlerts => f.write_str("agent-alerts"),
@@ -407,7 +414,8 @@ pub fn state_label(state: AgentState) -> Option<&'static str> {
 
 /// A live runtime's line. Without a known agent state it is "Attach NAME (KIND)", as always;
 /// with one it is a submenu titled with the name, the state and the agent's title, holding
-/// Attach and each action the agent offers, in its order.
+/// the agent's detail (greyed out, when it offers actions), each action it offers in its order,
+/// then Attach.
 fn runtime_entry(runtime: &RuntimeView) -> Entry {
     let attach = MenuId::Attach(runtime.id.clone());
     let (Some(view), Some(state)) = (runtime.state.as_ref(), state_label(agent_state(runtime)))
@@ -426,21 +434,44 @@ fn runtime_entry(runtime: &RuntimeView) -> Entry {
         Some(title) => format!("{name} \u{2014} {state}: {title}"),
         None => format!("{name} \u{2014} {state}"),
     };
-    let mut entries = vec![Entry::Item {
-        id: attach,
-        label: "Attach".into(),
-        enabled: true,
-    }];
+    // What is asked comes where it is answered: the command above Approve (issue 31), then the
+    // actions of the document of `revision` (none without one), then Attach.
+    let mut entries: Vec<Entry> = detail_line(view.detail.as_deref())
+        .filter(|_| view.revision.is_some() && !view.actions.is_empty())
+        .map(|label| Entry::Item {
+            id: MenuId::Detail(runtime.id.clone()),
+            label,
+            enabled: false,
+        })
+        .into_iter()
+        .collect();
     entries.extend(view.revision.into_iter().flat_map(|revision| {
         view.actions
             .iter()
             .map(move |action| action_entry(&runtime.id, action, revision))
     }));
+    entries.push(Entry::Item {
+        id: attach,
+        label: "Attach".into(),
+        enabled: true,
+    });
     Entry::Submenu {
         runtime: runtime.id.clone(),
         label: menu_text(&title, SUBMENU_TITLE_CHARS),
         entries,
     }
+}
+
+/// An agent's detail (the command an approval is for) as one menu line: its lines joined with
+/// ` ⏎ ` so none is lost from view, then capped and escaped like every menu text. `None` when
+/// there is none.
+fn detail_line(detail: Option<&str>) -> Option<String> {
+    let lines: Vec<&str> = detail?
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    (!lines.is_empty()).then(|| menu_text(&lines.join(" \u{23ce} "), DETAIL_CHARS))
 }
 
 /// One offered action of the document of `revision`: run at once, or (when the core says to
@@ -1028,6 +1059,7 @@ mod tests {
                 action: "deny.v2_x-1".into(),
             },
             MenuId::NoRuntimes,
+            MenuId::Detail("lre_alpha".into()),
             MenuId::Open,
             MenuId::Autostart,
             MenuId::AgentAlerts,
@@ -1156,10 +1188,11 @@ mod tests {
                     assert_eq!(
                         entries,
                         &vec![
+                            // The command, where it is approved (issue 31).
                             Entry::Item {
-                                id: MenuId::Attach("lre_x".into()),
-                                label: "Attach".into(),
-                                enabled: true,
+                                id: MenuId::Detail("lre_x".into()),
+                                label: "cargo test --workspace".into(),
+                                enabled: false,
                             },
                             Entry::Item {
                                 id: MenuId::Act {
@@ -1187,6 +1220,11 @@ mod tests {
                                     action: "retry".into()
                                 },
                                 label: "Retry\u{2026}".into(),
+                                enabled: true,
+                            },
+                            Entry::Item {
+                                id: MenuId::Attach("lre_x".into()),
+                                label: "Attach".into(),
                                 enabled: true,
                             },
                         ],
@@ -1252,6 +1290,50 @@ mod tests {
         );
         assert!(!check(&off).1);
         assert_ne!(on.entries, off.entries, "a toggle rebuilds the menu");
+    }
+
+    #[test]
+    fn the_command_being_approved_is_one_capped_escaped_line_above_approve_issue_31() {
+        let mut runtime = agent("x", AgentState::NeedsApproval);
+        let long = format!(
+            "rm -rf build\n\n  cargo test &&\u{1b}[2J {}\u{202e}",
+            "y".repeat(200)
+        );
+        runtime.state.as_mut().unwrap().detail = Some(long);
+        let view = TrayView::of(&snapshot(vec![runtime]), ON);
+        let Entry::Submenu { entries, .. } = line(&view, "x") else {
+            panic!("no submenu: {:?}", labels(&view));
+        };
+        let Entry::Item { id, label, enabled } = &entries[0] else {
+            panic!("{entries:?}");
+        };
+        assert_eq!(id, &MenuId::Detail("lre_x".into()));
+        assert!(!enabled, "a line to read, not to click");
+        assert!(
+            label.starts_with("rm -rf build \u{23ce} cargo test &&&&\\u{1b}[2J yyy"),
+            "{label}"
+        );
+        assert_eq!(label.replace("&&", "&").chars().count(), DETAIL_CHARS);
+        assert!(label.ends_with('\u{2026}'));
+        assert!(matches!(&entries[1], Entry::Item { label, .. } if label == "Approve"));
+        assert!(matches!(entries.last(), Some(Entry::Item { label, .. }) if label == "Attach"));
+
+        // No detail, or nothing to answer: no line.
+        for detail in [None, Some(" \n ")] {
+            let mut runtime = agent("x", AgentState::NeedsApproval);
+            runtime.state.as_mut().unwrap().detail = detail.map(Into::into);
+            let view = TrayView::of(&snapshot(vec![runtime]), ON);
+            let Entry::Submenu { entries, .. } = line(&view, "x") else {
+                panic!();
+            };
+            assert!(!entries.iter().any(|e| matches!(
+                e,
+                Entry::Item {
+                    id: MenuId::Detail(_),
+                    ..
+                }
+            )));
+        }
     }
 
     #[test]

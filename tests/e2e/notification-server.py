@@ -9,7 +9,7 @@ Specification 1.2 as far as a client can tell:
 
 - ``Notify(app_name, replaces_id, app_icon, summary, body, actions, hints, expire_timeout) -> id``
   records the notification and answers a fresh id (or ``replaces_id`` when it is non-zero);
-- ``GetCapabilities``, ``GetServerInformation``;
+- ``GetCapabilities`` (``body``; with ``--actions`` also ``actions``), ``GetServerInformation``;
 - ``CloseNotification(id)`` emits ``NotificationClosed(id, 3)`` ("closed by a call to
   CloseNotification") for a notification it issued, as the spec asks.
 
@@ -19,11 +19,17 @@ hints, expireTimeout, sender, pid}}``, where ``hints`` lists the hint names only
 kilobytes of pixels) and ``pid`` is the process behind the sending connection, so a test can tell
 the app's notifications from anyone else's. ``{"event":"closed","id":N}`` follows a
 CloseNotification. ``{"event":"ready"}`` comes once the name is owned, ``{"event":"error"}`` if it
-cannot be. Nothing is read from stdin; SIGTERM or stdin closing stops it.
+cannot be. SIGTERM or stdin closing stops it.
+
+With ``--actions`` a user's click on a button can be played: a line ``{"invoke": ID, "action":
+KEY}`` on stdin emits ``ActionInvoked(ID, KEY)`` and then ``NotificationClosed(ID, 2)``
+("dismissed by the user"), as a server does when a button is clicked, and announces
+``{"event":"invoked","id":ID,"action":KEY}``.
 
 Uses the system Python's GObject introspection (Debian: python3-gi, gir1.2-glib-2.0).
 """
 
+import json
 import sys
 import time
 
@@ -37,6 +43,8 @@ from stand_in import connection_pid, emit, own_name  # noqa: E402
 
 SERVER_NAME = "org.freedesktop.Notifications"
 SERVER_PATH = "/org/freedesktop/Notifications"
+# What the spec says a notification the user dismissed (or clicked a button of) is closed with.
+CLOSED_BY_USER = 2
 # What the spec says CloseNotification closes a notification with.
 CLOSED_BY_CALL = 3
 # How long the pid lookup of a sender may take: the bus daemon answers at once, but a loaded CI
@@ -65,6 +73,7 @@ SERVER_XML = """
       <arg type="s" name="version" direction="out"/>
       <arg type="s" name="spec_version" direction="out"/>
     </method>
+    <signal name="ActionInvoked"><arg type="u" name="id"/><arg type="s" name="action_key"/></signal>
     <signal name="NotificationClosed"><arg type="u" name="id"/><arg type="u" name="reason"/></signal>
     <signal name="ActionInvoked"><arg type="u" name="id"/><arg type="s" name="action_key"/></signal>
   </interface>
@@ -73,7 +82,8 @@ SERVER_XML = """
 
 
 class NotificationServer:
-    def __init__(self, loop):
+    def __init__(self, loop, actions):
+        self.actions = actions
         self.bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
         self.last_id = 0
         self.issued = set()
@@ -85,7 +95,8 @@ class NotificationServer:
         if method == "Notify":
             self.notify(sender, params, invocation)
         elif method == "GetCapabilities":
-            invocation.return_value(GLib.Variant("(as)", (["body"],)))
+            capabilities = ["actions", "body"] if self.actions else ["body"]
+            invocation.return_value(GLib.Variant("(as)", (capabilities,)))
         elif method == "GetServerInformation":
             invocation.return_value(GLib.Variant("(ssss)", ("supercode-e2e-notifications", "supercode", "1", "1.2")))
         elif method == "CloseNotification":
@@ -128,6 +139,16 @@ class NotificationServer:
         invocation.return_value(GLib.Variant("(u)", (notification_id,)))
         connection_pid(self.bus, sender, CALL_TIMEOUT_MS, lambda pid, error: self.on_sender_pid(notification, pid, error))
 
+    def invoke(self, notification_id, action):
+        """What a click on button ``action`` of notification ``notification_id`` makes a server send."""
+        self.bus.emit_signal(None, SERVER_PATH, SERVER_NAME, "ActionInvoked",
+                             GLib.Variant("(us)", (notification_id, action)))
+        if notification_id in self.issued:
+            self.issued.discard(notification_id)
+            self.bus.emit_signal(None, SERVER_PATH, SERVER_NAME, "NotificationClosed",
+                                 GLib.Variant("(uu)", (notification_id, CLOSED_BY_USER)))
+        emit({"event": "invoked", "id": notification_id, "action": action})
+
     def on_sender_pid(self, notification, pid, error):
         if error is None:
             notification["pid"] = pid
@@ -139,15 +160,21 @@ class NotificationServer:
 
 def main():
     loop = GLib.MainLoop()
-    NotificationServer(loop)
+    server = NotificationServer(loop, "--actions" in sys.argv[1:])
 
-    def on_stdin(_channel, _condition):
+    def on_stdin(channel, condition):
+        if condition & GLib.IO_IN:
+            _status, line, _length, _end = channel.read_line()
+            if line:
+                request = json.loads(line)
+                server.invoke(int(request["invoke"]), str(request["action"]))
+                return True
         loop.quit()
         return False
 
-    # stdin closing (the test runner went away) stops the server too.
+    # stdin closing (the test runner went away) stops the server too; a line on it is a click.
     channel = GLib.IOChannel.unix_new(sys.stdin.fileno())
-    GLib.io_add_watch(channel, GLib.PRIORITY_DEFAULT, GLib.IO_HUP | GLib.IO_ERR, on_stdin)
+    GLib.io_add_watch(channel, GLib.PRIORITY_DEFAULT, GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, on_stdin)
     GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, 15, loop.quit)  # SIGTERM: stop cleanly
     loop.run()
 

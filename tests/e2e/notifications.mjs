@@ -32,8 +32,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * Starts the stand-in notification server on the session bus the app will use. Call it from a
  * test file's `env(ctx)`, so it owns the name before the app starts and lives until the file ends.
  */
-export async function startNotificationServer({ artifactsDir, fileSlug }) {
-  const proc = await startStandIn('notification server', SERVER_SCRIPT, [], {
+export async function startNotificationServer({ artifactsDir, fileSlug }, { actions = false } = {}) {
+  const proc = await startStandIn('notification server', SERVER_SCRIPT, actions ? ['--actions'] : [], {
     logPath: join(artifactsDir, `${fileSlug}--notification-server.stderr.log`),
   });
   return new NotificationServer(proc);
@@ -51,6 +51,26 @@ export class NotificationServer {
    */
   all() {
     return this.proc.lines.filter((line) => line.startsWith('{"event":"notify"')).map((line) => JSON.parse(line).notification);
+  }
+
+  /** The ids of the notifications closed by a `CloseNotification` call, in order. */
+  closed() {
+    return this.proc.lines.filter((line) => line.startsWith('{"event":"closed"')).map((line) => JSON.parse(line).id);
+  }
+
+  /** Polls until notification `id` has been closed by a `CloseNotification` call. */
+  async waitForClosed(description, id, timeoutMs = NOTIFICATION_TIMEOUT_MS) {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.closed().includes(id)) {
+      if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${description} (closed: ${this.closed().join(', ') || 'none'})`);
+      await sleep(POLL_INTERVAL_MS);
+    }
+  }
+
+  /** Plays a click on button `action` of notification `id` (a server started with `actions`). */
+  async invoke(id, action) {
+    this.proc.child.stdin.write(`${JSON.stringify({ invoke: id, action })}\n`);
+    await this.proc.waitForLine(new RegExp(`^\\{"event":"invoked","id":${id},`), NOTIFICATION_TIMEOUT_MS, `the click on ${action}`);
   }
 
   /** The notifications sent by process `pid`. */

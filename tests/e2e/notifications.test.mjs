@@ -93,6 +93,8 @@ test('a SIGKILLed runtime is notified as stopped, a cleanly stopped one is not',
   const told = await notifications.waitFor(`a "${STOPPED}" notification naming notify-doomed`, (n) => n.pid === pid && n.summary === STOPPED && n.body.includes('notify-doomed'));
   console.log(`       (app name ${JSON.stringify(told.appName)}; body ${JSON.stringify(told.body)})`);
   assert.match(told.body, /^notify-doomed stopped unexpectedly\./, 'the body starts with the runtime name');
+  // A plain demo runtime has no launch command the tray could run (issue 31).
+  assert.doesNotMatch(told.body, /Revive/, 'a runtime the tray cannot relaunch is not offered Revive');
   assert.equal(told.appName, 'supercode-tray', 'the notification names the app it comes from');
 
   const stopped = notifications.from(pid).filter((n) => n.summary === STOPPED);

@@ -260,7 +260,7 @@ test('xfce4-panel shows the tray icon and its menu with the agent actions', asyn
     return !now.equals(live) && !now.equals(idle);
   }, ICON_SHOWN_TIMEOUT_MS);
   const layout = await menuLayoutText(item);
-  for (const label of ['Approve', 'Deny\u2026', `${name} \u2014 Needs approval: Run the test suite?`]) {
+  for (const label of ['cargo test --workspace', 'Approve', 'Deny\u2026', `${name} \u2014 Needs approval: Run the test suite?`]) {
     assert.ok(layout.includes(label), `the menu the panel reads holds "${label}"`);
   }
 
@@ -290,8 +290,9 @@ test('xfce4-panel shows the tray icon and its menu with the agent actions', asyn
     console.log(`       updated ${DOCS_SCREENSHOT}`);
   }
 
-  // The submenu holds Attach, Approve, Deny…, each one entry high: Approve is the middle one.
-  await xdotool('mousemove', '--sync', String(submenu.x + Math.floor(submenu.width / 2)), String(submenu.y + Math.floor(submenu.height / 2)));
+  // The submenu holds the command (greyed out), Approve, Deny…, Attach, each one entry high:
+  // Approve is the second of four (issue 31).
+  await xdotool('mousemove', '--sync', String(submenu.x + Math.floor(submenu.width / 2)), String(submenu.y + Math.floor((submenu.height * 3) / 8)));
   await sleep(300); // GTK selects the entry under the pointer on motion
   await xdotool('click', '1');
   const entry = await waitForListed(t, `${name} to move on after Approve`, name, (e) => e.state?.value === 'working' || e.state?.value === 'needs-input');

@@ -63,10 +63,10 @@ pub async fn events(core: &Supercode) -> Result<(), CliError> {
                 let Some(event) = event else { break };
                 let line = match event {
                     CoreEvent::Snapshot(snapshot) => json!({ "type": "snapshot", "snapshot": &*snapshot }),
-                    CoreEvent::AgentAlert { id, name, state, title } => json!({
+                    CoreEvent::AgentAlert { id, name, state, title, .. } => json!({
                         "type": "agent-alert", "id": id, "name": name, "state": state, "title": title,
                     }),
-                    CoreEvent::RuntimeDied { name } => json!({ "type": "runtime-died", "name": name }),
+                    CoreEvent::RuntimeDied { name, .. } => json!({ "type": "runtime-died", "name": name }),
                     CoreEvent::RegistrationWaiting { profile } => {
                         json!({ "type": "registration-waiting", "profile": profile })
                     }

@@ -54,6 +54,9 @@ pub enum CoreEvent {
     RuntimeDied {
         /// Its display name.
         name: String,
+        /// Whether the inventory now offers to revive it (a catalog entry the tray can
+        /// relaunch), so what the user is told offers Revive only when it can be done.
+        revivable: bool,
     },
     /// A registration started waiting for approval.
     RegistrationWaiting {
@@ -62,7 +65,9 @@ pub enum CoreEvent {
     },
     /// A running runtime's agent entered a state the user should hear about
     /// ([`view::AgentState::needs_you`] or [`view::AgentState::is_trouble`]): sent once per entry
-    /// into such a state, at most one per runtime for a burst of changes. Carries nothing secret.
+    /// into such a state, at most one per runtime for a burst of changes, and not again for the
+    /// same unchanged question after a brief stall (`not-answering` and back). Carries nothing
+    /// secret.
     AgentAlert {
         /// The runtime's inventory id.
         id: String,
@@ -72,6 +77,14 @@ pub enum CoreEvent {
         state: view::AgentState,
         /// What it is doing or asking (sanitized plain text), when it said.
         title: Option<String>,
+        /// More about it (sanitized plain text, may hold line breaks): the command an approval
+        /// is for, or why a runtime is `not-answering`.
+        detail: Option<String>,
+        /// The actions it offers now, in order (empty unless the runtime answers).
+        actions: Vec<view::AgentActionView>,
+        /// The revision of the status document that offered them (`None` for a state the
+        /// tray derives): an action taken from this alert is for this document only.
+        revision: Option<u64>,
     },
 }
 
@@ -169,7 +182,7 @@ impl Supercode {
 
     /// Uses `options` (timeouts, backoff, coalescing and alert intervals) for the agent-state
     /// subscriptions and actions instead of the API's figures, e.g. to see `not-answering` in a
-    /// test without waiting 45 seconds. Call it before [`Supercode::watch`].
+    /// test without waiting 20 seconds. Call it before [`Supercode::watch`].
     pub fn with_agent_options(mut self, options: agents::AgentOptions) -> Self {
         self.agents = Arc::new(agents::Agents::new(
             self.locations.receipts.clone(),

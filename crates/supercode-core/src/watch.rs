@@ -299,7 +299,10 @@ async fn run(
         }
         on_pass(&snapshot);
         for name in died {
-            sink(CoreEvent::RuntimeDied { name });
+            let revivable = snapshot.runtimes.iter().any(|r| {
+                r.name == name && r.status != RuntimeStatus::Running && r.revive.available
+            });
+            sink(CoreEvent::RuntimeDied { name, revivable });
         }
         for profile in newly_waiting(last.as_deref(), &snapshot) {
             sink(CoreEvent::RegistrationWaiting { profile });

@@ -24,7 +24,8 @@ const METHOD = 'org.freedesktop.Notifications';
 let server;
 
 export async function env({ artifactsDir, fileSlug }) {
-  server = await startNotificationServer({ artifactsDir, fileSlug });
+  // Showing buttons, as most desktops' servers do (the app's tests of actions use one).
+  server = await startNotificationServer({ artifactsDir, fileSlug }, { actions: true });
   return {};
 }
 
@@ -35,7 +36,7 @@ const call = async (method, ...args) => (await promisify(execFile)('gdbus', ['ca
 // NotificationClosed(id, 3) for an id it issued, and nothing for one it did not.
 test('the stand-in notification server answers and records as the spec says', async (t) => {
   assert.match(await call('GetServerInformation'), /^\('supercode-e2e-notifications', 'supercode', '1', '1\.2'\)$/);
-  assert.equal(await call('GetCapabilities'), "(['body'],)");
+  assert.equal(await call('GetCapabilities'), "(['actions', 'body'],)");
 
   const first = await call('Notify', 'probe-app', '0', '', 'First summary', 'first body', "['default', 'Open']", "{'urgency': <byte 1>}", '5000');
   const second = await call('Notify', 'probe-app', '0', '', 'Second summary', 'second body', '[]', '{}', '-1');
@@ -62,6 +63,27 @@ test('the stand-in notification server answers and records as the spec says', as
     assert.match(closed, /\(uint32 2, uint32 3\)/, 'NotificationClosed(2, 3: closed by CloseNotification)');
     assert.equal(monitor.lines.filter((l) => /NotificationClosed/.test(l)).length, 1, 'no signal for the unknown id 99');
     assert.deepEqual(server.proc.lines.filter((l) => l.startsWith('{"event":"closed"')), ['{"event":"closed","id":2}']);
+  } finally {
+    await monitor.stop();
+  }
+});
+
+// Proves: a click played on a button emits ActionInvoked(id, key) and then NotificationClosed(id,
+// 2: dismissed by the user), as a server does, and is announced as "invoked".
+test('a click played on a button is signalled as the spec says', async (t) => {
+  const issued = await call('Notify', 'probe-app', '0', '', 'Asking', 'body', "['approve', 'Approve', 'app:open', 'Open']", '{}', '-1');
+  const id = Number(/uint32 (\d+)/.exec(issued)[1]);
+  const monitor = await startProcess('gdbus monitor', 'gdbus', ['monitor', '--session', '--dest', 'org.freedesktop.Notifications'], {
+    logPath: join(t.artifactsDir, `${t.fileSlug}--gdbus-monitor-actions.stderr.log`),
+  });
+  try {
+    // It subscribes once it has found the name's owner, which it then prints.
+    await monitor.waitForLine(/is owned by/, MONITOR_READY_TIMEOUT_MS, 'the name owner found');
+    await server.invoke(id, 'approve');
+    const invoked = await monitor.waitForLine(/ActionInvoked/, SIGNAL_TIMEOUT_MS, 'an ActionInvoked signal');
+    assert.match(invoked, new RegExp(`\\(uint32 ${id}, 'approve'\\)`));
+    const closed = await monitor.waitForLine(/NotificationClosed/, SIGNAL_TIMEOUT_MS, 'a NotificationClosed signal');
+    assert.match(closed, new RegExp(`\\(uint32 ${id}, uint32 2\\)`), 'closed as dismissed by the user');
   } finally {
     await monitor.stop();
   }

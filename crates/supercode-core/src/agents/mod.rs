@@ -57,16 +57,22 @@ pub const HEADERS_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the first document may take after the stream's headers (the API says at once;
 /// five seconds is the API's figure for "it never will").
 pub const FIRST_DOCUMENT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long an open stream may be silent before it is dead: three of the runtime's 15 s
-/// keep-alive intervals, as the API specifies.
-pub const SILENCE_TIMEOUT: Duration = Duration::from_secs(45);
+/// How long an open stream may be silent before it is reconnected: one of the runtime's 15 s
+/// keep-alive intervals and five seconds (the API's figure for a stuck answer), so a missed
+/// keep-alive is noticed at once while a late one is not taken for a stuck runtime. The
+/// reconnection tells them apart: a runtime that does not answer it either is `not-answering`
+/// ([`FAILURES_BEFORE_NOT_ANSWERING`]). Waiting the API's full 45 s (three intervals) made a
+/// stopped runtime show `not-answering` only 34 s after it stopped (issue 31).
+pub const SILENCE_TIMEOUT: Duration = Duration::from_secs(20);
 /// The first reconnection delay (the API's figure); it doubles with each failed attempt.
 pub const BACKOFF_INITIAL: Duration = Duration::from_millis(500);
 /// The longest reconnection delay (the API's figure): a runtime that is down for long is still
 /// picked up within half a minute of coming back, at a cost of two connections a minute.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// Consecutive failed attempts after which a live runtime is `not-answering` (the API's figure:
-/// one failure can be a restart of its HTTP server, three are a stuck runtime).
+/// one failure can be a restart of its HTTP server, three are a stuck runtime). A stream that
+/// went silent ([`SILENCE_TIMEOUT`]) and whose reconnection failed too is one sooner: a silent
+/// stream was already a failure to answer, for 20 s.
 pub const FAILURES_BEFORE_NOT_ANSWERING: u32 = 3;
 /// Least time between two states one runtime shows (latest wins): ten a second is as fast as a
 /// person can follow and keeps a runtime sending 10,000 changes a second from costing more than
@@ -447,6 +453,29 @@ fn not_answering(reason: &AttemptError) -> AgentStateView {
     }
 }
 
+/// What makes a question the same question: what the agent asks and offers, and since when.
+/// Not the revision, which also moves when only the observers change (another client watching).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Prompt {
+    state: AgentState,
+    title: Option<String>,
+    detail: Option<String>,
+    since: Option<String>,
+    actions: Vec<AgentActionView>,
+}
+
+impl Prompt {
+    fn of(view: &AgentStateView) -> Self {
+        Self {
+            state: view.value,
+            title: view.title.clone(),
+            detail: view.detail.clone(),
+            since: view.since.clone(),
+            actions: view.actions.clone(),
+        }
+    }
+}
+
 /// One runtime's subscription task.
 struct Subscription {
     inner: Arc<Inner>,
@@ -465,10 +494,16 @@ struct Subscription {
     last_flush: Option<Instant>,
     /// The state shown last (to tell an entry into a state from a change within it).
     shown_state: AgentState,
-    /// An entry into a needs-you or trouble state not yet alerted.
+    /// An entry into a needs-you or trouble state (or a new question) not yet alerted.
     alert_pending: bool,
+    /// The question last alerted, until the agent shows another state of its own: the same
+    /// question shown again after a brief stall (`not-answering` and back) is not news.
+    alerted: Option<Prompt>,
     last_alert: Option<Instant>,
     failures: u32,
+    /// Whether the last attempt ended in a silent stream: a failed reconnection after it is a
+    /// runtime that does not answer.
+    after_silence: bool,
     backoff: Duration,
 }
 
@@ -499,14 +534,17 @@ impl Subscription {
             last_flush: None,
             shown_state: AgentState::Unknown,
             alert_pending: false,
+            alerted: None,
             last_alert: None,
             failures: 0,
+            after_silence: false,
         }
     }
 
     async fn run(mut self) {
         loop {
             let mut heard = false;
+            let started = Instant::now();
             let outcome = self.attempt(&mut heard).await;
             let error = match outcome {
                 None => return,
@@ -522,13 +560,16 @@ impl Subscription {
             };
             self.failures = if heard { 1 } else { self.failures + 1 };
             tracing::debug!(runtime = %self.name, failures = self.failures, "status stream attempt failed: {error}");
-            let stuck = self.failures >= FAILURES_BEFORE_NOT_ANSWERING
-                || matches!(error, AttemptError::Silent(_));
+            let stuck =
+                self.failures >= FAILURES_BEFORE_NOT_ANSWERING || (self.after_silence && !heard);
+            self.after_silence = matches!(error, AttemptError::Silent(_));
             if stuck && self.view.value != AgentState::NotAnswering {
                 tracing::info!(runtime = %self.name, "not answering: {error}");
                 self.show(not_answering(&error));
             }
-            let delay = jittered(self.backoff);
+            // The time the attempt took counts toward its backoff: a stream that went silent is
+            // reconnected at once, and so is an attempt that waited as long as its backoff.
+            let delay = jittered(self.backoff).saturating_sub(started.elapsed());
             self.backoff = (self.backoff * 2).min(self.options.backoff_max);
             if self.wait(tokio::time::sleep(delay)).await.is_none() {
                 return;
@@ -554,7 +595,13 @@ impl Subscription {
             Ok(Err(error)) => return Some(Err(error)),
             Err(_) => return Some(Err(AttemptError::Unresolved)),
         };
-        let timeouts = self.options.timeouts();
+        let mut timeouts = self.options.timeouts();
+        if self.view.value == AgentState::NotAnswering {
+            // A stopped runtime's kernel still queues the connection: waiting on it for as long
+            // as the longest backoff (instead of giving up at 5 s and sleeping) hears the
+            // runtime the moment it resumes, as quick as the reconnection itself (issue 31).
+            timeouts.headers = timeouts.headers.max(self.options.backoff_max);
+        }
         let mut stream = match self.wait(client::open_stream(&target, timeouts)).await? {
             Ok(Fetched::NotServed) => return Some(Ok(())),
             Ok(Fetched::Served(stream)) => stream,
@@ -629,9 +676,22 @@ impl Subscription {
             self.inner.changed.notify_one();
         }
         let state = self.view.value;
-        if state != self.shown_state {
-            self.alert_pending = state.needs_you() || state.is_trouble();
-            self.shown_state = state;
+        let entered = state != self.shown_state;
+        self.shown_state = state;
+        if state.needs_you() {
+            // A question not alerted yet is due, whether the state was entered or the agent
+            // asks another one within it; the one already alerted is not, however it returns.
+            let prompt = Prompt::of(&self.view);
+            self.alert_pending = self.alerted.as_ref() != Some(&prompt);
+        } else {
+            if entered {
+                self.alert_pending = state.is_trouble();
+            }
+            // The agent's own other state ends the question; the tray's derived ones
+            // (`not-answering`, `unknown`) say nothing about it.
+            if !matches!(state, AgentState::NotAnswering | AgentState::Unknown) {
+                self.alerted = None;
+            }
         }
         self.try_alert();
     }
@@ -658,12 +718,22 @@ impl Subscription {
         }
         self.alert_pending = false;
         self.last_alert = Some(Instant::now());
+        let state = self.view.value;
+        if state.needs_you() {
+            self.alerted = Some(Prompt::of(&self.view));
+        }
+        // Only a state the runtime sent has a document (and so actions) to act on: the view
+        // carries its revision, as the menu's and the window's do.
+        let revision = self.view.revision;
         if let Some(sink) = self.inner.sink() {
             sink(CoreEvent::AgentAlert {
                 id: self.endpoint.clone(),
                 name: self.name.clone(),
-                state: self.view.value,
+                state,
                 title: self.view.title.clone(),
+                detail: self.view.detail.clone(),
+                actions: self.view.actions.clone(),
+                revision,
             });
         }
     }

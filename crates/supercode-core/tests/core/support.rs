@@ -417,7 +417,7 @@ impl Events {
         self.seen
             .iter()
             .filter_map(|(_, e)| match e {
-                CoreEvent::RuntimeDied { name } => Some(name.clone()),
+                CoreEvent::RuntimeDied { name, .. } => Some(name.clone()),
                 _ => None,
             })
             .collect()
