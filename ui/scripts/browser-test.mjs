@@ -133,10 +133,11 @@ try {
             since: new Date().toISOString(),
             actions: [
               { id: "approve", label: "Approve", destructive: false, confirm: null },
-              { id: "deny", label: "Deny", destructive: true, confirm: null },
+              { id: "deny", label: "Deny", destructive: true, confirm: "Deny running the tests?" },
             ],
             controller: { kind: "none", label: null },
             observers: 0,
+            revision: 1,
           };
         }
       }),

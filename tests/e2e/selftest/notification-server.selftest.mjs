@@ -62,7 +62,11 @@ test('the stand-in notification server answers and records as the spec says', as
     const closed = await monitor.waitForLine(/NotificationClosed/, SIGNAL_TIMEOUT_MS, 'a NotificationClosed signal');
     assert.match(closed, /\(uint32 2, uint32 3\)/, 'NotificationClosed(2, 3: closed by CloseNotification)');
     assert.equal(monitor.lines.filter((l) => /NotificationClosed/.test(l)).length, 1, 'no signal for the unknown id 99');
-    assert.deepEqual(server.proc.lines.filter((l) => l.startsWith('{"event":"closed"')), ['{"event":"closed","id":2}']);
+    // The server writes its record line after emitting the signal: wait for it, then check it is
+    // the only one.
+    const closedLines = () => server.proc.lines.filter((l) => l.startsWith('{"event":"closed"'));
+    await t.waitUntil('the close recorded', () => (closedLines().length > 0 ? true : undefined));
+    assert.deepEqual(closedLines(), ['{"event":"closed","id":2}']);
   } finally {
     await monitor.stop();
   }
