@@ -11,7 +11,8 @@
 #     checked with a secret-tool store/lookup/clear round trip before CMD starts,
 #   - a fresh HOME and XDG_* directories and a private 0700 XDG_RUNTIME_DIR, so the user's real
 #     keyring, config and data are never touched,
-#   - SUPERCODE_REQUIRE_{KEYCHAIN,BROWSER,NODE,E2E}=1 so gated tests fail instead of skipping.
+#   - SUPERCODE_REQUIRE_{KEYCHAIN,BROWSER,NODE,E2E,AGENTS}=1 so gated tests fail instead of
+#     skipping (AGENTS: the pinned Claude Code and Codex CLIs and tmux).
 # CARGO_HOME, RUSTUP_HOME and npm's cache keep pointing at the caller's, so toolchains and
 # caches keep working although HOME changes. Everything is torn down on exit; the exit status
 # is CMD's.
@@ -111,7 +112,7 @@ if [ "$inside" -eq 1 ]; then
     die "secret-tool clear failed"
 
   export SUPERCODE_REQUIRE_KEYCHAIN=1 SUPERCODE_REQUIRE_BROWSER=1
-  export SUPERCODE_REQUIRE_NODE=1 SUPERCODE_REQUIRE_E2E=1
+  export SUPERCODE_REQUIRE_NODE=1 SUPERCODE_REQUIRE_E2E=1 SUPERCODE_REQUIRE_AGENTS=1
   # As root (CI), the tests create a second OS user; skipping them there would hide a failure.
   if [ "$(id -u)" -eq 0 ]; then export SUPERCODE_REQUIRE_OTHER_USER=1; fi
   # Not exec: the keyring must be stopped after CMD, and CMD's status is passed on.

@@ -521,7 +521,10 @@ fn attach_shows_the_conversation(
 #[test]
 fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the_tray() {
     let (Some(claude), true) = (claude_binary(), have_tmux()) else {
-        eprintln!("skipped: the pinned Claude Code CLI or tmux is missing; run scripts/install-deps.sh --test");
+        let why =
+            "the pinned Claude Code CLI or tmux is missing; run scripts/install-deps.sh --test";
+        assert!(std::env::var_os(crate::REQUIRE_AGENTS).is_none(), "{why}");
+        eprintln!("skipped: {why}");
         return;
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -12,3 +12,7 @@ mod claude_code;
 mod cli;
 mod codex;
 mod launch;
+
+/// Set by `scripts/test-env.sh`: the real-agent tests (`claude_code`, `codex`) fail instead of
+/// skipping when the pinned CLIs or tmux are missing, so the suite cannot pass without them.
+const REQUIRE_AGENTS: &str = "SUPERCODE_REQUIRE_AGENTS";
