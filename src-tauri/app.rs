@@ -505,7 +505,9 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
                 let notification = linux_notification(&title, &body, &server_capabilities());
                 match notification.show() {
                     Ok(shown) => shown.on_close(|| {}),
-                    Err(e) => tracing::debug!("notification not shown: {e}"),
+                    // What it told (a failed attach or opener among them) is then only in the
+                    // log; `doctor` warns when no notification server answers.
+                    Err(e) => tracing::warn!("notification not shown: {e}"),
                 }
             });
         if let Err(e) = spawned {
@@ -586,10 +588,14 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
         }
         MenuId::Open => open_window(app, None),
         MenuId::Autostart => toggle_autostart(app),
+        // Waits for the file manager's verdict, off the event thread; a failure is told.
         MenuId::Logs => {
-            if let Err(e) = commands::app::open_logs_folder(&app.state::<Supercode>()) {
-                notify(app, "Open logs folder", &e.message);
-            }
+            spawn_tracked(app, |app| async move {
+                let core = app.state::<Supercode>();
+                if let Err(e) = commands::app::open_logs_folder(&core).await {
+                    notify(&app, "Open logs folder", &e.message);
+                }
+            });
             Ok(())
         }
         MenuId::Quit => {
