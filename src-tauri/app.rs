@@ -59,11 +59,18 @@ pub fn run() -> ExitCode {
         "starting Supercode Tray"
     );
     let builder = tauri::Builder::default()
-        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
-            if let Err(e) = open_window(app, None) {
-                tracing::warn!("could not focus the running instance's window: {e}");
-            }
-        }))
+        // Its name on the session bus is how `doctor` tells that the app runs: one spelling, the
+        // core's.
+        .plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(supercode_core::doctor::APP_INSTANCE_ID)
+                .callback(|app, _args, _cwd| {
+                    if let Err(e) = open_window(app, None) {
+                        tracing::warn!("could not focus the running instance's window: {e}");
+                    }
+                })
+                .build(),
+        )
         .plugin(tauri_plugin_notification::init())
         .setup(|app| {
             setup_tray_app(app.handle())?;
