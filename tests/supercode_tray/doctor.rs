@@ -361,3 +361,16 @@ fn issue_31_doctor_exits_1_when_a_check_fails() {
         "{output:?}"
     );
 }
+
+/// The name doctor asks about is the one the app owns: the app gives the plugin the core's
+/// `APP_INSTANCE_ID`, which is the app's identifier, so the end-to-end suite (which checks that
+/// the running app owns `<identifier>.SingleInstance`, `single-instance.test.mjs`) checks it too.
+#[test]
+fn the_apps_bus_name_is_the_one_the_end_to_end_suite_sees_it_own() {
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("tauri.conf.json")).unwrap())
+            .unwrap();
+    let identifier = config["identifier"].as_str().unwrap();
+    assert_eq!(identifier, supercode_core::doctor::APP_INSTANCE_ID);
+    assert_eq!(APP_BUS_NAME, format!("{identifier}.SingleInstance"));
+}
