@@ -59,11 +59,18 @@ pub fn run() -> ExitCode {
         "starting Supercode Tray"
     );
     let builder = tauri::Builder::default()
-        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
-            if let Err(e) = open_window(app, None) {
-                tracing::warn!("could not focus the running instance's window: {e}");
-            }
-        }))
+        // Its name on the session bus is how `doctor` tells that the app runs: one spelling, the
+        // core's.
+        .plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(supercode_core::doctor::APP_INSTANCE_ID)
+                .callback(|app, _args, _cwd| {
+                    if let Err(e) = open_window(app, None) {
+                        tracing::warn!("could not focus the running instance's window: {e}");
+                    }
+                })
+                .build(),
+        )
         .plugin(tauri_plugin_notification::init())
         .setup(|app| {
             setup_tray_app(app.handle())?;
@@ -505,7 +512,9 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
                 let notification = linux_notification(&title, &body, &server_capabilities());
                 match notification.show() {
                     Ok(shown) => shown.on_close(|| {}),
-                    Err(e) => tracing::debug!("notification not shown: {e}"),
+                    // What it told (a failed attach or opener among them) is then only in the
+                    // log; `doctor` warns when no notification server answers.
+                    Err(e) => tracing::warn!("notification not shown: {e}"),
                 }
             });
         if let Err(e) = spawned {
@@ -586,10 +595,14 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
         }
         MenuId::Open => open_window(app, None),
         MenuId::Autostart => toggle_autostart(app),
+        // Waits for the file manager's verdict, off the event thread; a failure is told.
         MenuId::Logs => {
-            if let Err(e) = commands::app::open_logs_folder(&app.state::<Supercode>()) {
-                notify(app, "Open logs folder", &e.message);
-            }
+            spawn_tracked(app, |app| async move {
+                let core = app.state::<Supercode>();
+                if let Err(e) = commands::app::open_logs_folder(&core).await {
+                    notify(&app, "Open logs folder", &e.message);
+                }
+            });
             Ok(())
         }
         MenuId::Quit => {

@@ -4,13 +4,16 @@ use supercode_core::view::CommandError;
 use supercode_core::Supercode;
 use tauri::State;
 
-/// Opens the log folder in the file manager (from the backend, not from JS).
-#[tauri::command(async)]
-pub fn open_logs(core: State<'_, Supercode>) -> Result<(), CommandError> {
-    open_logs_folder(&core)
+/// Opens the log folder in the file manager (from the backend, not from JS); a file manager that
+/// fails to open it is the window's error.
+#[tauri::command]
+pub async fn open_logs(core: State<'_, Supercode>) -> Result<(), CommandError> {
+    open_logs_folder(&core).await
 }
 
 /// Shared by the command and the tray menu.
-pub fn open_logs_folder(core: &Supercode) -> Result<(), CommandError> {
-    supercode_core::desktop::open_path(&core.locations().log_dir).map_err(Into::into)
+pub async fn open_logs_folder(core: &Supercode) -> Result<(), CommandError> {
+    supercode_core::desktop::open_path(&core.locations().log_dir)
+        .await
+        .map_err(Into::into)
 }

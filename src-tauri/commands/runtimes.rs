@@ -23,7 +23,7 @@ pub async fn attach(core: State<'_, Supercode>, id: String) -> Result<(), Comman
 pub async fn attach_and_open(core: &Supercode, id: &str) -> Result<(), CommandError> {
     let url = core.attach(id).await?;
     // The URL carries the one-time code: it is never logged, only whether the browser started.
-    match supercode_core::desktop::open_in_browser(&url) {
+    match supercode_core::desktop::open_in_browser(&url).await {
         Ok(()) => {
             tracing::info!(id, "attach: the browser was started");
             Ok(())

@@ -1105,21 +1105,30 @@ fn issue_13_list_and_doctor_return_promptly_over_a_hostile_canon_home() {
 
     let output = run_within(&home, &["doctor", "--json"], HOSTILE_READ_DEADLINE);
     let doctor: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let canon = doctor["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "CANON_HOME")
-        .unwrap();
+    let checks = doctor["checks"].as_array().unwrap();
+    let canon = checks.iter().find(|c| c["name"] == "CANON_HOME").unwrap();
     assert_eq!(canon["status"], "warn", "{canon:#}");
     let detail = canon["detail"].as_str().unwrap();
-    for (file, _) in &bad {
+    assert!(
+        detail.contains(&format!("{} file(s) ignored", bad.len())),
+        "{detail}"
+    );
+    assert!(detail.contains("runtimes/wide.json"), "{detail}");
+    // Each ignored file is a warning of its own, with its reason (issue 31 item 7).
+    let ignored: Vec<&str> = checks
+        .iter()
+        .filter(|c| c["name"] == "ignored file" && c["status"] == "warn")
+        .map(|c| c["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(ignored.len(), bad.len(), "{ignored:#?}");
+    for (file, reason) in &bad {
         assert!(
-            detail.contains(file),
-            "doctor does not name {file}: {detail}"
+            ignored
+                .iter()
+                .any(|d| d.contains(&format!("/{file}: ")) && d.contains(reason)),
+            "doctor does not name {file} with {reason:?}: {ignored:#?}"
         );
     }
-    assert!(detail.contains("runtimes/wide.json"), "{detail}");
 }
 
 /// The `state` object `list --json` gives the runtime `endpoint`.

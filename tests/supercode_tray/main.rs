@@ -1,6 +1,7 @@
 //! Integration tests of the app package, one binary with a module per area: `cli` runs the real
-//! `supercode-tray` binary as a user would, `launch` checks what splitting it from the app's
-//! binary must keep (no display library loaded, the same output, the exec into the app), and
+//! `supercode-tray` binary as a user would, `doctor` runs its doctor on private session buses,
+//! `launch` checks what splitting it from the app's binary must keep (no display library
+//! loaded, the same output, the exec into the app), and
 //! `app_commands` drives every IPC command on Tauri's mock runtime. `cli` and `app_commands`
 //! check everything they see for the canary secrets.
 //!
@@ -11,6 +12,7 @@ mod app_commands;
 mod claude_code;
 mod cli;
 mod codex;
+mod doctor;
 mod launch;
 
 /// Set by `scripts/test-env.sh`: the real-agent tests (`claude_code`, `codex`) fail instead of

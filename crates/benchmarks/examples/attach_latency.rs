@@ -615,7 +615,9 @@ async fn attach_once(store: &Store, index: usize, browser: &mut Browser) -> Samp
     let t0 = now();
     let url = store.core.attach(endpoint).await.unwrap();
     let t1 = now();
-    supercode_core::desktop::open_in_browser(&url).unwrap();
+    supercode_core::desktop::open_in_browser(&url)
+        .await
+        .unwrap();
     let t2 = now();
     let phases = take_phases();
     let visit = browser.visit(url.as_str(), None).await;

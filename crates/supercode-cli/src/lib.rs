@@ -397,7 +397,7 @@ async fn serve_attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), C
     let url = core.attach(id).await?;
     println!("{}", url.as_str());
     if !no_open {
-        supercode_core::desktop::open_in_browser(&url)?;
+        supercode_core::desktop::open_in_browser(&url).await?;
     }
     eprintln!("Serving the attach proxy; press Ctrl-C to stop.");
     tokio::select! {

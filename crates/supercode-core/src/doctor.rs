@@ -1,4 +1,11 @@
 //! `supercode-tray doctor`: what a user or a bug report needs, each problem with its fix.
+//!
+//! A check *fails* when something Supercode Tray needs does not work: the receipt directory is
+//! refused, the log directory is not writable, the secret store does not answer, the platform is
+//! not supported, Claude Code's hooks run a program that is gone. Doctor then exits non-zero. A
+//! *warning* is something that works but that you should know of, mostly why "nothing happens":
+//! the tray app is not running, no notification server or tray host is on the session bus, no
+//! program would open a URL or a folder, a file was ignored (each one, with its reason).
 
 use std::path::Path;
 use std::time::Duration;
@@ -6,11 +13,35 @@ use std::time::Duration;
 use live_runtime::{PrivateDir, ReceiptDir};
 use serde::Serialize;
 
+use crate::desktop::{self, Opening};
+use crate::inventory::Sources;
+use crate::view::{IgnoredFile, IgnoredLocation};
 use crate::Locations;
 
 /// How long the secret-store probe may take before doctor calls it hung; longer than the store's
 /// own timeout so that its clearer error wins.
 const PROBE_BOUND: Duration = Duration::from_secs(15);
+
+/// How long doctor waits for an answer on the session bus. The bus daemon answers at once, and a
+/// notification server the bus starts on demand answers in well under a second; one that takes
+/// longer is hung, which is worth a warning, not a hung doctor.
+const BUS_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The id the tray app gives its single-instance guard (tauri-plugin-single-instance's
+/// `dbus_id`): the running app owns [`APP_BUS_NAME`] on the session bus, and a second start hands
+/// its arguments to it there.
+pub const APP_INSTANCE_ID: &str = "dev.supercode.tray";
+
+/// The name the running tray app owns on the session bus: [`APP_INSTANCE_ID`] and the plugin's
+/// `.SingleInstance`. Whether it has an owner is whether the app runs.
+pub const APP_BUS_NAME: &str = "dev.supercode.tray.SingleInstance";
+
+/// The desktop notification server's name on the session bus (Desktop Notifications
+/// Specification), where the app's notifications go (through notify-rust).
+const NOTIFICATIONS_NAME: &str = "org.freedesktop.Notifications";
+
+/// The longest text doctor repeats from another program (the notification server's name).
+const FOREIGN_TEXT_CHARS: usize = 64;
 
 /// How a check came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -82,6 +113,9 @@ impl DoctorReport {
 
 /// Runs every check.
 pub async fn run(locations: &Locations) -> DoctorReport {
+    // The files the inventory reads, read once as it reads them (changing nothing):
+    // `$CANON_HOME`'s summary and every ignored file come from here.
+    let sources = Sources::read_unchanged(locations);
     let mut checks = vec![
         Check::ok(
             "version",
@@ -93,14 +127,187 @@ pub async fn run(locations: &Locations) -> DoctorReport {
         ),
         platform(),
         receipt_dir(&locations.receipts),
-        canon_home(locations),
+        canon_home(locations, &sources),
         log_dir(&locations.log_dir),
         attach_peer_check(),
     ];
     checks.push(secret_store(locations).await);
-    checks.push(tray_host());
+    // D-Bus round trips, each bounded by BUS_TIMEOUT, off the async runtime.
+    match tokio::task::spawn_blocking(session_bus_checks).await {
+        Ok(bus_checks) => checks.extend(bus_checks),
+        Err(e) => checks.push(Check::warn(
+            "session bus",
+            format!("the checks did not finish: {e}"),
+            "run doctor again",
+        )),
+    }
+    checks.push(opener(Opening::Browser));
+    checks.push(opener(Opening::Folder));
     checks.push(claude_code());
+    checks.extend(ignored_files(locations, sources.ignored()));
     DoctorReport { checks }
+}
+
+/// The session bus, for doctor's few questions to it.
+struct SessionBus(dbus::blocking::Connection);
+
+impl SessionBus {
+    fn connect() -> Result<Self, dbus::Error> {
+        dbus::blocking::Connection::new_session().map(Self)
+    }
+
+    fn name_has_owner(&self, name: &str) -> Result<bool, dbus::Error> {
+        let bus = self
+            .0
+            .with_proxy("org.freedesktop.DBus", "/org/freedesktop/DBus", BUS_TIMEOUT);
+        let (owned,): (bool,) = bus.method_call("org.freedesktop.DBus", "NameHasOwner", (name,))?;
+        Ok(owned)
+    }
+
+    /// The notification server's `GetServerInformation`: name, vendor, version, spec version.
+    /// Asking it starts a server the bus activates on demand, as the app's first notification would.
+    fn notification_server(&self) -> Result<(String, String, String, String), dbus::Error> {
+        let server = self.0.with_proxy(
+            NOTIFICATIONS_NAME,
+            "/org/freedesktop/Notifications",
+            BUS_TIMEOUT,
+        );
+        server.method_call(NOTIFICATIONS_NAME, "GetServerInformation", ())
+    }
+}
+
+/// What the desktop session's bus says: the tray host, the tray app, the notification server.
+fn session_bus_checks() -> Vec<Check> {
+    let bus = match SessionBus::connect() {
+        Ok(bus) => bus,
+        Err(e) => {
+            let detail = format!("cannot reach the session bus ({})", bus_error(&e));
+            let fix =
+                "run doctor from your desktop session (DBUS_SESSION_BUS_ADDRESS must name its bus)";
+            return ["tray host", "tray app", "notifications"]
+                .into_iter()
+                .map(|name| Check::warn(name, format!("cannot tell: {detail}"), fix))
+                .collect();
+        }
+    };
+    vec![tray_host(&bus), tray_app(&bus), notifications(&bus)]
+}
+
+/// A D-Bus error for people: its message, else its name.
+fn bus_error(e: &dbus::Error) -> String {
+    e.message()
+        .or_else(|| e.name())
+        .unwrap_or("unknown error")
+        .to_owned()
+}
+
+/// Whether the tray app runs: it owns [`APP_BUS_NAME`] while it does. Without it nothing shows
+/// that an agent needs you, which is the first thing to rule out when "nothing happens".
+fn tray_app(bus: &SessionBus) -> Check {
+    const NAME: &str = "tray app";
+    match bus.name_has_owner(APP_BUS_NAME) {
+        Ok(true) => Check::ok(NAME, format!("running (it owns {APP_BUS_NAME} on the session bus)")),
+        Ok(false) => Check::warn(
+            NAME,
+            "not running: no tray icon, window or notification will tell you when an agent needs you (`supercode-tray list` still works)",
+            "start it: run `supercode-tray` with no subcommand from your desktop session, or Supercode Tray from your applications menu; its menu's \"Start at login\" keeps it running",
+        ),
+        Err(e) => Check::warn(
+            NAME,
+            format!("cannot tell whether it is running: the session bus did not answer ({})", bus_error(&e)),
+            "run doctor again from your desktop session",
+        ),
+    }
+}
+
+/// Whether a notification server answers on the session bus: without one the app's
+/// notifications (an agent needs you, an attach or an opener that failed) go nowhere.
+fn notifications(bus: &SessionBus) -> Check {
+    const NAME: &str = "notifications";
+    const FIX: &str = "run a notification server: your desktop's own (GNOME Shell, KDE Plasma), or a daemon such as dunst, mako or xfce4-notifyd; until then watch the tray menu or the window";
+    match bus.notification_server() {
+        Ok((name, vendor, version, spec)) => {
+            let shown = |text: &str| text.chars().take(FOREIGN_TEXT_CHARS).collect::<String>();
+            Check::ok(
+                NAME,
+                format!(
+                    "{} {} ({}) answers on the session bus (specification {})",
+                    shown(&name),
+                    shown(&version),
+                    shown(&vendor),
+                    shown(&spec)
+                ),
+            )
+        }
+        Err(e) if e.name() == Some("org.freedesktop.DBus.Error.NoReply") => Check::warn(
+            NAME,
+            format!("the notification server did not answer within {BUS_TIMEOUT:?}: notifications may not show"),
+            FIX,
+        ),
+        Err(e) => Check::warn(
+            NAME,
+            format!(
+                "no notification server on the session bus ({}): the app's notifications will not show",
+                bus_error(&e)
+            ),
+            FIX,
+        ),
+    }
+}
+
+/// Whether something would open an attach URL or the logs folder: the launcher
+/// [`desktop::launcher`] finds, as the opening will. Nothing is opened.
+fn opener(opening: Opening) -> Check {
+    let (name, what) = match opening {
+        Opening::Browser => ("browser opener", "attach opens its link"),
+        Opening::Folder => ("file opener", "the logs folder opens"),
+    };
+    match desktop::launcher(opening) {
+        Ok(found) if found.from_variable => Check::ok(
+            name,
+            format!(
+                "{what} with {} ({}), as SUPERCODE_BROWSER says",
+                found.program,
+                found.path.display()
+            ),
+        ),
+        Ok(found) => Check::ok(
+            name,
+            format!("{what} with {} ({})", found.program, found.path.display()),
+        ),
+        Err(e) => Check::warn(
+            name,
+            format!("{e}: nothing would open (attach still prints its link)"),
+            match opening {
+                Opening::Browser => "install xdg-utils (xdg-open), or set SUPERCODE_BROWSER to your browser's program",
+                Opening::Folder => "install xdg-utils (xdg-open) or your desktop's gio",
+            },
+        ),
+    }
+}
+
+/// Every file the inventory ignored, a warning each with its reason: the listing goes on
+/// without them, which is another way for a runtime to be missing. The receipt directory
+/// itself, when it cannot be read, is the receipt-directory check's failure, not repeated here.
+fn ignored_files(
+    locations: &Locations,
+    ignored: Vec<IgnoredFile>,
+) -> impl Iterator<Item = Check> + '_ {
+    ignored.into_iter().filter_map(move |file| {
+        let dir = match file.location {
+            IgnoredLocation::Receipts => locations.receipts.path(),
+            IgnoredLocation::Canon => locations.canon.root(),
+        };
+        let path = dir.join(&file.file);
+        if path == dir {
+            return None;
+        }
+        Some(Check::warn(
+            "ignored file",
+            format!("{}: {}", path.display(), file.reason),
+            "fix or remove it as the reason says; the other files are read as usual",
+        ))
+    })
 }
 
 /// Whether Claude Code's sessions reach the tray: our hooks in its settings, and the program
@@ -190,7 +397,7 @@ fn receipt_dir(dir: &ReceiptDir) -> Check {
     }
 }
 
-fn canon_home(locations: &Locations) -> Check {
+fn canon_home(locations: &Locations, sources: &Sources) -> Check {
     const NAME: &str = "CANON_HOME";
     let root = locations.canon.root();
     if !root.exists() {
@@ -202,29 +409,26 @@ fn canon_home(locations: &Locations) -> Check {
             ),
         );
     }
-    let summary = crate::inventory::canon_summary(locations);
-    if summary.problems.is_empty() && summary.warnings.is_empty() {
-        return Check::ok(NAME, format!("{}: {}", root.display(), summary.text));
-    }
+    let summary = sources.canon_summary();
     let mut detail = format!("{}: {}", root.display(), summary.text);
-    if !summary.problems.is_empty() {
+    if summary.ignored > 0 {
         detail.push_str(&format!(
-            "; {} file(s) ignored: {}",
-            summary.problems.len(),
-            summary.problems.join("; ")
+            "; {} file(s) ignored (each below, as an ignored file)",
+            summary.ignored
         ));
     }
-    if !summary.warnings.is_empty() {
-        detail.push_str(&format!(
-            "; {} file(s) used but readable by other users: {}",
-            summary.warnings.len(),
-            summary.warnings.join("; ")
-        ));
+    if summary.warnings.is_empty() {
+        return Check::ok(NAME, detail);
     }
+    detail.push_str(&format!(
+        "; {} file(s) used but readable by other users: {}",
+        summary.warnings.len(),
+        summary.warnings.join("; ")
+    ));
     Check::warn(
         NAME,
         detail,
-        "fix or remove the files named above (chmod 600 those others can read); the rest keeps working",
+        "chmod 600 the files named above; the rest keeps working",
     )
 }
 
@@ -289,42 +493,38 @@ fn secret_fix() -> String {
     "unlock your keyring (or start a Secret Service provider such as gnome-keyring); to opt in to plaintext files instead, set SUPERCODE_SECRET_STORE=file".into()
 }
 
-fn tray_host() -> Check {
+/// Whether a StatusNotifier tray host shows the tray icon.
+fn tray_host(bus: &SessionBus) -> Check {
     const NAME: &str = "tray host";
-    #[cfg(target_os = "linux")]
-    {
-        let display = std::env::var_os("WAYLAND_DISPLAY").or_else(|| std::env::var_os("DISPLAY"));
-        if display.is_none() {
-            return Check::warn(
-                NAME,
-                "no display (DISPLAY/WAYLAND_DISPLAY unset): the CLI works, the tray app cannot start here",
-                "run the tray app from a desktop session",
-            );
-        }
-        let watcher = std::process::Command::new("dbus-send")
-            .args([
-                "--session",
-                "--print-reply",
-                "--dest=org.freedesktop.DBus",
-                "/org/freedesktop/DBus",
-                "org.freedesktop.DBus.NameHasOwner",
-                "string:org.kde.StatusNotifierWatcher",
-            ])
-            .output();
-        match watcher {
-            Ok(out) if String::from_utf8_lossy(&out.stdout).contains("boolean true") => {
-                Check::ok(NAME, "a StatusNotifier tray host is running")
-            }
-            Ok(_) => Check::warn(
-                NAME,
-                "no StatusNotifier tray host on the session bus: the tray icon will not show",
-                "on GNOME install and enable the AppIndicator extension (gnome-shell-extension-appindicator)",
-            ),
-            Err(_) => Check::warn(NAME, "could not ask D-Bus (dbus-send missing)", "install the dbus package"),
-        }
+    let display = std::env::var_os("WAYLAND_DISPLAY").or_else(|| std::env::var_os("DISPLAY"));
+    if display.is_none() {
+        return Check::warn(
+            NAME,
+            "no display (DISPLAY/WAYLAND_DISPLAY unset): the CLI works, the tray app cannot start here",
+            "run the tray app from a desktop session",
+        );
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        Check::ok(NAME, "the system tray is part of this desktop")
+    match bus.name_has_owner("org.kde.StatusNotifierWatcher") {
+        Ok(true) => Check::ok(NAME, "a StatusNotifier tray host is running"),
+        Ok(false) => Check::warn(
+            NAME,
+            "no StatusNotifier tray host on the session bus: the tray icon will not show",
+            "on GNOME install and enable the AppIndicator extension (gnome-shell-extension-appindicator)",
+        ),
+        Err(e) => Check::warn(
+            NAME,
+            format!("cannot tell: the session bus did not answer ({})", bus_error(&e)),
+            "run doctor again from your desktop session",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_app_bus_name_is_the_plugins_name_for_the_apps_id() {
+        assert_eq!(APP_BUS_NAME, format!("{APP_INSTANCE_ID}.SingleInstance"));
     }
 }

@@ -120,6 +120,24 @@ impl Sources {
         }
     }
 
+    /// [`Sources::read`] for doctor, which reports and changes nothing: a receipt directory that
+    /// other users can enter is not read, because reading it tightens it to 0700 first
+    /// (doctor's receipt-directory check says so; its files are listed once it is tightened).
+    pub fn read_unchanged(locations: &Locations) -> Self {
+        let too_open = matches!(
+            locations.receipts.check(),
+            Ok(live_runtime::PrivateDir::TooOpen { .. })
+        );
+        Self {
+            receipts: if too_open {
+                Ok(ReceiptFiles::default())
+            } else {
+                read_receipts(locations)
+            },
+            canon: CanonSources::read(locations),
+        }
+    }
+
     /// Reconciles the receipt directory as read ([`ReceiptFiles::reconcile`]): removes the
     /// receipts of processes that exited and adopts foreign receipts. Returns the endpoints whose
     /// receipts it removed: runtimes that died without unregistering (the watcher tells them).
@@ -179,24 +197,7 @@ impl Sources {
     /// Reads no receipt and no catalog file: it merges what is in memory, applies the approval
     /// board, and checks profile locks and the first-run marker (a few small files at most).
     pub fn snapshot(&self, locations: &Locations, approvals: &ApprovalBoard) -> Snapshot {
-        let mut ignored = Vec::new();
-        let live = match &self.receipts {
-            // Borrowed, not copied: this runs on every change the watcher sees.
-            Ok(files) => {
-                let (runtimes, refused) = files.list_borrowed();
-                ignored.extend(refused.into_iter().map(|i| IgnoredFile {
-                    location: IgnoredLocation::Receipts,
-                    file: i.file,
-                    reason: i.reason,
-                }));
-                runtimes
-            }
-            Err(problem) => {
-                ignored.push(problem.clone());
-                Vec::new()
-            }
-        };
-        ignored.extend(self.canon.ignored.iter().cloned());
+        let (live, ignored) = self.listed();
         let warnings = self.canon.warnings.clone();
         let pending: Vec<PendingView> = self
             .canon
@@ -227,6 +228,55 @@ impl Sources {
             first_run,
             receipt_dir: locations.receipts.path().display().to_string(),
             canon_home: locations.canon.root().display().to_string(),
+        }
+    }
+
+    /// The files these sources did not read, each with its reason: the snapshot's `ignored`,
+    /// without building the rest of it (doctor lists them).
+    pub fn ignored(&self) -> Vec<IgnoredFile> {
+        self.listed().1
+    }
+
+    /// The live receipts, and every ignored file (the receipt directory's, then `$CANON_HOME`'s).
+    fn listed(&self) -> (Vec<&LiveRuntimeRecord>, Vec<IgnoredFile>) {
+        let mut ignored = Vec::new();
+        let live = match &self.receipts {
+            // Borrowed, not copied: this runs on every change the watcher sees.
+            Ok(files) => {
+                let (runtimes, refused) = files.list_borrowed();
+                ignored.extend(refused.into_iter().map(|i| IgnoredFile {
+                    location: IgnoredLocation::Receipts,
+                    file: i.file,
+                    reason: i.reason,
+                }));
+                runtimes
+            }
+            Err(problem) => {
+                ignored.push(problem.clone());
+                Vec::new()
+            }
+        };
+        ignored.extend(self.canon.ignored.iter().cloned());
+        (live, ignored)
+    }
+
+    /// A one-line summary of `$CANON_HOME` for doctor, with its files to fix.
+    pub fn canon_summary(&self) -> CanonSummary {
+        let canon = &self.canon;
+        CanonSummary {
+            text: format!(
+                "{} profile(s), {} catalog entr{}, {} pending registration(s)",
+                canon.profiles,
+                canon.catalog.len(),
+                if canon.catalog.len() == 1 { "y" } else { "ies" },
+                canon.pending.len()
+            ),
+            ignored: canon.ignored.len(),
+            warnings: canon
+                .warnings
+                .iter()
+                .map(|w| format!("{}: {}", w.file, w.reason))
+                .collect(),
         }
     }
 }
@@ -747,39 +797,14 @@ pub fn forget(locations: &Locations, id: &str) -> Result<(), CoreError> {
     Ok(())
 }
 
-/// A one-line summary of `$CANON_HOME` for doctor, with the problems found.
+/// A one-line summary of `$CANON_HOME` for doctor ([`Sources::canon_summary`]).
 pub struct CanonSummary {
     /// "2 profiles, 3 catalog entries, 1 pending registration".
     pub text: String,
-    /// One line per file that was not read.
-    pub problems: Vec<String>,
+    /// How many of its files were not read (doctor lists each, from [`Sources::ignored`]).
+    pub ignored: usize,
     /// One line per file that was used but should be fixed (its mode lets others read it).
     pub warnings: Vec<String>,
-}
-
-/// Summarises `$CANON_HOME` for doctor: the same files the inventory reads, read the same way.
-pub fn canon_summary(locations: &Locations) -> CanonSummary {
-    let canon = CanonSources::read(locations);
-    let line = |file: &str, reason: &str| format!("{file}: {reason}");
-    CanonSummary {
-        text: format!(
-            "{} profile(s), {} catalog entr{}, {} pending registration(s)",
-            canon.profiles,
-            canon.catalog.len(),
-            if canon.catalog.len() == 1 { "y" } else { "ies" },
-            canon.pending.len()
-        ),
-        problems: canon
-            .ignored
-            .iter()
-            .map(|p| line(&p.file, &p.reason))
-            .collect(),
-        warnings: canon
-            .warnings
-            .iter()
-            .map(|w| line(&w.file, &w.reason))
-            .collect(),
-    }
 }
 
 fn seen_before(state_dir: &Path) -> bool {

@@ -394,7 +394,7 @@ fn resolve(recorded: Recorded<'_>) -> Result<RevivePlan, CoreError> {
 /// path (relative to the working directory), a bare name is looked up in the absolute
 /// directories of `PATH` (the plan's own `PATH` if it sets one, else the app's). Relative and
 /// empty `PATH` entries, which would depend on the working directory, are skipped.
-fn resolve_program(
+pub(crate) fn resolve_program(
     recorded: &str,
     cwd: &Path,
     search_path: Option<&std::ffi::OsStr>,

@@ -141,3 +141,30 @@ async fn doctor_says_linux_is_the_supported_platform() {
     assert!(check.detail.starts_with("linux on "), "{}", check.detail);
     assert!(check.detail.contains("supported"), "{}", check.detail);
 }
+
+// Proves (issue 31 item 7): each file the inventory ignored is a doctor warning of its own, with
+// its path and the inventory's reason, and reading it does not block (a FIFO is never opened).
+#[tokio::test]
+async fn each_ignored_receipt_is_a_warning_with_its_reason() {
+    let fixture = receipts_with_mode(0o700);
+    let dir = fixture.receipts().path();
+    live_runtime::test_support::mkfifo(&dir.join("fifo.json"));
+    symlink("/etc/passwd", dir.join("link.json")).unwrap();
+    let report = fixture.core().doctor().await;
+    let ignored: Vec<&Check> = report
+        .checks
+        .iter()
+        .filter(|c| c.name == "ignored file")
+        .collect();
+    assert_eq!(ignored.len(), 2, "{:#?}", report.checks);
+    for (file, reason) in [("fifo.json", "a FIFO"), ("link.json", "symbolic link")] {
+        let path = dir.join(file).display().to_string();
+        let check = ignored
+            .iter()
+            .find(|c| c.detail.starts_with(&format!("{path}: ")))
+            .unwrap_or_else(|| panic!("{file} not named: {ignored:#?}"));
+        assert_eq!(check.status, CheckStatus::Warn, "{check:?}");
+        assert!(check.detail.contains(reason), "{check:?}");
+        assert!(check.fix.is_some(), "{check:?}");
+    }
+}
