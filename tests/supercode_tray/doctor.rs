@@ -374,3 +374,58 @@ fn the_apps_bus_name_is_the_one_the_end_to_end_suite_sees_it_own() {
     assert_eq!(identifier, supercode_core::doctor::APP_INSTANCE_ID);
     assert_eq!(APP_BUS_NAME, format!("{identifier}.SingleInstance"));
 }
+
+/// Issue 33: Codex runs only the hooks the user trusted in it, so doctor does not call Codex
+/// connected while our entries wait for review: it warns, saying how to trust them in Codex;
+/// once Codex has recorded the user's trust of each entry (written here as Codex 0.169 writes
+/// it, which the real-Codex walk checks), the check is ok.
+#[test]
+fn issue_33_doctor_says_whether_codex_trusts_our_hooks() {
+    use agent_hooks::codex::{event_key, trusted_hash};
+
+    let home = tempfile::tempdir().unwrap();
+    let bus = PrivateBus::start();
+    let codex_home = home.path().join(".codex");
+    let codex_env = [("CODEX_HOME", codex_home.to_str().unwrap())];
+    let mut install = Command::new(TRAY);
+    install.args(["hooks", "install", "codex", "--yes"]);
+    private_env(&mut install, home.path());
+    install.env("CODEX_HOME", &codex_home);
+    let installed = output_within(install, "hooks install codex", DOCTOR_DEADLINE);
+    assert!(installed.status.success(), "{installed:?}");
+
+    let (report, output) = doctor_json(home.path(), &bus, &codex_env);
+    let codex = check(&report, "Codex");
+    assert_eq!(codex["status"], "warn", "{codex:#}");
+    assert!(
+        detail(codex).contains("not trusted in Codex yet"),
+        "{codex:#}"
+    );
+    assert!(
+        codex["fix"].as_str().unwrap().contains("Hooks need review"),
+        "{codex:#}"
+    );
+    assert!(output.status.success(), "a warning: {output:?}");
+
+    // The user trusts every entry in Codex; Codex records one hash per entry.
+    let hooks_path = codex_home.join("hooks.json");
+    let hooks: Value = serde_json::from_slice(&std::fs::read(&hooks_path).unwrap()).unwrap();
+    let mut config = String::from("model = \"stand-in\"\n");
+    for (event, groups) in hooks["hooks"].as_object().unwrap() {
+        for (g, group) in groups.as_array().unwrap().iter().enumerate() {
+            for (h, handler) in group["hooks"].as_array().unwrap().iter().enumerate() {
+                config.push_str(&format!(
+                    "[hooks.state.\"{}:{}:{g}:{h}\"]\ntrusted_hash = \"{}\"\n",
+                    hooks_path.display(),
+                    event_key(event),
+                    trusted_hash(event, handler)
+                ));
+            }
+        }
+    }
+    std::fs::write(codex_home.join("config.toml"), config).unwrap();
+    let (report, _) = doctor_json(home.path(), &bus, &codex_env);
+    let codex = check(&report, "Codex");
+    assert_eq!(codex["status"], "ok", "{codex:#}");
+    assert!(detail(codex).contains("connected through"), "{codex:#}");
+}

@@ -18,6 +18,17 @@ pub enum Agent {
 }
 
 impl Agent {
+    /// Every agent we connect, in the order we show them.
+    pub const ALL: [Agent; 2] = [Agent::ClaudeCode, Agent::Codex];
+
+    /// Its name for people ("Claude Code").
+    pub fn title(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "Claude Code",
+            Agent::Codex => "Codex",
+        }
+    }
+
     /// Its name on our command line and in receipts' `runtimeKind`.
     pub fn name(self) -> &'static str {
         self.hooks().agent
@@ -36,6 +47,20 @@ impl Agent {
         match self {
             Agent::ClaudeCode => claude_code::settings_path(),
             Agent::Codex => codex::settings_path(),
+        }
+    }
+
+    /// Whether the agent will run our entries in `settings`: `None` for an agent that runs
+    /// every installed hook (Claude Code); Codex runs only the entries the user trusted in it.
+    pub fn trust(self, settings: &std::path::Path) -> Option<codex::Trust> {
+        match self {
+            Agent::ClaudeCode => None,
+            Agent::Codex => {
+                let config = codex::codex_home()
+                    .map(|home| home.join("config.toml"))
+                    .unwrap_or_default();
+                Some(codex::trust(settings, &config))
+            }
         }
     }
 

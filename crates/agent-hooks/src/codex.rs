@@ -178,7 +178,7 @@ pub fn set_approvals_from_tray(on: bool) -> std::io::Result<PathBuf> {
 }
 
 /// Codex's key for an event in its trust records (`pre_tool_use`).
-fn event_key(event: &str) -> String {
+pub fn event_key(event: &str) -> String {
     let mut key = String::new();
     for (i, c) in event.chars().enumerate() {
         if c.is_ascii_uppercase() {

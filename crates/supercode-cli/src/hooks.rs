@@ -145,16 +145,10 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
         }
         HooksCommand::Status { json } => {
             let mut statuses = Vec::new();
-            for agent in [Agent::ClaudeCode, Agent::Codex] {
+            for agent in Agent::ALL {
                 let path = agent.settings_path()?;
                 let status = agent.hooks().status(&path);
-                let trust = (agent == Agent::Codex).then(|| {
-                    let config = codex::codex_home()
-                        .map(|home| home.join("config.toml"))
-                        .unwrap_or_default();
-                    codex::trust(&path, &config)
-                });
-                statuses.push((status, trust));
+                statuses.push((status, agent.trust(&path)));
             }
             print_status(&statuses, json);
             Ok(())

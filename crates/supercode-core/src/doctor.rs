@@ -2,14 +2,16 @@
 //!
 //! A check *fails* when something Supercode Tray needs does not work: the receipt directory is
 //! refused, the log directory is not writable, the secret store does not answer, the platform is
-//! not supported, Claude Code's hooks run a program that is gone. Doctor then exits non-zero. A
+//! not supported, an agent's hooks run a program that is gone. Doctor then exits non-zero. A
 //! *warning* is something that works but that you should know of, mostly why "nothing happens":
 //! the tray app is not running, no notification server or tray host is on the session bus, no
-//! program would open a URL or a folder, a file was ignored (each one, with its reason).
+//! program would open a URL or a folder, a file was ignored (each one, with its reason), Codex
+//! does not trust our hooks yet.
 
 use std::path::Path;
 use std::time::Duration;
 
+use agent_hooks::agent::Agent;
 use live_runtime::{PrivateDir, ReceiptDir};
 use serde::Serialize;
 
@@ -143,7 +145,7 @@ pub async fn run(locations: &Locations) -> DoctorReport {
     }
     checks.push(opener(Opening::Browser));
     checks.push(opener(Opening::Folder));
-    checks.push(claude_code());
+    checks.extend(Agent::ALL.map(agent_hooks));
     checks.extend(ignored_files(locations, sources.ignored()));
     DoctorReport { checks }
 }
@@ -310,41 +312,53 @@ fn ignored_files(
     })
 }
 
-/// Whether Claude Code's sessions reach the tray: our hooks in its settings, and the program
-/// they run still there (a hook whose program is gone makes Claude Code report an error on
-/// every event).
-fn claude_code() -> Check {
-    use agent_hooks::claude_code::{settings_path, HOOKS};
+/// Whether `agent`'s sessions reach the tray: our hooks in its settings, the program they run
+/// still there (a hook whose program is gone makes the agent report an error on every event),
+/// and, for Codex, trusted in Codex (it runs no hook the user has not trusted).
+fn agent_hooks(agent: Agent) -> Check {
     use agent_hooks::settings::Installed;
-    const NAME: &str = "Claude Code";
-    const INSTALL: &str = "supercode-tray hooks install claude-code";
-    let path = match settings_path() {
+    let name = agent.title();
+    let install = format!("supercode-tray hooks install {}", agent.name());
+    let path = match agent.settings_path() {
         Ok(path) => path,
-        Err(e) => return Check::warn(NAME, e.to_string(), "set HOME"),
+        Err(e) => return Check::warn(name, e.to_string(), "set HOME"),
     };
-    let status = HOOKS.status(&path);
+    let status = agent.hooks().status(&path);
     let shown = path.display();
+    let untrusted = agent
+        .trust(&path)
+        .filter(|trust| trust.problem.is_some() || !trust.needs_review.is_empty());
     match (&status.problem, &status.installed) {
         (Some(problem), _) => Check::warn(
-            NAME,
+            name,
             format!("cannot tell whether it is connected: {problem}"),
-            format!("fix {shown}, then run `{INSTALL}`"),
+            format!("fix {shown}, then run `{install}`"),
         ),
         (None, Installed::No) => Check::ok(
-            NAME,
-            format!("not connected ({shown} has no hook of ours); to see Claude Code sessions in the tray: {INSTALL}"),
+            name,
+            format!("not connected ({shown} has no hook of ours); to see {name} sessions in the tray: {install}"),
         ),
         (None, Installed::Partly) => Check::warn(
-            NAME,
+            name,
             format!("partly connected: {shown} lacks the hooks for {}", status.missing_events.join(", ")),
-            format!("run `{INSTALL}`"),
+            format!("run `{install}`"),
         ),
         (None, Installed::Yes) if !status.binary_exists => Check::fail(
-            NAME,
+            name,
             format!("connected, but the hook's program is missing ({})", status.commands.join(", ")),
-            format!("run `{INSTALL}` with the installed supercode-tray, or `supercode-tray hooks remove claude-code`"),
+            format!("run `{install}` with the installed supercode-tray, or `supercode-tray hooks remove {}`", agent.name()),
         ),
-        (None, Installed::Yes) => Check::ok(NAME, format!("connected through {shown}")),
+        (None, Installed::Yes) => match untrusted {
+            Some(trust) => Check::warn(
+                name,
+                match &trust.problem {
+                    Some(problem) => format!("installed in {shown}, but cannot tell whether {name} trusts them: {problem}"),
+                    None => format!("installed in {shown}, but not trusted in {name} yet ({}), so {name} does not run them", trust.needs_review.join(", ")),
+                },
+                format!("start {name}; when it says \"Hooks need review\", review them and trust the Supercode Tray entries"),
+            ),
+            None => Check::ok(name, format!("connected through {shown}")),
+        },
     }
 }
 
