@@ -19,6 +19,10 @@ use tracing::{debug_span, Instrument};
 use crate::view::{RuntimeStatus, Snapshot};
 use crate::{CoreError, Locations, Refusal};
 
+/// How long a one-time attach link can be redeemed (once), from when it is minted: what the
+/// shells tell a user who opens the link themselves.
+pub const LINK_TTL: std::time::Duration = attach_proxy::ATTACH_CODE_TTL;
+
 /// The attach proxies this process runs, by runtime endpoint.
 #[derive(Default)]
 pub struct AttachSessions {

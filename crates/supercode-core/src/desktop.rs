@@ -15,21 +15,31 @@ use crate::CoreError;
 
 /// Opens a one-time attach URL in the user's browser, from the backend. `SUPERCODE_BROWSER`, when
 /// set, names the program to use instead of the desktop default (tests use it).
+/// A browser that fails is named in the error (the one `SUPERCODE_BROWSER` names, or the
+/// desktop's default), so the user knows which setting to fix.
 pub fn open_in_browser(url: &AttachUrl) -> Result<(), CoreError> {
     match std::env::var_os("SUPERCODE_BROWSER").filter(|v| !v.is_empty()) {
-        Some(program) => match program.into_string() {
-            Ok(program) => launch(url.as_str(), Some(&program)),
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "SUPERCODE_BROWSER is not valid UTF-8",
-            )),
-        },
-        None => launch(url.as_str(), None),
+        Some(program) => {
+            let what = format!(
+                "could not open the browser SUPERCODE_BROWSER names, {}",
+                crate::text::quoted(&program.to_string_lossy())
+            );
+            match program.into_string() {
+                Ok(program) => launch(url.as_str(), Some(&program)),
+                Err(_) => Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "it is not valid UTF-8",
+                )),
+            }
+            .map_err(|source| CoreError::Io { what, source })
+        }
+        None => launch(url.as_str(), None).map_err(|source| CoreError::Io {
+            what:
+                "could not open the desktop's default browser (set SUPERCODE_BROWSER to choose one)"
+                    .into(),
+            source,
+        }),
     }
-    .map_err(|source| CoreError::Io {
-        what: "could not open the browser (set SUPERCODE_BROWSER to choose one)".into(),
-        source,
-    })
 }
 
 /// Opens a folder in the file manager, creating it first if it is missing (the logs folder
