@@ -197,8 +197,19 @@ pub(crate) fn find_record(
         let file_name = format!("{}.json", endpoint.as_str());
         return match live_runtime::read_receipt(receipts, &file_name)? {
             ReceiptScan::Listed(record) => Ok(record),
-            _ => Err(CoreError::UnknownRuntime { id: id.to_owned() }),
+            _ => Err(unknown(id)),
         };
     }
-    Ok(live_runtime::find_live_runtime(receipts, id)?)
+    live_runtime::find_live_runtime(receipts, id).map_err(|e| match e {
+        // Its `what` is a description (`runtime id "x"`): the one wording names what was asked.
+        live_runtime::LiveRuntimeReceiptError::NotFound { .. } => unknown(id),
+        other => other.into(),
+    })
+}
+
+/// The one "no such runtime" ([`CoreError::UnknownRuntime`]).
+fn unknown(id: &str) -> CoreError {
+    CoreError::UnknownRuntime {
+        query: id.to_owned(),
+    }
 }

@@ -506,7 +506,11 @@ impl Snapshot {
         self.runtimes
             .iter()
             .filter(|r| r.status == RuntimeStatus::Running && r.origin != RuntimeOrigin::Catalog)
-            .all(|r| r.state.as_ref().is_some_and(|s| s.value != AgentState::Unknown))
+            .all(|r| {
+                r.state
+                    .as_ref()
+                    .is_some_and(|s| s.value != AgentState::Unknown)
+            })
     }
 }
 

@@ -872,6 +872,7 @@ impl Asked {
             name: self.name.clone(),
             action: self.action.clone(),
             says: says.and_then(|view| view.title.clone()),
+            offers: says.map(|view| view.actions.iter().map(|a| a.id.clone()).collect()),
         }
     }
 
@@ -928,10 +929,9 @@ impl Agents {
         record: &LiveRuntimeRecord,
         action: &str,
     ) -> Result<(AgentActionView, u64), CoreError> {
+        // An action id no document can hold is still looked up, so that the refusal lists what
+        // the runtime does offer.
         let asked = Asked::new(record, action);
-        if !document::is_valid_action_id(action) {
-            return Err(asked.not_offered(None));
-        }
         let target = resolve_off_thread(&self.inner.receipts, record).await?;
         let latest = self.latest_of(record, &target, &asked).await?;
         let revision = latest.document.revision;
