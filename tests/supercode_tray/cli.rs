@@ -13,11 +13,11 @@ use std::time::Duration;
 use live_runtime::test_support::{self, mkfifo, sparse_file, wait_until, ChildGuard};
 use serde_json::Value;
 
-const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
-const TOKEN_CANARY: &str = "canary-cli-token-3e8b61f0d4a2";
+pub(crate) const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
+pub(crate) const TOKEN_CANARY: &str = "canary-cli-token-3e8b61f0d4a2";
 const API_KEY_CANARY: &str = "canary-cli-apikey-92c4e7a1b5";
 /// How long a demo runtime gets to print its endpoint (it is already compiled).
-const START_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A private set of directories, as the CLI finds them through its environment.
 /// Points `command` at a private set of directories under `home` (receipts, the file secret
@@ -35,13 +35,13 @@ pub(crate) fn private_env(command: &mut Command, home: &Path) {
         .stdin(Stdio::null());
 }
 
-struct Home {
+pub(crate) struct Home {
     dir: tempfile::TempDir,
     extra_env: Vec<(&'static str, OsString)>,
 }
 
 impl Home {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         for sub in ["canon", "workspace"] {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
@@ -52,11 +52,11 @@ impl Home {
         }
     }
 
-    fn path(&self, sub: &str) -> PathBuf {
+    pub(crate) fn path(&self, sub: &str) -> PathBuf {
         self.dir.path().join(sub)
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(TRAY);
         command.args(args);
         private_env(&mut command, self.dir.path());
@@ -65,26 +65,26 @@ impl Home {
     }
 
     /// Runs a subcommand to completion; everything it printed is kept for the canary check.
-    fn run(&self, args: &[&str], printed: &mut String) -> Output {
+    pub(crate) fn run(&self, args: &[&str], printed: &mut String) -> Output {
         let output = self.command(args).output().unwrap();
         printed.push_str(&String::from_utf8_lossy(&output.stdout));
         printed.push_str(&String::from_utf8_lossy(&output.stderr));
         output
     }
 
-    fn list_json(&self, printed: &mut String) -> Value {
+    pub(crate) fn list_json(&self, printed: &mut String) -> Value {
         let output = self.run(&["list", "--json"], printed);
         assert!(output.status.success(), "{output:?}");
         serde_json::from_slice(&output.stdout).unwrap()
     }
 
     /// Starts `demo-runtime --token-file` and waits for the endpoint it prints first.
-    fn start_demo(&self, name: &str, token_file: &Path) -> Demo {
+    pub(crate) fn start_demo(&self, name: &str, token_file: &Path) -> Demo {
         self.start_demo_with(name, token_file, &[])
     }
 
     /// [`Home::start_demo`] with more arguments (`--scenario approval`).
-    fn start_demo_with(&self, name: &str, token_file: &Path, more: &[&str]) -> Demo {
+    pub(crate) fn start_demo_with(&self, name: &str, token_file: &Path, more: &[&str]) -> Demo {
         let workspace = self.path("workspace");
         let mut args = vec![
             "demo-runtime",
@@ -144,9 +144,9 @@ impl Home {
     }
 }
 
-struct Demo {
+pub(crate) struct Demo {
     child: Child,
-    endpoint: String,
+    pub(crate) endpoint: String,
 }
 
 impl Demo {
@@ -169,7 +169,7 @@ impl Drop for Demo {
     }
 }
 
-fn runtimes(list: &Value) -> &Vec<Value> {
+pub(crate) fn runtimes(list: &Value) -> &Vec<Value> {
     list["runtimes"].as_array().unwrap()
 }
 
@@ -203,7 +203,7 @@ fn all_command_lines() -> String {
     text
 }
 
-fn assert_clean(what: &str, text: &str, secrets: &[&str]) {
+pub(crate) fn assert_clean(what: &str, text: &str, secrets: &[&str]) {
     for secret in secrets {
         assert!(
             !text.contains(secret),
@@ -421,7 +421,7 @@ fn approve_exits_1_when_the_registration_is_rejected() {
 }
 
 /// The proxy's own loopback address, from the attach URL.
-fn proxy_address(url: &str) -> std::net::SocketAddr {
+pub(crate) fn proxy_address(url: &str) -> std::net::SocketAddr {
     url.strip_prefix("http://")
         .and_then(|rest| rest.split('/').next())
         .and_then(|authority| authority.parse().ok())
@@ -654,9 +654,9 @@ fn approve_restarted_mid_poll_with_another_canon_base_url_sends_the_poll_token_n
 
 /// A `sleep` whose pid a hand-written receipt claims with another start time: the receipt is
 /// stale (its pid now belongs to another process) and revivable from its supervisor.
-struct StaleReceipt {
+pub(crate) struct StaleReceipt {
     _holder: ChildGuard,
-    endpoint: String,
+    pub(crate) endpoint: String,
 }
 
 fn stale_receipt(home: &Home, argv: &[&str], env: Value) -> StaleReceipt {
@@ -664,7 +664,12 @@ fn stale_receipt(home: &Home, argv: &[&str], env: Value) -> StaleReceipt {
 }
 
 /// [`stale_receipt`] whose display name (and runtime id, `test:NAME`) is `name`.
-fn stale_receipt_named(home: &Home, name: &str, argv: &[&str], env: Value) -> StaleReceipt {
+pub(crate) fn stale_receipt_named(
+    home: &Home,
+    name: &str,
+    argv: &[&str],
+    env: Value,
+) -> StaleReceipt {
     let holder = ChildGuard::sleep();
     let identity = holder.identity();
     let endpoint = live_runtime::LiveRuntimeEndpoint::generate();
@@ -1132,7 +1137,7 @@ fn issue_13_list_and_doctor_return_promptly_over_a_hostile_canon_home() {
 }
 
 /// The `state` object `list --json` gives the runtime `endpoint`.
-fn agent_state<'a>(list: &'a Value, endpoint: &str) -> Option<&'a Value> {
+pub(crate) fn agent_state<'a>(list: &'a Value, endpoint: &str) -> Option<&'a Value> {
     runtimes(list)
         .iter()
         .find(|r| r["endpoint"] == endpoint)

@@ -9,6 +9,7 @@
 //! `cli` tests give every child they start its own environment, so sharing the binary is safe.
 
 mod app_commands;
+mod by_name;
 mod claude_code;
 mod cli;
 mod codex;

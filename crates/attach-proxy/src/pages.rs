@@ -26,7 +26,7 @@ macro_rules! page {
 
 const EXPIRED: &str = page!(
     "Attach link expired",
-    "This attach link has expired or was already used. Attach again from Supercode Tray."
+    "This attach link has expired or was already used: each link works once, within 30 seconds. Attach again from Supercode Tray, or for a new link from the command line run <code>supercode-tray attach NAME</code> again."
 );
 const NO_SESSION: &str = page!(
     "Not attached",
@@ -137,4 +137,16 @@ pub(crate) fn method_not_allowed() -> Response<ProxyBody> {
 /// 403 for a service worker's script: registering one through the proxy fails.
 pub(crate) fn service_worker_refused() -> Response<ProxyBody> {
     page(StatusCode::FORBIDDEN, SERVICE_WORKER_REFUSED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The expired page tells the link's lifetime as the proxy enforces it.
+    #[test]
+    fn the_expired_page_says_how_long_a_link_lasts() {
+        let lasts = format!("within {} seconds", crate::ATTACH_CODE_TTL.as_secs());
+        assert!(EXPIRED.contains(&lasts), "{EXPIRED}");
+    }
 }

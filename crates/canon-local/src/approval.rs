@@ -440,16 +440,17 @@ fn backoff(options: &ApprovalOptions, failures: u32) -> Duration {
 }
 
 /// Dismisses a registration locally (after Canon rejected it, or when the user gives up):
-/// clears the pending entry and the tray's record of its API. Canon is not contacted.
+/// clears the pending entry and the tray's record of its API. Canon is not contacted. Returns
+/// whether there was a registration for `profile` to dismiss.
 pub fn reject(
     home: &CanonHome,
     origins: &RegistrationOrigins,
     profile: &str,
-) -> Result<(), CanonFileError> {
+) -> Result<bool, CanonFileError> {
     let entry = load_pending_registrations(home)?.get(profile).cloned();
-    clear_pending_registration(home, profile)?;
+    let dismissed = clear_pending_registration(home, profile)?;
     if let Some(entry) = entry {
         origins.forget(&entry.local_registration_id)?;
     }
-    Ok(())
+    Ok(dismissed)
 }

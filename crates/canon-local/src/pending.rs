@@ -221,14 +221,16 @@ fn push_key(order: &mut Vec<String>, key: &str) {
     }
 }
 
-/// `clearPendingRegistration(profile)`: rewrites the file only if the entry existed.
-pub fn clear_pending_registration(home: &CanonHome, profile: &str) -> Result<(), CanonFileError> {
+/// `clearPendingRegistration(profile)`: rewrites the file only if the entry existed, and says
+/// whether it did (the package returns nothing; a dismiss of nothing is an error to the tray).
+pub fn clear_pending_registration(home: &CanonHome, profile: &str) -> Result<bool, CanonFileError> {
     exclusive(|| {
         let mut pending = load_pending_registrations(home)?;
-        if pending.is_present(profile) {
+        let present = pending.is_present(profile);
+        if present {
             pending.remove(profile);
             save_unlocked(home, &pending)?;
         }
-        Ok(())
+        Ok(present)
     })
 }

@@ -23,7 +23,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use supercode_core::text::visible;
+use supercode_core::resolve::RuntimeAction;
+use supercode_core::text::{quoted, visible};
 use supercode_core::view::{PendingState, PendingView};
 use supercode_core::{CoreError, Supercode};
 
@@ -80,20 +81,23 @@ pub enum Command {
     },
     /// Remove a stale runtime receipt (and its keychain entry); nothing else is touched.
     Forget {
-        /// The runtime's id, as `list` shows it.
+        /// The runtime's NAME or ID, as `list` shows them.
+        #[arg(value_name = "NAME|ID")]
         id: String,
     },
     /// Open a live runtime in the browser through the authenticating loopback proxy.
     Attach {
-        /// The runtime's id, as `list` shows it.
+        /// The runtime's NAME or ID, as `list` shows them.
+        #[arg(value_name = "NAME|ID")]
         id: String,
-        /// Print the one-time URL without opening a browser.
+        /// Print the one-time URL (it works once, within 30 s) without opening a browser.
         #[arg(long)]
         no_open: bool,
     },
     /// Relaunch a stopped runtime from its recorded launch command, after showing what will run.
     Revive {
-        /// The catalog id (or live id) as `list` shows it.
+        /// The runtime's NAME or ID, as `list` shows them.
+        #[arg(value_name = "NAME|ID")]
         id: String,
         /// Run the plan shown without asking (required when stdin is not a terminal).
         #[arg(long, short = 'y')]
@@ -128,7 +132,8 @@ pub enum Command {
     },
     /// Invoke an action a running runtime's agent offers now (`list` shows them), e.g. approve.
     Act {
-        /// The runtime's id, as `list` shows it.
+        /// The runtime's NAME or ID, as `list` shows them.
+        #[arg(value_name = "NAME|ID")]
         id: String,
         /// The action's id, as `list --json` shows it (`approve`, `deny`, ...).
         action: String,
@@ -244,10 +249,10 @@ pub enum CliError {
         source: std::io::Error,
     },
     /// `attach`'s runtime went away, so its proxy closed.
-    #[error("{id} stopped, so its attach proxy is closed")]
+    #[error("{} stopped, so its attach proxy is closed", quoted(.name))]
     ProxyClosed {
-        /// The runtime's id as given.
-        id: String,
+        /// The runtime's display name.
+        name: String,
     },
 }
 
@@ -322,8 +327,10 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
             output::print_list(&core.reconcile_and_snapshot_with_states().await, json)
         }
         Command::Forget { id } => {
-            core.forget(&id)?;
-            println!("Forgot {}.", visible(&id));
+            let runtime = core.resolve(&id).await?;
+            let endpoint = runtime.target_for(RuntimeAction::Forget)?;
+            core.forget(endpoint)?;
+            println!("Forgot {} ({}).", quoted(&runtime.name), visible(endpoint));
         }
         Command::Attach { id, no_open } => attach(&core, &id, no_open).await?,
         Command::Revive { id, yes, allow_env } => revive::run(&core, &id, yes, allow_env).await?,
@@ -370,7 +377,10 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
                 return Err(CliError::DoctorFailed);
             }
         }
-        Command::Act { id, action, yes } => agents::act(&core, &id, &action, yes).await?,
+        Command::Act { id, action, yes } => {
+            let runtime = core.resolve(&id).await?;
+            agents::act(&core, runtime.target_for(RuntimeAction::Act)?, &action, yes).await?
+        }
         Command::Events { json: _ } => agents::events(&core).await?,
         Command::DemoRuntime(_)
         | Command::Hooks { .. }
@@ -382,28 +392,37 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `attach ID`: the one-time URL is the first line on stdout; the proxy serves until interrupted,
-/// or until its runtime goes away (its receipt removed, or its process exited), as in the tray.
-/// Either way it ends as the tray does, with the core's awaited shutdown.
-async fn attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), CliError> {
-    let outcome = serve_attach(core, id, no_open).await;
+/// `attach NAME|ID`: the one-time URL is the first line on stdout; the proxy serves until
+/// interrupted, or until its runtime goes away (its receipt removed, or its process exited), as
+/// in the tray. Either way it ends as the tray does, with the core's awaited shutdown.
+async fn attach(core: &Supercode, name_or_id: &str, no_open: bool) -> Result<(), CliError> {
+    let outcome = serve_attach(core, name_or_id, no_open).await;
     core.shutdown().await;
     outcome
 }
 
-async fn serve_attach(core: &Supercode, id: &str, no_open: bool) -> Result<(), CliError> {
+async fn serve_attach(core: &Supercode, name_or_id: &str, no_open: bool) -> Result<(), CliError> {
+    let runtime = core.resolve(name_or_id).await?;
+    let endpoint = runtime.target_for(RuntimeAction::Attach)?;
     // Watching from before the attach, so a runtime that goes right after it is still seen.
     let _watch = core.watch();
-    let url = core.attach(id).await?;
+    let url = core.attach(endpoint).await?;
     println!("{}", url.as_str());
-    if !no_open {
-        supercode_core::desktop::open_in_browser(&url).await?;
+    let once = format!(
+        "The link works once, within {} s of now: open it in a browser.",
+        supercode_core::attach::LINK_TTL.as_secs()
+    );
+    if no_open {
+        eprintln!("{once}");
+    } else if let Err(error) = supercode_core::desktop::open_in_browser(&url).await {
+        // The link is served all the same: the user can open it by hand.
+        eprintln!("warning: {}. {once}", visible(&error.to_string()));
     }
     eprintln!("Serving the attach proxy; press Ctrl-C to stop.");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => Ok(()),
         () = core.proxies_stopped() => {
-            Err(CliError::ProxyClosed { id: id.to_owned() })
+            Err(CliError::ProxyClosed { name: runtime.name })
         }
     }
 }

@@ -15,7 +15,7 @@ use std::io::BufRead as _;
 
 use serde::Serialize;
 use supercode_core::doctor::{CheckStatus, DoctorReport};
-use supercode_core::text::{json_safe, visible};
+use supercode_core::text::{json_safe, quoted, visible};
 use supercode_core::view::{PendingState, PendingView, RuntimeView, Snapshot};
 
 use super::CliError;
@@ -85,6 +85,9 @@ fn render_list(snapshot: &Snapshot, json: bool) -> String {
             if let Some(reason) = &r.status_reason {
                 let _ = writeln!(out, "{:<38} {}", "", visible(reason));
             }
+            if let Some(asks) = agent_asks(r) {
+                let _ = writeln!(out, "{:<38} {asks}", "");
+            }
         }
     }
     for ignored in &snapshot.ignored {
@@ -110,6 +113,21 @@ fn agent_state_text(r: &RuntimeView) -> String {
         .and_then(|s| serde_json::to_value(s.value).ok())
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_else(|| "-".to_owned())
+}
+
+/// What the agent says it is doing or asks (its title, quoted) and the ids of the actions it
+/// offers (what `act` takes), for the line under its row; `None` when it says nothing.
+fn agent_asks(r: &RuntimeView) -> Option<String> {
+    let state = r.state.as_ref()?;
+    let title = state.title.as_deref().map(quoted);
+    let actions: Vec<&str> = state.actions.iter().map(|a| a.id.as_str()).collect();
+    let actions = (!actions.is_empty()).then(|| format!("act: {}", visible(&actions.join(", "))));
+    match (title, actions) {
+        (None, None) => None,
+        (Some(title), None) => Some(title),
+        (None, Some(actions)) => Some(actions),
+        (Some(title), Some(actions)) => Some(format!("{title}  {actions}")),
+    }
 }
 
 fn status_text(r: &RuntimeView) -> String {

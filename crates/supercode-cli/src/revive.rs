@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 
+use supercode_core::resolve::RuntimeAction;
 use supercode_core::revive::ReviveRequest;
 use supercode_core::text::{quoted, visible};
 use supercode_core::view::RevivePlanView;
@@ -19,13 +20,16 @@ use supercode_core::Supercode;
 
 use crate::CliError;
 
-/// Shows the plan for `id`, confirms it, and revives it.
+/// Shows the plan for the runtime `name_or_id` means (the core's rule), confirms it, and
+/// revives it: plan and revive both name it by the id it resolved to.
 pub async fn run(
     core: &Supercode,
-    id: &str,
+    name_or_id: &str,
     yes: bool,
     allow_env: Vec<String>,
 ) -> Result<(), CliError> {
+    let runtime = core.resolve(name_or_id).await?;
+    let id = runtime.target_for(RuntimeAction::Revive)?;
     let plan = core.revive_plan(id).await?;
     print!("{}", plan_text(&plan, &allow_env));
     let _ = std::io::stdout().flush();
@@ -42,7 +46,7 @@ pub async fn run(
                 .reason
                 .clone()
                 .unwrap_or_else(|| "Some variables are refused.".into()),
-            id: id.to_owned(),
+            id: visible(id).into_owned(),
             names: still_refused,
         });
     }

@@ -155,8 +155,14 @@ impl ApprovalBoard {
             }
             .into());
         }
-        canon_local::reject(&locations.canon, &locations.registration_origins(), profile)?;
+        let dismissed =
+            canon_local::reject(&locations.canon, &locations.registration_origins(), profile)?;
         self.lock().remove(profile);
+        if !dismissed {
+            return Err(CoreError::NoSuchRegistration {
+                profile: profile.to_owned(),
+            });
+        }
         Ok(())
     }
 }

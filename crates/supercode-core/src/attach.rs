@@ -19,6 +19,10 @@ use tracing::{debug_span, Instrument};
 use crate::view::{RuntimeStatus, Snapshot};
 use crate::{CoreError, Locations, Refusal};
 
+/// How long a one-time attach link can be redeemed (once), from when it is minted: what the
+/// shells tell a user who opens the link themselves.
+pub const LINK_TTL: std::time::Duration = attach_proxy::ATTACH_CODE_TTL;
+
 /// The attach proxies this process runs, by runtime endpoint.
 #[derive(Default)]
 pub struct AttachSessions {
@@ -193,8 +197,19 @@ pub(crate) fn find_record(
         let file_name = format!("{}.json", endpoint.as_str());
         return match live_runtime::read_receipt(receipts, &file_name)? {
             ReceiptScan::Listed(record) => Ok(record),
-            _ => Err(CoreError::UnknownRuntime { id: id.to_owned() }),
+            _ => Err(unknown(id)),
         };
     }
-    Ok(live_runtime::find_live_runtime(receipts, id)?)
+    live_runtime::find_live_runtime(receipts, id).map_err(|e| match e {
+        // Its `what` is a description (`runtime id "x"`): the one wording names what was asked.
+        live_runtime::LiveRuntimeReceiptError::NotFound { .. } => unknown(id),
+        other => other.into(),
+    })
+}
+
+/// The one "no such runtime" ([`CoreError::UnknownRuntime`]).
+fn unknown(id: &str) -> CoreError {
+    CoreError::UnknownRuntime {
+        query: id.to_owned(),
+    }
 }

@@ -56,19 +56,29 @@ pub struct NoLauncher(String);
 
 /// Opens a one-time attach URL in the user's browser, from the backend. `SUPERCODE_BROWSER`, when
 /// set, names the program to use instead of the desktop default (tests use it). Waits for the
-/// launcher's verdict (at most [`LAUNCHER_VERDICT`]).
+/// launcher's verdict (at most [`LAUNCHER_VERDICT`]). A browser that fails is named in the error
+/// (the one `SUPERCODE_BROWSER` names, or the desktop's default), so the user knows which
+/// setting to fix.
 pub async fn open_in_browser(url: &AttachUrl) -> Result<(), CoreError> {
-    let opened = match browser_program() {
-        Ok(program) => match launch(url.as_str(), program.as_deref()) {
-            Ok(launched) => launched.verdict().await,
-            Err(e) => Err(e),
-        },
+    let program = browser_program().map_err(|source| CoreError::Io {
+        what: "could not open the browser".into(),
+        source,
+    })?;
+    let what = match &program {
+        Some(program) => format!(
+            "could not open the browser SUPERCODE_BROWSER names, {}",
+            crate::text::quoted(program)
+        ),
+        None => {
+            "could not open the desktop's default browser (set SUPERCODE_BROWSER to choose one)"
+                .to_owned()
+        }
+    };
+    let opened = match launch(url.as_str(), program.as_deref()) {
+        Ok(launched) => launched.verdict().await,
         Err(e) => Err(e),
     };
-    opened.map_err(|source| CoreError::Io {
-        what: "could not open the browser (set SUPERCODE_BROWSER to choose one)".into(),
-        source,
-    })
+    opened.map_err(|source| CoreError::Io { what, source })
 }
 
 /// Opens a folder in the file manager, creating it first if it is missing (the logs folder

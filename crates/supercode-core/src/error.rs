@@ -5,6 +5,7 @@
 //! are for people and say what to do next.
 
 use crate::revive::{ReviveBlocker, ReviveFailure};
+use crate::text::{quoted, visible};
 use crate::view::{CommandError, ErrorCode};
 
 /// Why a core operation failed; every message says what to do next.
@@ -13,11 +14,26 @@ pub enum CoreError {
     /// No home directory to put logs and state in.
     #[error("no home directory found; set HOME (or SUPERCODE_LOG_DIR and SUPERCODE_STATE_DIR)")]
     NoHome,
-    /// No runtime in the inventory has that id.
-    #[error("no runtime with id {id}; run `supercode-tray list` to see the ids")]
+    /// No runtime in the inventory has that name or id: the one wording for "no such runtime"
+    /// (it may never have existed, or be gone; nothing is said of a runtime it cannot see).
+    #[error("no runtime is named {} or has that id; `supercode-tray list` shows each runtime's NAME and ID", quoted(.query))]
     UnknownRuntime {
-        /// The id that was asked for.
-        id: String,
+        /// The name or id that was asked for.
+        query: String,
+    },
+    /// Several runtimes have that name (or runtime id): none is picked.
+    #[error("{} names {} runtimes, so none was picked; use one of their ids:{}", quoted(.query), .candidates.len(), candidate_lines(.candidates))]
+    AmbiguousRuntime {
+        /// The name that was asked for.
+        query: String,
+        /// Every runtime it could mean, in the inventory's order.
+        candidates: Vec<crate::resolve::Candidate>,
+    },
+    /// No pending registration has that profile (dismissing it did nothing).
+    #[error("no pending registration for {}; `supercode-tray pending` lists them", quoted(.profile))]
+    NoSuchRegistration {
+        /// The profile that was asked for.
+        profile: String,
     },
     /// The action does not apply to this runtime or registration now.
     #[error(transparent)]
@@ -36,9 +52,10 @@ pub enum CoreError {
         /// The variable the confirmation named.
         variable: String,
     },
-    /// A receipt operation failed.
+    /// A receipt operation failed. (A receipt that is not there is [`CoreError::UnknownRuntime`]:
+    /// see the `From` below.)
     #[error(transparent)]
-    Receipt(#[from] live_runtime::LiveRuntimeReceiptError),
+    Receipt(live_runtime::LiveRuntimeReceiptError),
     /// A `$CANON_HOME` file operation failed.
     #[error(transparent)]
     Canon(#[from] canon_local::CanonFileError),
@@ -64,8 +81,9 @@ pub enum CoreError {
     /// the document says instead is part of the message, so the reason reaches the user
     /// ("Already answered in the terminal" when a session's terminal answered first).
     #[error(
-        "{name} does not offer \"{action}\" now{}; run `supercode-tray list` to see what it offers",
-        it_says(.says.as_deref())
+        "{name} does not offer \"{action}\" now{}; {}",
+        it_says(.says.as_deref()),
+        it_offers(.offers.as_deref())
     )]
     ActionNotOffered {
         /// The runtime's display name.
@@ -74,6 +92,9 @@ pub enum CoreError {
         action: String,
         /// The latest document's title (sanitized), when there was a document.
         says: Option<String>,
+        /// The ids of the actions that document offers, in order (valid action ids, plain
+        /// text), when there was a document.
+        offers: Option<Vec<String>>,
     },
     /// The runtime does not serve the status API, so it offers no action.
     #[error("{name} does not serve the status API, so it offers no actions")]
@@ -200,6 +221,17 @@ pub enum Refusal {
         /// The action (sanitized).
         action: String,
     },
+    /// An action asked of a runtime it does not apply to now, with the inventory's reason (the
+    /// one the window shows beside the disabled button).
+    #[error("{} cannot be {action}: {}", quoted(.name), visible(.reason))]
+    NotAvailable {
+        /// What would have been done to it ("attached", "forgotten"...).
+        action: &'static str,
+        /// The runtime's display name.
+        name: String,
+        /// The view's reason.
+        reason: String,
+    },
     /// An agent action asked of a runtime whose process is gone.
     #[error("{name} is not running ({reason}), so it offers no actions")]
     NotRunning {
@@ -208,6 +240,25 @@ pub enum Refusal {
         /// Why its receipt is stale.
         reason: String,
     },
+}
+
+/// One line per candidate, each field shown for a terminal (records may hold anything, a line
+/// break included): `  ID  STATUS  "NAME"  WORKSPACE`.
+fn candidate_lines(candidates: &[crate::resolve::Candidate]) -> String {
+    candidates
+        .iter()
+        .map(|c| {
+            let workspace = c.workspace.as_deref().map(visible).unwrap_or_default();
+            format!(
+                "\n  {}  {}  {}  {workspace}",
+                visible(&c.id),
+                c.status,
+                quoted(&c.name)
+            )
+            .trim_end()
+            .to_owned()
+        })
+        .collect()
 }
 
 fn names(variables: &[(String, String)]) -> String {
@@ -237,9 +288,10 @@ impl CoreError {
         use live_runtime::LiveRuntimeReceiptError as R;
         match self {
             CoreError::UnknownRuntime { .. }
-            | CoreError::Receipt(R::NotFound { .. })
+            | CoreError::NoSuchRegistration { .. }
             | CoreError::Approval(A::NoPendingRegistration { .. }) => ErrorCode::NotFound,
             CoreError::Refused(_)
+            | CoreError::AmbiguousRuntime { .. }
             | CoreError::Receipt(R::StillRunning { .. } | R::Ambiguous { .. })
             | CoreError::Approval(
                 A::OtherCanon { .. } | A::Client(canon_local::ClientError::InsecureBaseUrl { .. }),
@@ -264,12 +316,33 @@ impl CoreError {
     }
 }
 
+impl From<live_runtime::LiveRuntimeReceiptError> for CoreError {
+    /// A receipt that is not there (gone between the list and the action, or never there) is
+    /// told in the one wording for "no such runtime".
+    fn from(error: live_runtime::LiveRuntimeReceiptError) -> Self {
+        match error {
+            live_runtime::LiveRuntimeReceiptError::NotFound { what } => {
+                CoreError::UnknownRuntime { query: what }
+            }
+            other => CoreError::Receipt(other),
+        }
+    }
+}
+
 impl From<CoreError> for CommandError {
     fn from(error: CoreError) -> Self {
         CommandError {
             code: error.code(),
             message: error.to_string(),
         }
+    }
+}
+
+fn it_offers(offers: Option<&[String]>) -> String {
+    match offers {
+        None => "run `supercode-tray list --json` to see what it offers".to_owned(),
+        Some([]) => "it offers no action now".to_owned(),
+        Some(ids) => format!("it offers: {}", ids.join(", ")),
     }
 }
 

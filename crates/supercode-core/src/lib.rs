@@ -13,6 +13,7 @@
 //! - [`attach`]: proxies per runtime, one-time URLs.
 //! - [`desktop`]: handing a URL to the browser or a folder to the file manager.
 //! - [`revive`]: relaunching a stopped runtime from its recorded launch command.
+//! - [`resolve`]: which runtime a name or id means, and what may be asked of it.
 //! - [`approvals`]: carrying pending registrations through approval.
 //! - [`doctor`]: the set-up checks behind `supercode-tray doctor`.
 //! - [`background`]: what runs in the background, and its cancellation and awaited shutdown.
@@ -30,6 +31,7 @@ pub mod doctor;
 mod error;
 pub mod inventory;
 mod locations;
+pub mod resolve;
 pub mod revive;
 pub mod text;
 pub mod view;
@@ -247,6 +249,26 @@ impl Supercode {
         self.proxies.retain_live(&snapshot);
         self.agents.read_once(&mut snapshot, files).await;
         snapshot
+    }
+
+    /// The runtime `name_or_id` means: the NAME `list` shows, its id or runtime id, by the one
+    /// rule of [`resolve`] (an id first; a name or runtime id several runtimes share picks none
+    /// and lists them). A pure read of the inventory, as [`Supercode::snapshot`] gives it.
+    pub async fn resolve(&self, name_or_id: &str) -> Result<view::RuntimeView, CoreError> {
+        let (locations, approvals) = (self.locations.clone(), self.approvals.clone());
+        // Reads receipts and the catalog: off the async workers.
+        let snapshot =
+            tokio::task::spawn_blocking(move || inventory::snapshot(&locations, &approvals))
+                .await
+                .map_err(|source| CoreError::Interrupted {
+                    what: "finding the runtime",
+                    source,
+                })?;
+        logged(
+            "resolve",
+            name_or_id,
+            resolve::resolve(&snapshot.runtimes, name_or_id).cloned(),
+        )
     }
 
     /// What the running runtime `id` (its endpoint, or its runtime id when that is unambiguous)

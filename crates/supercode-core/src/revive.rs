@@ -298,7 +298,9 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
         });
     }
     let Some(record) = record else {
-        return Err(CoreError::UnknownRuntime { id: id.to_owned() });
+        return Err(CoreError::UnknownRuntime {
+            query: id.to_owned(),
+        });
     };
     if record.status == LiveRuntimeStatus::Running {
         return Err(Refusal::AlreadyRunning {

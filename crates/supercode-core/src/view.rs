@@ -498,6 +498,22 @@ pub struct Snapshot {
     pub counts: SnapshotCounts,
 }
 
+impl Snapshot {
+    /// Whether every running runtime shows what its agent is doing: `false` while one's state is
+    /// still `unknown`, as each is until its first status document arrives (and as a runtime
+    /// that does not serve the status API stays).
+    pub fn agent_states_known(&self) -> bool {
+        self.runtimes
+            .iter()
+            .filter(|r| r.status == RuntimeStatus::Running && r.origin != RuntimeOrigin::Catalog)
+            .all(|r| {
+                r.state
+                    .as_ref()
+                    .is_some_and(|s| s.value != AgentState::Unknown)
+            })
+    }
+}
+
 /// How many runtimes and registrations are in the states the window's header and the tray's
 /// tooltip and icon count: one definition for every shell.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, TS)]

@@ -34,7 +34,7 @@ async fn a_replayed_code_is_refused_with_the_expired_page() {
     assert_refusal_page(
         &replay,
         403,
-        "This attach link has expired or was already used. Attach again from Supercode Tray.",
+        "This attach link has expired or was already used: each link works once, within 30 seconds. Attach again from Supercode Tray, or for a new link from the command line run <code>supercode-tray attach NAME</code> again.",
     );
 }
 

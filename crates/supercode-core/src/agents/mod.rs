@@ -111,6 +111,11 @@ pub struct AgentOptions {
     pub action_timeout: Duration,
     /// See [`ONE_SHOT_TIMEOUT`].
     pub one_shot_timeout: Duration,
+    /// Whether the states the runtimes already running when watching starts are found in are
+    /// alerted (the tray: they need the user all the same). `false` for a stream of changes
+    /// (`events --json`): those states began before it, so they are its starting point, and
+    /// only what changes after is alerted.
+    pub alert_states_found_at_start: bool,
 }
 
 impl Default for AgentOptions {
@@ -125,6 +130,7 @@ impl Default for AgentOptions {
             alert_interval: ALERT_INTERVAL,
             action_timeout: ACTION_TIMEOUT,
             one_shot_timeout: ONE_SHOT_TIMEOUT,
+            alert_states_found_at_start: true,
         }
     }
 }
@@ -158,6 +164,9 @@ struct Inner {
     /// the CLI's), by endpoint: the act that follows is checked against it, so a change that
     /// asks nothing new in between (another client starting to watch) does not refuse it.
     looked: Mutex<HashMap<String, Document>>,
+    /// Whether [`Agents::sync`] has run: the runtimes of its first call were running when
+    /// watching started.
+    synced: std::sync::atomic::AtomicBool,
 }
 
 /// One running runtime's subscription and what it last showed.
@@ -243,6 +252,7 @@ impl Agents {
                 sink: Mutex::default(),
                 next_task: AtomicU64::new(0),
                 looked: Mutex::default(),
+                synced: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -269,6 +279,8 @@ impl Agents {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        let found_at_start = !self.inner.synced.swap(true, Ordering::SeqCst);
+        let baseline = found_at_start && !self.inner.options.alert_states_found_at_start;
         let mut entries = self.inner.lock();
         let mut unchanged: HashSet<&str> = HashSet::with_capacity(entries.len());
         let mut wanted: HashMap<&str, Generation> = HashMap::new();
@@ -300,13 +312,14 @@ impl Agents {
             }
             let task = self.inner.next_task.fetch_add(1, Ordering::Relaxed);
             let cancel = CancellationToken::new();
-            let subscription = Subscription::new(
+            let mut subscription = Subscription::new(
                 self.inner.clone(),
                 endpoint.to_owned(),
                 task,
                 &generation,
                 cancel.clone(),
             );
+            subscription.baseline = baseline;
             entries.insert(
                 endpoint.to_owned(),
                 Entry {
@@ -500,6 +513,10 @@ struct Subscription {
     /// question shown again after a brief stall (`not-answering` and back) is not news.
     alerted: Option<Prompt>,
     last_alert: Option<Instant>,
+    /// The runtime was running when watching started and its first state is not shown yet:
+    /// that state began before, so it is the starting point, not news (see
+    /// [`AgentOptions::alert_states_found_at_start`]).
+    baseline: bool,
     failures: u32,
     /// Whether the last attempt ended in a silent stream: a failed reconnection after it is a
     /// runtime that does not answer.
@@ -536,6 +553,7 @@ impl Subscription {
             alert_pending: false,
             alerted: None,
             last_alert: None,
+            baseline: false,
             failures: 0,
             after_silence: false,
         }
@@ -678,6 +696,13 @@ impl Subscription {
         let state = self.view.value;
         let entered = state != self.shown_state;
         self.shown_state = state;
+        if self.baseline && state != AgentState::Unknown {
+            // The state it was found in: a question in it counts as told.
+            self.baseline = false;
+            self.alert_pending = false;
+            self.alerted = state.needs_you().then(|| Prompt::of(&self.view));
+            return;
+        }
         if state.needs_you() {
             // A question not alerted yet is due, whether the state was entered or the agent
             // asks another one within it; the one already alerted is not, however it returns.
@@ -847,6 +872,7 @@ impl Asked {
             name: self.name.clone(),
             action: self.action.clone(),
             says: says.and_then(|view| view.title.clone()),
+            offers: says.map(|view| view.actions.iter().map(|a| a.id.clone()).collect()),
         }
     }
 
@@ -903,10 +929,9 @@ impl Agents {
         record: &LiveRuntimeRecord,
         action: &str,
     ) -> Result<(AgentActionView, u64), CoreError> {
+        // An action id no document can hold is still looked up, so that the refusal lists what
+        // the runtime does offer.
         let asked = Asked::new(record, action);
-        if !document::is_valid_action_id(action) {
-            return Err(asked.not_offered(None));
-        }
         let target = resolve_off_thread(&self.inner.receipts, record).await?;
         let latest = self.latest_of(record, &target, &asked).await?;
         let revision = latest.document.revision;

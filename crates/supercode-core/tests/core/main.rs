@@ -21,6 +21,7 @@ mod doctor;
 mod forget;
 mod incremental;
 mod inventory;
+mod resolve;
 mod revive;
 mod shutdown;
 mod watcher;
