@@ -41,8 +41,8 @@ pub use scenario::{
 };
 pub use status::{is_valid_action_id, STATUS_API_VERSION};
 pub use status_api::{
-    parse_action_body, ACTIONS_PATH, KEEP_ALIVE_INTERVAL, MAX_ACTION_BODY, STATUS_PATH,
-    STATUS_STREAM_PATH,
+    parse_action_body, ActionCall, ActionSink, ACTIONS_PATH, KEEP_ALIVE_INTERVAL, MAX_ACTION_BODY,
+    STATUS_PATH, STATUS_STREAM_PATH,
 };
 
 /// How long a stopping server lets in-flight responses finish before it drops their connections.
@@ -68,6 +68,9 @@ pub struct DemoConfig {
     /// How long each step of a scenario that moves on by itself lasts (`approval`, `error`);
     /// [`DemoConfig::new`] uses [`PHASE_DELAY`], tests lengthen it to look at every step.
     pub phase_delay: Duration,
+    /// Told of every call of the status API's action route, once answered; [`DemoConfig::new`]
+    /// tells nobody.
+    pub on_action: Option<ActionSink>,
 }
 
 impl DemoConfig {
@@ -80,6 +83,7 @@ impl DemoConfig {
             scenario: Scenario::Steady,
             keep_alive: KEEP_ALIVE_INTERVAL,
             phase_delay: PHASE_DELAY,
+            on_action: None,
         }
     }
 }
@@ -94,6 +98,7 @@ impl std::fmt::Debug for DemoConfig {
             .field("scenario", &self.scenario)
             .field("keep_alive", &self.keep_alive)
             .field("phase_delay", &self.phase_delay)
+            .field("on_action", &self.on_action.is_some())
             .finish()
     }
 }
@@ -120,6 +125,7 @@ pub enum DemoError {
 /// A running demo runtime. Dropping it stops the server; [`DemoServer::shutdown`] also waits.
 pub struct DemoServer {
     local_addr: SocketAddr,
+    board: std::sync::Arc<status::StatusBoard>,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
 }
@@ -137,6 +143,13 @@ impl DemoServer {
     /// The address the runtime listens on. Treat it as a secret: it is what the token protects.
     pub fn local_addr(&self) -> Sensitive<SocketAddr> {
         Sensitive::new(self.local_addr)
+    }
+
+    /// Gives the scenario its cue: a scenario that waits for one (`switch`) moves on, and the
+    /// revision of the document that shows it is returned; `None` when the current step waits
+    /// for no cue (nothing changes then).
+    pub fn cue(&self) -> Option<u64> {
+        self.board.cue()
     }
 
     /// Stops accepting, ends SSE and WebSocket streams, closes connections, and waits until the
@@ -170,7 +183,7 @@ pub async fn serve(config: DemoConfig) -> Result<DemoServer, DemoError> {
         &config.name,
         &config.token,
         stop.clone(),
-        status_api::routes(board.clone(), config.keep_alive),
+        status_api::routes(board.clone(), config.keep_alive, config.on_action.clone()),
         config.scenario.serves_status_api(),
     );
     board.start();
@@ -178,6 +191,7 @@ pub async fn serve(config: DemoConfig) -> Result<DemoServer, DemoError> {
     tracing::info!(name = %config.name, scenario = %config.scenario, "demo runtime listening");
     Ok(DemoServer {
         local_addr,
+        board,
         stop,
         task: Some(task),
     })

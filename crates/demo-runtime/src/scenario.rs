@@ -11,7 +11,19 @@
 //!       deny    --> needs-input "Denied. What should I do instead?"
 //! ```
 //!
-//! `error` works, then fails and offers `retry` (which works and fails again). The other scenarios are hostile on purpose, for testing clients: `flood`, `huge`, `html`,
+//! `error` works, then fails and offers `retry` (which works and fails again). `switch` changes
+//! its question when cued ([`crate::DemoServer::cue`]; SIGUSR1 to `supercode-tray demo-runtime`),
+//! for testing that an action chosen from the first question never runs on the second (issue 29):
+//!
+//! ```text
+//! needs-approval "Run the unit tests?" (approve, deny*)
+//!   --cue--> needs-approval "Drop the production database?" (approve*, deny*)
+//!       approve --> working "Dropping the production database"
+//!   approve --> working "Running the unit tests"
+//!   deny    --> needs-input "Denied. What should I do instead?"
+//! ```
+//!
+//! The other scenarios are hostile on purpose, for testing clients: `flood`, `huge`, `html`,
 //! `stall`, `blank-lines`; and `no-api` does not serve the status API at all.
 
 use std::fmt;
@@ -65,6 +77,9 @@ pub enum Scenario {
     Html,
     /// `GET` answers, but the stream sends its headers and then nothing, not even keep-alives.
     Stall,
+    /// Asks to run the unit tests until cued, then asks to drop the production database (see
+    /// the module docs); it never moves on by itself.
+    Switch,
     /// The stream sends its first document, then blank lines (valid SSE that completes no
     /// event) in [`BLANK_LINES_WRITE_BYTES`] writes, as fast as the reader takes them.
     BlankLines,
@@ -72,7 +87,7 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario and its `--scenario` name.
-    pub const ALL: [(&'static str, Scenario); 9] = [
+    pub const ALL: [(&'static str, Scenario); 10] = [
         ("steady", Scenario::Steady),
         ("approval", Scenario::Approval),
         ("error", Scenario::Failing),
@@ -82,6 +97,7 @@ impl Scenario {
         ("html", Scenario::Html),
         ("stall", Scenario::Stall),
         ("blank-lines", Scenario::BlankLines),
+        ("switch", Scenario::Switch),
     ];
 
     /// The name `--scenario` takes.
@@ -107,6 +123,7 @@ impl Scenario {
             Scenario::Html => Phase::Html,
             Scenario::Stall => Phase::Stall,
             Scenario::BlankLines => Phase::BlankLines,
+            Scenario::Switch => Phase::AskingUnitTests,
         }
     }
 
@@ -127,7 +144,7 @@ impl fmt::Display for Scenario {
 /// `--scenario` named no known scenario.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "unknown scenario {0:?}; choose one of: steady, approval, error, no-api, flood, huge, html, stall, blank-lines"
+    "unknown scenario {0:?}; choose one of: steady, approval, error, no-api, flood, huge, html, stall, blank-lines, switch"
 )]
 pub struct UnknownScenario(String);
 
@@ -169,6 +186,14 @@ pub(crate) enum Phase {
     HtmlApproved,
     Stall,
     BlankLines,
+    /// `switch`: asking to run the unit tests, until cued.
+    AskingUnitTests,
+    /// `switch`: approved, running the unit tests.
+    RunningUnitTests,
+    /// `switch`, cued: asking to drop the production database.
+    AskingDropDatabase,
+    /// `switch`: approved, dropping the production database.
+    DroppingDatabase,
 }
 
 impl Phase {
@@ -239,6 +264,46 @@ impl Phase {
             Phase::HtmlApproved => content(AgentState::Idle, "<i>approved</i>\u{7}", None, vec![]),
             Phase::Stall => content(AgentState::Working, "Stalled stream", None, vec![]),
             Phase::BlankLines => content(AgentState::Working, "Sending blank lines", None, vec![]),
+            Phase::AskingUnitTests => content(
+                AgentState::NeedsApproval,
+                "Run the unit tests?",
+                Some("cargo test --lib"),
+                vec![
+                    action("approve", "Approve", false, None),
+                    action("deny", "Deny", true, Some("Deny running the unit tests?")),
+                ],
+            ),
+            Phase::RunningUnitTests => content(
+                AgentState::Working,
+                "Running the unit tests",
+                Some("cargo test --lib"),
+                vec![],
+            ),
+            Phase::AskingDropDatabase => content(
+                AgentState::NeedsApproval,
+                "Drop the production database?",
+                Some("psql production -c 'DROP DATABASE app'"),
+                vec![
+                    action(
+                        "approve",
+                        "Approve",
+                        true,
+                        Some("Drop the production database? This cannot be undone."),
+                    ),
+                    action(
+                        "deny",
+                        "Deny",
+                        true,
+                        Some("Deny dropping the production database?"),
+                    ),
+                ],
+            ),
+            Phase::DroppingDatabase => content(
+                AgentState::Working,
+                "Dropping the production database",
+                Some("psql production -c 'DROP DATABASE app'"),
+                vec![],
+            ),
         }
     }
 
@@ -260,6 +325,18 @@ impl Phase {
             (Phase::AwaitingApproval, "deny") => Some(Phase::Denied),
             (Phase::Failed, "retry") => Some(Phase::Attempting),
             (Phase::Html, "approve") => Some(Phase::HtmlApproved),
+            (Phase::AskingUnitTests, "approve") => Some(Phase::RunningUnitTests),
+            (Phase::AskingDropDatabase, "approve") => Some(Phase::DroppingDatabase),
+            (Phase::AskingUnitTests | Phase::AskingDropDatabase, "deny") => Some(Phase::Denied),
+            _ => None,
+        }
+    }
+
+    /// Where a cue ([`crate::DemoServer::cue`]) leads from this phase; `None` when it does
+    /// nothing here.
+    pub(crate) fn on_cue(&self) -> Option<Phase> {
+        match self {
+            Phase::AskingUnitTests => Some(Phase::AskingDropDatabase),
             _ => None,
         }
     }

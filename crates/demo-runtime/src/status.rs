@@ -216,6 +216,15 @@ impl StatusBoard {
         Ok(offered_at)
     }
 
+    /// Moves to the phase a cue leads to from the current one, if any; returns the revision of
+    /// the document that shows it.
+    pub(crate) fn cue(self: &Arc<Self>) -> Option<u64> {
+        let mut inner = self.lock();
+        let next = inner.phase.on_cue()?;
+        self.enter_locked(&mut inner, next);
+        Some(inner.revision)
+    }
+
     /// Moves to `next` unconditionally (used by scenarios that drive themselves).
     pub(crate) fn enter(self: &Arc<Self>, next: Phase) {
         let mut inner = self.lock();

@@ -35,18 +35,44 @@ pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(15);
 /// Largest action request body read; `{"revision": N}` needs a few dozen bytes.
 pub const MAX_ACTION_BODY: usize = 4 * 1024;
 
+/// One call of `POST /supercode/v1/actions/{id}` and how the runtime answered it: what reached
+/// the runtime, for whoever watches that (`supercode-tray demo-runtime` prints each as a line,
+/// which is how the end-to-end tests see that a refused click was never sent).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ActionCall {
+    /// The action asked for; `None` when its id breaks the charset (it is not repeated).
+    pub action: Option<String>,
+    /// The `revision` the caller sent, if it sent a well-formed one.
+    pub revision: Option<u64>,
+    /// `accepted`, or the refusal's code: `invalid-action-id`, `bad-request`, `not-offered`,
+    /// `stale-revision`.
+    pub outcome: &'static str,
+}
+
+/// Told of every action call once the runtime has answered it ([`crate::DemoConfig::on_action`]).
+pub type ActionSink = Arc<dyn Fn(&ActionCall) + Send + Sync>;
+
 struct ApiState {
     board: Arc<StatusBoard>,
     keep_alive: Duration,
+    on_action: Option<ActionSink>,
 }
 
 /// The status routes, or none at all when the scenario does not serve the API (so its paths
 /// fall through to the router's 404 like any unknown path).
-pub(crate) fn routes(board: Arc<StatusBoard>, keep_alive: Duration) -> Router {
+pub(crate) fn routes(
+    board: Arc<StatusBoard>,
+    keep_alive: Duration,
+    on_action: Option<ActionSink>,
+) -> Router {
     if !board.scenario().serves_status_api() {
         return Router::new();
     }
-    let state = Arc::new(ApiState { board, keep_alive });
+    let state = Arc::new(ApiState {
+        board,
+        keep_alive,
+        on_action,
+    });
     Router::new()
         .route(STATUS_PATH, get(status))
         .route(STATUS_STREAM_PATH, get(status_stream))
@@ -156,33 +182,64 @@ async fn run_action(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
+    let (call, response) = answer_action(&api.board, id, &body);
+    if let Some(on_action) = &api.on_action {
+        on_action(&call);
+    }
+    response
+}
+
+/// Runs or refuses one action call; says what was asked and answered beside the response.
+fn answer_action(board: &Arc<StatusBoard>, id: String, body: &[u8]) -> (ActionCall, Response) {
+    let mut call = ActionCall {
+        action: None,
+        revision: None,
+        outcome: "invalid-action-id",
+    };
     if !is_valid_action_id(&id) {
-        return error(
+        let response = error(
             StatusCode::BAD_REQUEST,
-            "invalid-action-id",
+            call.outcome,
             "action ids match ^[a-z0-9][a-z0-9._-]{0,63}$",
         );
+        return (call, response);
     }
-    let seen = match parse_action_body(&body) {
+    call.action = Some(id.clone());
+    let seen = match parse_action_body(body) {
         Ok(seen) => seen,
-        Err(message) => return error(StatusCode::BAD_REQUEST, "bad-request", message),
+        Err(message) => {
+            call.outcome = "bad-request";
+            let response = error(StatusCode::BAD_REQUEST, call.outcome, message);
+            return (call, response);
+        }
     };
-    match api.board.act(&id, seen) {
-        Ok(revision) => json_response(
-            StatusCode::ACCEPTED,
-            serde_json::json!({ "action": id, "revision": revision }).to_string(),
-        ),
-        Err(Refusal::NotOffered) => error(
-            StatusCode::CONFLICT,
-            "not-offered",
-            &format!("the action {id:?} is not offered now"),
-        ),
-        Err(Refusal::StaleRevision) => error(
-            StatusCode::CONFLICT,
-            "stale-revision",
-            "the status changed since that revision; act on the current document",
-        ),
-    }
+    call.revision = seen;
+    let response = match board.act(&id, seen) {
+        Ok(revision) => {
+            call.outcome = "accepted";
+            json_response(
+                StatusCode::ACCEPTED,
+                serde_json::json!({ "action": id, "revision": revision }).to_string(),
+            )
+        }
+        Err(Refusal::NotOffered) => {
+            call.outcome = "not-offered";
+            error(
+                StatusCode::CONFLICT,
+                call.outcome,
+                &format!("the action {id:?} is not offered now"),
+            )
+        }
+        Err(Refusal::StaleRevision) => {
+            call.outcome = "stale-revision";
+            error(
+                StatusCode::CONFLICT,
+                call.outcome,
+                "the status changed since that revision; act on the current document",
+            )
+        }
+    };
+    (call, response)
 }
 
 /// The caller's `revision`, if it sent one. An empty body is a call without one. Shared with

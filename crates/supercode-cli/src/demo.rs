@@ -2,7 +2,9 @@
 //!
 //! It serves the demo page, API and live stream on an ephemeral loopback port, registers itself
 //! through the live-runtime library exactly as a real runtime does, prints its opaque endpoint
-//! as the first line on stdout, and removes its receipt on SIGINT/SIGTERM. With
+//! as the first line on stdout, and removes its receipt on SIGINT/SIGTERM. After that line, each
+//! call of its status API's action route and each cue (SIGUSR1, which moves the `switch`
+//! scenario on) is a JSON line on stdout, so a test sees exactly what reached the runtime. With
 //! `--canon-profile` it also behaves like a `@canonmsg/core` runtime: it holds the profile's lock
 //! and keeps a catalog entry with its launch command, which is what makes it revivable.
 
@@ -36,7 +38,8 @@ pub struct DemoArgs {
     #[arg(long)]
     pub canon_profile: Option<String>,
     /// What its status API shows (docs/runtime-api.md): steady (the default, idle), approval,
-    /// error, no-api (the API is not served), or the hostile flood, huge, html, stall.
+    /// error, switch (its question changes on SIGUSR1), no-api (the API is not served), or the
+    /// hostile flood, huge, html, stall, blank-lines.
     #[arg(long, value_name = "NAME")]
     pub scenario: Option<demo_runtime::Scenario>,
     /// How long each step of the approval and error scenarios lasts, in milliseconds (default
@@ -98,6 +101,10 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoRunError> {
     if let Some(ms) = args.phase_delay_ms {
         config.phase_delay = Duration::from_millis(ms);
     }
+    config.on_action = Some(std::sync::Arc::new(|call: &demo_runtime::ActionCall| {
+        print_event("action", call);
+    }));
+    let signals = Signals::listen()?;
     let server = demo_runtime::serve(config).await?;
     let receipts = ReceiptDir::from_env()?;
     let launch = launch_command();
@@ -142,7 +149,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoRunError> {
         registration.endpoint()
     );
 
-    wait_for_stop_signal(canon.as_ref()).await?;
+    signals.wait_for_stop(&server, canon.as_ref()).await?;
     drop(registration);
     if let Some(canon) = canon {
         canon.stop();
@@ -185,31 +192,90 @@ fn launch_command() -> Vec<String> {
         .collect()
 }
 
+/// One line on stdout after the endpoint: `{"event": EVENT, ...what}`. It names no secret: an
+/// action call is its id, revision and answer; a cue the revision it led to. A reader that went
+/// away costs the line, never the action (`println!` would panic in the request's task).
+fn print_event(event: &str, what: &impl serde::Serialize) {
+    #[derive(serde::Serialize)]
+    struct Line<'a, T: serde::Serialize> {
+        event: &'a str,
+        #[serde(flatten)]
+        what: &'a T,
+    }
+    if let Ok(line) = serde_json::to_string(&Line { event, what }) {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    }
+}
+
+/// What a cue did: the revision of the document it led to, or `null` when the scenario was not
+/// waiting for one.
+#[derive(serde::Serialize)]
+struct Cued {
+    revision: Option<u64>,
+}
+
+/// The signals the demo runtime answers, listened for before it announces itself: a SIGUSR1
+/// that came before its handler would end the process (the signal's default).
 #[cfg(unix)]
-async fn wait_for_stop_signal(canon: Option<&canon::CanonRuntime>) -> Result<(), DemoRunError> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| DemoRunError::Process(e.to_string()))?;
-    let mut heartbeat = tokio::time::interval(CANON_HEARTBEAT_INTERVAL);
-    heartbeat.tick().await;
-    loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => return Ok(()),
-            _ = term.recv() => return Ok(()),
-            _ = heartbeat.tick() => {
-                if let Some(canon) = canon {
-                    canon.heartbeat();
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    cue: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn listen() -> Result<Self, DemoRunError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let listen = |kind| signal(kind).map_err(|e| DemoRunError::Process(e.to_string()));
+        Ok(Self {
+            term: listen(SignalKind::terminate())?,
+            cue: listen(SignalKind::user_defined1())?,
+        })
+    }
+
+    /// Runs until SIGINT or SIGTERM, giving the scenario its cue on each SIGUSR1.
+    async fn wait_for_stop(
+        mut self,
+        server: &demo_runtime::DemoServer,
+        canon: Option<&canon::CanonRuntime>,
+    ) -> Result<(), DemoRunError> {
+        let mut heartbeat = tokio::time::interval(CANON_HEARTBEAT_INTERVAL);
+        heartbeat.tick().await;
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+                _ = self.term.recv() => return Ok(()),
+                _ = self.cue.recv() => print_event("cued", &Cued { revision: server.cue() }),
+                _ = heartbeat.tick() => {
+                    if let Some(canon) = canon {
+                        canon.heartbeat();
+                    }
                 }
             }
         }
     }
 }
 
+/// Ctrl-C only: there is no SIGTERM or SIGUSR1 here.
 #[cfg(not(unix))]
-async fn wait_for_stop_signal(_canon: Option<&canon::CanonRuntime>) -> Result<(), DemoRunError> {
-    tokio::signal::ctrl_c()
-        .await
-        .map_err(|e| DemoRunError::Process(e.to_string()))
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn listen() -> Result<Self, DemoRunError> {
+        Ok(Self)
+    }
+
+    async fn wait_for_stop(
+        self,
+        _server: &demo_runtime::DemoServer,
+        _canon: Option<&canon::CanonRuntime>,
+    ) -> Result<(), DemoRunError> {
+        tokio::signal::ctrl_c()
+            .await
+            .map_err(|e| DemoRunError::Process(e.to_string()))
+    }
 }
 
 mod canon {

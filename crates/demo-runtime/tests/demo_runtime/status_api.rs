@@ -2,10 +2,11 @@
 //! waits on the stream's own events, never on sleeps.
 
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use demo_runtime::{DemoConfig, Scenario, BLANK_LINES_WRITE_BYTES, HUGE_DETAIL_BYTES};
+use demo_runtime::{ActionCall, DemoConfig, Scenario, BLANK_LINES_WRITE_BYTES, HUGE_DETAIL_BYTES};
 use futures_util::{Stream, StreamExt};
 use live_runtime::Sensitive;
 use serde_json::{json, Value};
@@ -306,6 +307,113 @@ async fn a_click_on_an_older_prompt_is_refused_but_a_new_observer_does_not_make_
     assert_eq!(stream.next_state(&asking).await["state"], "working");
 }
 
+/// A `switch` runtime whose every action call is kept, in the order answered.
+async fn start_switch() -> (
+    demo_runtime::DemoServer,
+    String,
+    Arc<Mutex<Vec<ActionCall>>>,
+) {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let mut config = DemoConfig::new("demo-status", Sensitive::new(TOKEN.to_owned()));
+    config.scenario = Scenario::Switch;
+    let kept = Arc::clone(&calls);
+    config.on_action = Some(Arc::new(move |call: &ActionCall| {
+        kept.lock().unwrap().push(call.clone());
+    }));
+    let (server, base) = serve_config(config).await;
+    (server, base, calls)
+}
+
+fn call(action: Option<&str>, revision: Option<u64>, outcome: &'static str) -> ActionCall {
+    ActionCall {
+        action: action.map(str::to_owned),
+        revision,
+        outcome,
+    }
+}
+
+// Issue 29's end-to-end tests rest on this: `switch` asks a harmless question until cued, then a
+// destructive one at a new revision (and no cue moves it further); an approve chosen from the
+// first question is refused as stale and changes nothing, one chosen from the second runs it; and
+// every call is told once answered, so a test can see what reached the runtime.
+#[tokio::test]
+async fn switch_changes_its_question_on_a_cue_and_tells_every_action_call() {
+    let (server, base, calls) = start_switch().await;
+    let mut stream = StatusStream::open(&base).await;
+    let asking = stream.document().await;
+    assert_eq!(
+        state_and_title(&asking),
+        ("needs-approval", "Run the unit tests?")
+    );
+    assert_eq!(
+        asking["actions"][0],
+        json!({ "id": "approve", "label": "Approve", "destructive": false }),
+        "the first question's approve asks nothing first"
+    );
+    let first = asking["revision"].as_u64().unwrap();
+
+    let cued = server.cue().expect("switch waits for a cue");
+    let switched = stream.next_state(&asking).await;
+    assert_eq!(switched["revision"], cued, "cue() gives the new revision");
+    assert_eq!(
+        state_and_title(&switched),
+        ("needs-approval", "Drop the production database?")
+    );
+    assert_eq!(
+        switched["actions"][0],
+        json!({ "id": "approve", "label": "Approve", "destructive": true,
+                "confirm": "Drop the production database? This cannot be undone." })
+    );
+    assert_eq!(server.cue(), None, "nothing more to cue");
+
+    let (status, body) = act(&base, "approve", Some(json!({ "revision": first }))).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "stale-revision");
+    assert_eq!(
+        get_status(&base).await["title"],
+        "Drop the production database?",
+        "the refusal changed nothing"
+    );
+    let (status, _) = act(&base, "approve", Some(json!({ "revision": cued }))).await;
+    assert_eq!(status, 202);
+    assert_eq!(
+        state_and_title(&stream.next_state(&switched).await),
+        ("working", "Dropping the production database")
+    );
+    assert_eq!(act(&base, "Approve", None).await.0, 400);
+    assert_eq!(
+        *calls.lock().unwrap(),
+        [
+            call(Some("approve"), Some(first), "stale-revision"),
+            call(Some("approve"), Some(cued), "accepted"),
+            call(None, None, "invalid-action-id"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn switch_approved_before_its_cue_runs_the_unit_tests_and_a_cue_then_does_nothing() {
+    let (server, base, calls) = start_switch().await;
+    let mut stream = StatusStream::open(&base).await;
+    let asking = stream.document().await;
+    assert_eq!(act(&base, "approve", None).await.0, 202);
+    let running = stream.next_state(&asking).await;
+    assert_eq!(
+        state_and_title(&running),
+        ("working", "Running the unit tests")
+    );
+    assert_eq!(
+        server.cue(),
+        None,
+        "the cue switches only the first question"
+    );
+    assert_eq!(get_status(&base).await["revision"], running["revision"]);
+    assert_eq!(
+        *calls.lock().unwrap(),
+        [call(Some("approve"), None, "accepted")]
+    );
+}
+
 #[tokio::test]
 async fn malformed_action_calls_are_bad_requests() {
     let (_server, base) = start_with(Scenario::Approval, None).await;
@@ -582,5 +690,7 @@ fn scenario_names_round_trip_and_unknown_names_list_the_choices() {
         assert_eq!(scenario.to_string(), name);
     }
     let error = "approvals".parse::<Scenario>().unwrap_err().to_string();
-    assert!(error.contains("approval, error, no-api, flood, huge, html, stall, blank-lines"));
+    assert!(
+        error.contains("approval, error, no-api, flood, huge, html, stall, blank-lines, switch")
+    );
 }
