@@ -2,11 +2,28 @@
 // the labels of statuses and states. Unknown enum values get a neutral label
 // instead of being echoed, so nothing unexpected from the wire is rendered.
 import type { AgentState, AgentStateView, ControllerView, PendingState, RuntimeStatus, RuntimeView } from "./bindings";
+import { HIDDEN_CONTROLS } from "./bindings/textRules";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
+
+/**
+ * `text` with every character that would act rather than show (controls, line separators,
+ * bidirectional overrides: the core's `text::HIDDEN_CONTROLS`) written as a visible `\u{..}`
+ * escape, as the CLI prints it: what a confirmation shows is what runs, in the order it runs
+ * (a right-to-left override would show `evil.sh` as something else).
+ */
+export function visible(text: string): string {
+  let out = "";
+  for (const c of text) {
+    const point = c.codePointAt(0) ?? 0;
+    const hidden = HIDDEN_CONTROLS.some(([first, last]) => point >= first && point <= last);
+    out += hidden ? `\\u{${point.toString(16)}}` : c;
+  }
+  return out;
+}
 
 /** Parses an ISO 8601 timestamp; `null` for missing or unparsable input. */
 export function parseTime(iso: string | null): Date | null {

@@ -410,6 +410,30 @@ describe("footer", () => {
   });
 });
 
+describe("revive of a hostile record", () => {
+  // Issue 29: a bidirectional override reorders what follows it on screen, in a webview too, so
+  // a plan could show one command and run another. The window writes such characters (and every
+  // control) as visible escapes, by the core's rule, as the CLI does.
+  it("shows controls and bidirectional overrides in the plan as visible escapes", async () => {
+    m = await mount(demoSnapshot(NOW));
+    m.mock.update((s) => {
+      const rt = s.runtimes.find((r) => r.id === "rt-review")!;
+      rt.launchCommand = ["/opt/evil.sh\u202e\u2066hs.tnega-nonac/nib/rsu/", "serve\u001b[2K", "--wipe-home"];
+      rt.workspace = "/home/dev\u202ework";
+      rt.profile = "review\u2067";
+    });
+    m.mock.setLaunchEnv("rt-review", { LANG: "C.UTF-8\u202e" });
+    const panel = await openRevive(m, "rt-review");
+    expect(byTestId(panel, "plan-program").textContent).toBe("/opt/evil.sh\\u{202e}\\u{2066}hs.tnega-nonac/nib/rsu/");
+    expect(planArgs(panel)).toEqual(["serve\\u{1b}[2K", "--wipe-home"]);
+    expect(byTestId(panel, "plan-cwd").textContent).toBe("/home/dev\\u{202e}work");
+    const env = [...panel.querySelectorAll('[data-testid="plan-env"] .env-pair')].map((c) => c.textContent);
+    expect(env).toContain("LANG=C.UTF-8\\u{202e}");
+    expect(panel.textContent).toContain("Profile: review\\u{2067}");
+    expect(panel.textContent).not.toMatch(/[\u0000-\u001f\u202a-\u202e\u2066-\u2069]/u);
+  });
+});
+
 describe("revive requested from the tray menu", () => {
   it("opens that runtime's revive confirmation, showing its command, without running it", async () => {
     m = await mount(demoSnapshot(NOW));

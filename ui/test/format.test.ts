@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cardTime, peopleText, pendingLabel, relativeTime, shortenPath, statusLabel, statusTone } from "../src/format";
+import { cardTime, peopleText, pendingLabel, relativeTime, shortenPath, statusLabel, statusTone, visible } from "../src/format";
 import { agentState, runtime } from "../src/fixtures";
 import type { RuntimeStatus } from "../src/bindings";
 
@@ -75,5 +75,14 @@ describe("peopleText", () => {
   it("says nothing of watchers when nobody but the tray watches (the core counts it out)", () => {
     expect(peopleText(agentState("working", { observers: 0 }))).toBe("");
     expect(peopleText(agentState("working", { observers: 3, controller: { kind: "terminal", label: null } }))).toBe("driven from a terminal · 3 watching");
+  });
+});
+
+describe("visible", () => {
+  it("writes what would act rather than show as the CLI does, and leaves the rest alone", () => {
+    expect(visible("plain /usr/bin/canon-agent \u00e9\u4e2d")).toBe("plain /usr/bin/canon-agent \u00e9\u4e2d");
+    expect(visible("a\u202eb\u2066c\u200fd")).toBe("a\\u{202e}b\\u{2066}c\\u{200f}d");
+    expect(visible("x\u001b[31m\ny\r\u0085\u2028")).toBe("x\\u{1b}[31m\\u{a}y\\u{d}\\u{85}\\u{2028}");
+    expect(visible("\u{1f600}")).toBe("\u{1f600}");
   });
 });

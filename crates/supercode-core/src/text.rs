@@ -1,5 +1,5 @@
 //! How text from a record or a runtime is shown outside a webview: on a terminal, in a desktop
-//! notification, in the tray menu.
+//! notification, in the tray menu (the window renders what a user confirms with the same rule).
 //!
 //! A receipt's `displayName`, a catalog entry's workspace, an environment variable's name, a
 //! runtime's title: any local program can write them, and a terminal acts on what it is sent.
@@ -21,21 +21,28 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// Whether a terminal, a notification or a menu would act on `c` rather than show it: the C0
-/// controls (tab, newline, carriage return and escape among them), DEL, the C1 controls (U+0080
-/// to U+009F; `U+009B` is a one-character `ESC [` on terminals that read them), the line and
-/// paragraph separators, and the bidirectional marks, embeddings, overrides and isolates
-/// (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069), which reorder the text around
-/// them.
+/// The characters a terminal, a notification, a menu or a webview would act on rather than
+/// show, as inclusive ranges: the C0 controls (tab, newline, carriage return and escape among
+/// them), DEL, the C1 controls (U+0080 to U+009F; `U+009B` is a one-character `ESC [` on
+/// terminals that read them), the line and paragraph separators, and the bidirectional marks,
+/// embeddings, overrides and isolates (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to
+/// U+2069), which reorder the text around them (in a webview too). The window renders with the
+/// same list (`ui/src/bindings/textRules.ts`, generated from it).
+pub const HIDDEN_CONTROLS: [(char, char); 7] = [
+    ('\u{0}', '\u{1f}'),
+    ('\u{7f}', '\u{9f}'),
+    ('\u{61c}', '\u{61c}'),
+    ('\u{200e}', '\u{200f}'),
+    ('\u{2028}', '\u{2029}'),
+    ('\u{202a}', '\u{202e}'),
+    ('\u{2066}', '\u{2069}'),
+];
+
+/// Whether `c` is one of the [`HIDDEN_CONTROLS`].
 pub fn is_hidden_control(c: char) -> bool {
-    matches!(c,
-        '\u{0}'..='\u{1f}'
-        | '\u{7f}'..='\u{9f}'
-        | '\u{61c}'
-        | '\u{200e}' | '\u{200f}'
-        | '\u{2028}' | '\u{2029}'
-        | '\u{202a}'..='\u{202e}'
-        | '\u{2066}'..='\u{2069}')
+    HIDDEN_CONTROLS
+        .iter()
+        .any(|&(first, last)| (first..=last).contains(&c))
 }
 
 /// `text` with every [hidden control](is_hidden_control) written as a visible `\u{..}` escape

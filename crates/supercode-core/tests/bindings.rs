@@ -109,6 +109,22 @@ fn agent_rules() -> (String, String) {
     )
 }
 
+/// The characters the shells show as visible escapes (`text::HIDDEN_CONTROLS`), so the window
+/// renders what a user confirms (a revive plan) by the rule the CLI prints it with.
+fn text_rules() -> (String, String) {
+    let ranges: Vec<String> = supercode_core::text::HIDDEN_CONTROLS
+        .iter()
+        .map(|&(first, last)| format!("[0x{:x}, 0x{:x}]", u32::from(first), u32::from(last)))
+        .collect();
+    (
+        "textRules.ts".into(),
+        format!(
+            "{HEADER}/** The code points, as inclusive ranges, that would act rather than show (controls, line separators, bidirectional overrides): rendered as visible `\\u{{..}}` escapes (`text::HIDDEN_CONTROLS`). */\nexport const HIDDEN_CONTROLS: readonly (readonly [number, number])[] = [{}];\n",
+            ranges.join(", ")
+        ),
+    )
+}
+
 /// The event names and the error codes the UI recognizes, from the Rust constants, so the
 /// window and the app cannot spell them differently.
 fn wire() -> (String, String) {
@@ -188,6 +204,7 @@ fn committed_typescript_bindings_match_the_rust_view_types() {
     files.push(("index.ts".into(), index(&files)));
     files.push(pending_rules());
     files.push(agent_rules());
+    files.push(text_rules());
     files.push(wire());
     if std::env::var_os("UPDATE_BINDINGS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();

@@ -7,7 +7,7 @@
 import type { ActOutcome, AgentActionView, AgentState, CommandError, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView } from "../bindings";
 import { AGENT_RULES } from "../bindings/agentRules";
 import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
-import { agentLabel, cardTime, fullTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone } from "../format";
+import { agentLabel, cardTime, fullTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone, visible } from "../format";
 import { ActionButton, type Variant } from "./action-button";
 
 /** Focus has gone to nowhere (a removed element leaves it on <body>). */
@@ -303,7 +303,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
 
     // Confirmations stay open across updates; they only reflect what changed.
     this.renderPlan();
-    setText(this.reviveProfile, rt.profile === null ? "No Canon profile." : `Profile: ${rt.profile}`);
+    setText(this.reviveProfile, rt.profile === null ? "No Canon profile." : `Profile: ${visible(rt.profile)}`);
     this.confirmRevive.update({
       title: `Revive ${name}?`,
       confirmAria: `Confirm revive ${name}`,
@@ -579,11 +579,11 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       this.planBox.replaceChildren();
       return;
     }
-    const program = h("dd", {}, h("code", { text: plan.program, attrs: { "data-testid": "plan-program" } }));
-    if (plan.recordedProgram !== plan.program) program.append(h("span", { class: "plan-note", text: ` recorded as ${plan.recordedProgram}, found on PATH` }));
+    const program = h("dd", {}, h("code", { text: visible(plan.program), attrs: { "data-testid": "plan-program" } }));
+    if (plan.recordedProgram !== plan.program) program.append(h("span", { class: "plan-note", text: ` recorded as ${visible(plan.recordedProgram)}, found on PATH` }));
     const args =
       plan.args.length > 0
-        ? h("ol", { class: "argv", attrs: { "data-testid": "plan-args", "aria-label": "Arguments, one per item" } }, ...plan.args.map((arg) => h("li", {}, h("code", { text: arg }))))
+        ? h("ol", { class: "argv", attrs: { "data-testid": "plan-args", "aria-label": "Arguments, one per item" } }, ...plan.args.map((arg) => h("li", {}, h("code", { text: visible(arg) }))))
         : h("p", { class: "argv-missing", attrs: { "data-testid": "plan-args" }, text: "None." });
     const env =
       plan.env.length > 0
@@ -598,7 +598,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
         h("dt", { text: "Arguments" }),
         h("dd", {}, args),
         h("dt", { text: "Working directory" }),
-        h("dd", {}, h("code", { text: plan.cwd, attrs: { "data-testid": "plan-cwd" } })),
+        h("dd", {}, h("code", { text: visible(plan.cwd), attrs: { "data-testid": "plan-cwd" } })),
         h("dt", { text: "Environment" }),
         h("dd", {}, h("p", { class: "plan-note", text: "Supercode Tray's own, plus:" }), env),
       ),
@@ -606,7 +606,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   }
 
   private envItem(v: PlanEnvVar): HTMLLIElement {
-    const item = h("li", { class: `plan-env-var${v.needsAllow && !v.allowed ? " is-refused" : ""}`, attrs: { "data-env-name": v.name } }, h("code", { class: "env-pair", text: `${v.name}=${v.value}` }));
+    const item = h("li", { class: `plan-env-var${v.needsAllow && !v.allowed ? " is-refused" : ""}`, attrs: { "data-env-name": v.name } }, h("code", { class: "env-pair", text: `${visible(v.name)}=${visible(v.value)}` }));
     if (!v.needsAllow) return item;
     if (v.allowed) {
       item.append(h("span", { class: "env-tag", text: "allowed for this runtime" }));
@@ -621,7 +621,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     });
     item.append(
       h("p", { class: "env-reason", text: v.reason ?? "" }),
-      h("label", { class: "env-allow" }, box, ` Allow ${v.name} with this value for this runtime`),
+      h("label", { class: "env-allow" }, box, ` Allow ${visible(v.name)} with this value for this runtime`),
     );
     return item;
   }
