@@ -518,7 +518,7 @@ pub fn list_local_runtime_entries(
 ) -> Result<RuntimeCatalogListing, CanonFileError> {
     let dir = home.runtimes_dir();
     let mut listing = RuntimeCatalogListing::default();
-    if !crate::home::check_canon_dir(&dir, "catalog")? {
+    if !crate::home::check_canon_dir(&dir, "runtimes")? {
         return Ok(listing);
     }
     let read_dir = match fs::read_dir(&dir) {

@@ -500,13 +500,13 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
     let status = catalog_status(entry);
     let status_reason = match (status, entry.pid) {
         (RuntimeStatus::Stale, Some(pid)) => Some(format!(
-            "The catalog says running, but PID {pid} has exited."
+            "It was running as PID {pid}, which has gone without stopping it."
         )),
         _ => entry.last_error.clone(),
     };
     let attach = match status {
         RuntimeStatus::Running => ActionAvailability::never(
-            "It runs without a live-runtime receipt, so the tray has no endpoint to open.",
+            "It runs, but it did not tell the tray where to reach it, so there is nothing to open.",
         ),
         _ => ActionAvailability::never("It is not running."),
     };
