@@ -327,6 +327,24 @@ try {
     await context.close();
   });
 
+  await test("without a tray host the window says so at the top (the core's words); with one, nothing", async () => {
+    const { page, context, problems } = await open("mock&latency=0&notray");
+    const notice = page.getByTestId("desktop-notice");
+    await notice.waitFor();
+    const text = await notice.textContent();
+    assert(text.includes("The tray icon cannot show on this desktop."), `notice: ${text}`);
+    assert(text.includes("AppIndicator") && text.includes("run supercode-tray again"), `notice: ${text}`);
+    await page.getByTestId("runtime-row").first().waitFor();
+    assert((await page.getByTestId("desktop-notice").count()) === 1, "still shown once the list is in");
+    await expectClean(page, problems);
+    await context.close();
+    const plain = await open("mock&latency=0");
+    await plain.page.getByTestId("runtime-row").first().waitFor();
+    assert((await plain.page.getByTestId("desktop-notice").count()) === 0, "no notice with a tray host");
+    await expectClean(plain.page, plain.problems);
+    await plain.context.close();
+  });
+
   await test("an action error shows inline on its row and can be dismissed", async () => {
     const { page, context, problems } = await open("mock&latency=0");
     await page.getByTestId("runtime-row").first().waitFor();
