@@ -12,6 +12,7 @@ const COMMANDS: &[&str] = &[
     "approve",
     "reject",
     "open_logs",
+    "desktop_notice",
 ];
 
 fn main() {

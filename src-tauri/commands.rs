@@ -23,5 +23,6 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         registrations::approve,
         registrations::reject,
         app::open_logs,
+        app::desktop_notice,
     ]
 }

@@ -1,6 +1,6 @@
 //! Commands about the app itself.
 
-use supercode_core::view::CommandError;
+use supercode_core::view::{CommandError, DesktopNotice};
 use supercode_core::Supercode;
 use tauri::State;
 
@@ -16,4 +16,11 @@ pub async fn open_logs_folder(core: &Supercode) -> Result<(), CommandError> {
     supercode_core::desktop::open_path(&core.locations().log_dir)
         .await
         .map_err(Into::into)
+}
+
+/// What the window should say about this desktop (no tray host: the icon cannot show), as the
+/// core decides it. Asked of the session bus off the async runtime.
+#[tauri::command(async)]
+pub fn desktop_notice() -> Option<DesktopNotice> {
+    supercode_core::doctor::tray_host_notice()
 }

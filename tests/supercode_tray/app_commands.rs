@@ -564,3 +564,22 @@ fn revive_runs_only_the_plan_whose_digest_the_window_sends_back() {
     );
     assert!(marker.exists(), "the confirmed plan ran");
 }
+
+// Proves: the window may ask for the desktop notice (the command is registered and allowed by
+// its capability) and gets the core's answer as it is: no notice or one with a title and detail.
+#[test]
+fn issue_31_the_window_may_ask_whether_the_tray_icon_can_show() {
+    let fx = Fixture::new();
+    let (_app, webview) = fx.app();
+
+    let notice = invoke(&webview, "desktop_notice", json!({})).expect("allowed and answered");
+
+    assert!(
+        notice.is_null() || notice["title"].is_string() && notice["detail"].is_string(),
+        "{notice}"
+    );
+    assert_eq!(
+        notice,
+        serde_json::to_value(supercode_core::doctor::tray_host_notice()).unwrap()
+    );
+}

@@ -1302,3 +1302,80 @@ fn issue_29_act_sends_nothing_when_the_prompt_changed_after_its_look() {
     );
     assert_clean("the CLI's output", &printed, &[TOKEN_CANARY]);
 }
+
+// Proves: `forget NAME` removes a stale Canon runtime entry's one file, as the package's
+// `removeLocalRuntimeEntry` does, and leaves agents.json, locks and the other entries as they were;
+// an entry that stopped normally is refused with a reason in plain words.
+#[test]
+fn issue_31_forget_removes_a_stale_canon_entry_by_name_and_nothing_else() {
+    let home = Home::new();
+    let mut printed = String::new();
+    let canon = home.path("canon");
+    let home_canon = canon_local::CanonHome::at(canon.clone()).unwrap();
+    let dead_pid = {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    let entry = |name: &str, status: &str, pid: Option<u32>| {
+        let id = format!("sdk:{name}:0123456789abcdef");
+        let mut value = serde_json::json!({
+            "id": id, "runtime": "sdk", "profile": name, "agentName": name,
+            "cwd": canon.display().to_string(), "launchCommand": ["/bin/true", name],
+            "status": status, "reviveCapability": "revivable",
+            "lastStartedAt": "2026-12-01T10:00:00.000Z"
+        });
+        if let Some(pid) = pid {
+            value["pid"] = pid.into();
+        }
+        let path = home_canon.runtime_path(&id);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+        path
+    };
+    let crashed = entry("crashed", "running", Some(dead_pid));
+    let stopped = entry("stopped", "offline", None);
+    std::fs::write(
+        canon.join("agents.json"),
+        r#"{"crashed": {"apiKey": "k"}, "stopped": {"apiKey": "k"}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(canon.join("locks")).unwrap();
+    // Held by a live process (a dead holder's lock is cleared by any reader, as the package does).
+    std::fs::write(
+        canon.join("locks/stopped.lock"),
+        format!("{{\"pid\":{}}}", std::process::id()),
+    )
+    .unwrap();
+    let read = |p: &Path| std::fs::read(p).unwrap();
+    let kept = [
+        (canon.join("agents.json"), read(&canon.join("agents.json"))),
+        (
+            canon.join("locks/stopped.lock"),
+            read(&canon.join("locks/stopped.lock")),
+        ),
+        (stopped.clone(), read(&stopped)),
+    ];
+
+    let refused = home.run(&["forget", "stopped"], &mut printed);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let message = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(message.contains("stopped normally"), "{message}");
+    assert!(!message.contains("catalog"), "{message}");
+
+    let forgot = home.run(&["forget", "crashed"], &mut printed);
+    assert!(forgot.status.success(), "{forgot:?}");
+    assert!(
+        String::from_utf8_lossy(&forgot.stdout).contains("Forgot \"crashed\""),
+        "{forgot:?}"
+    );
+    assert!(!crashed.exists());
+    for (path, bytes) in &kept {
+        assert_eq!(&read(path), bytes, "{}", path.display());
+    }
+    assert_eq!(
+        std::fs::read_dir(canon.join("runtimes")).unwrap().count(),
+        1
+    );
+}

@@ -95,6 +95,11 @@ impl PrivateBus {
 
     /// A process owning the tray app's single-instance name, as the running app does.
     fn app_name_owner(&self) -> ChildGuard {
+        self.name_owner(APP_BUS_NAME, "the stand-in owner of the app's name")
+    }
+
+    /// A process owning `name` on this bus.
+    fn name_owner(&self, name: &str, what: &str) -> ChildGuard {
         let mut command = Command::new("/usr/bin/python3");
         command.current_dir(repo().join("tests/e2e")).args([
             "-c",
@@ -106,9 +111,9 @@ loop = GLib.MainLoop()
 own_name(Gio.bus_get_sync(Gio.BusType.SESSION, None), sys.argv[1], loop, "tray app")
 loop.run()
 "#,
-            APP_BUS_NAME,
+            name,
         ]);
-        self.start_stand_in(command, "the stand-in owner of the app's name")
+        self.start_stand_in(command, what)
     }
 }
 
@@ -428,4 +433,47 @@ fn issue_33_doctor_says_whether_codex_trusts_our_hooks() {
     let codex = check(&report, "Codex");
     assert_eq!(codex["status"], "ok", "{codex:#}");
     assert!(detail(codex).contains("connected through"), "{codex:#}");
+}
+
+/// Run as a child of the test below (on its private bus): prints the core's tray-host notice.
+#[test]
+fn tray_host_notice_probe() {
+    if std::env::var_os("SUPERCODE_TEST_TRAY_HOST_PROBE").is_none() {
+        return;
+    }
+    let notice = supercode_core::doctor::tray_host_notice();
+    println!("NOTICE={}", serde_json::to_string(&notice).unwrap());
+}
+
+/// The core's notice for the window, asked on `bus` by a child process (the bus is per process).
+fn tray_host_notice_on(bus: &PrivateBus) -> Value {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .args(["--exact", "doctor::tray_host_notice_probe", "--nocapture"])
+        .env("SUPERCODE_TEST_TRAY_HOST_PROBE", "1")
+        .env("DBUS_SESSION_BUS_ADDRESS", &bus.address);
+    let output = output_within(command, "the tray-host probe", DOCTOR_DEADLINE);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("NOTICE="))
+        .unwrap_or_else(|| panic!("the probe printed no notice: {output:?}"));
+    serde_json::from_str(line).unwrap()
+}
+
+// Proves: the window's notice comes from the one rule doctor's tray-host check uses: with no
+// StatusNotifier host on the session bus the core gives the notice (what to install on GNOME,
+// how to bring the window back); once a process owns the host's name, none.
+#[test]
+fn issue_31_the_window_is_told_when_no_tray_host_runs_and_not_when_one_does() {
+    let bus = PrivateBus::start();
+    let notice = tray_host_notice_on(&bus);
+    let title = notice["title"].as_str().unwrap_or_default();
+    let detail = notice["detail"].as_str().unwrap_or_default();
+    assert!(title.contains("tray icon cannot show"), "{notice}");
+    assert!(detail.contains("AppIndicator"), "{notice}");
+    assert!(detail.contains("run supercode-tray again"), "{notice}");
+
+    let _host = bus.name_owner("org.kde.StatusNotifierWatcher", "a stand-in tray host");
+    assert_eq!(tray_host_notice_on(&bus), Value::Null);
 }

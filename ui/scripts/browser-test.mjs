@@ -302,6 +302,49 @@ try {
     await context.close();
   });
 
+  await test("forgetting a runtime Canon alone knows says its profile and lock stay; confirming removes the row", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    const row = page.locator('[data-runtime-id="rt-nightly"]');
+    await row.waitFor();
+    // The core's view of a crashed catalog entry: stale, forget available.
+    await page.evaluate(() =>
+      window.__supercodeMock.update((s) => {
+        const rt = s.runtimes.find((r) => r.id === "rt-nightly");
+        rt.status = "stale";
+        rt.forget = { available: true, reason: null, applies: true };
+      }),
+    );
+    await row.getByTestId("action-forget").click();
+    const panel = row.getByTestId("confirm-forget");
+    const text = await panel.textContent();
+    assert(text.includes("removes only the record Canon keeps of this runtime"), `forget explanation: ${text}`);
+    assert(text.includes("Its Canon profile, its lock"), "profile and lock stay");
+    await panel.getByTestId("confirm-accept").click();
+    await row.waitFor({ state: "detached" });
+    const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "forget"));
+    assert(calls.length === 1 && calls[0].arg === "rt-nightly", `forget calls: ${JSON.stringify(calls)}`);
+    await expectClean(page, problems);
+    await context.close();
+  });
+
+  await test("without a tray host the window says so at the top (the core's words); with one, nothing", async () => {
+    const { page, context, problems } = await open("mock&latency=0&notray");
+    const notice = page.getByTestId("desktop-notice");
+    await notice.waitFor();
+    const text = await notice.textContent();
+    assert(text.includes("The tray icon cannot show on this desktop."), `notice: ${text}`);
+    assert(text.includes("AppIndicator") && text.includes("run supercode-tray again"), `notice: ${text}`);
+    await page.getByTestId("runtime-row").first().waitFor();
+    assert((await page.getByTestId("desktop-notice").count()) === 1, "still shown once the list is in");
+    await expectClean(page, problems);
+    await context.close();
+    const plain = await open("mock&latency=0");
+    await plain.page.getByTestId("runtime-row").first().waitFor();
+    assert((await plain.page.getByTestId("desktop-notice").count()) === 0, "no notice with a tray host");
+    await expectClean(plain.page, plain.problems);
+    await plain.context.close();
+  });
+
   await test("an action error shows inline on its row and can be dismissed", async () => {
     const { page, context, problems } = await open("mock&latency=0");
     await page.getByTestId("runtime-row").first().waitFor();

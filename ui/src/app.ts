@@ -234,7 +234,22 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   );
   const footer = h("footer", { class: "app-footer" }, logsButton);
 
-  const main = h("main", { class: "app-main" }, banner.anchor, notice.anchor, loading, empty.anchor, runtimesSection, pendingSection, ignored.element, warnings.element);
+  // ---- desktop notice (no tray host: the window is the only way in), worded by the core ----
+  const desktopTitle = h("strong", { class: "msg-title", attrs: { "data-testid": "desktop-notice-title" } });
+  const desktopDetail = h("span", { class: "msg-detail", attrs: { "data-testid": "desktop-notice-detail" } });
+  const desktop = new Slot(h("div", { class: "msg msg-warning banner", attrs: { role: "note", "data-testid": "desktop-notice" } }, icon("warning", "icon msg-icon"), h("span", { class: "msg-text" }, desktopTitle, " ", desktopDetail)));
+  backend.desktopNotice().then(
+    (n) => {
+      if (destroyed || n === null) return;
+      setText(desktopTitle, `${n.title}.`);
+      setText(desktopDetail, n.detail);
+      desktop.set(true);
+    },
+    // The notice only helps; a failure to ask is not worth an error.
+    () => undefined,
+  );
+
+  const main = h("main", { class: "app-main" }, banner.anchor, desktop.anchor, notice.anchor, loading, empty.anchor, runtimesSection, pendingSection, ignored.element, warnings.element);
   root.replaceChildren(header, main, footer);
   root.classList.add("app");
 

@@ -4,7 +4,7 @@
 // same UI in a plain browser for tests.
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
-import type { ActOutcome, CommandError, ErrorCode, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
+import type { ActOutcome, CommandError, DesktopNotice, ErrorCode, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
 import { CONFIRM_ACT_EVENT, CONFIRM_REVIVE_EVENT, ERROR_CODES, SNAPSHOT_EVENT } from "./bindings/wire";
 
 /** One action of one runtime's agent, as the tray menu asks the window to confirm it. */
@@ -36,6 +36,8 @@ export interface Backend {
   approve(profile: string): Promise<PendingView>;
   reject(profile: string): Promise<void>;
   openLogs(): Promise<void>;
+  /** What the core says about this desktop (no tray host: the icon cannot show), or `null`. */
+  desktopNotice(): Promise<DesktopNotice | null>;
   /** Calls `cb` with every fresh snapshot; resolves to a function that stops the subscription. */
   onSnapshot(cb: (s: Snapshot) => void): Promise<() => void>;
   /**
@@ -108,6 +110,7 @@ export const tauriBackend: Backend = {
   approve: (profile) => call<PendingView>("approve", { profile }),
   reject: (profile) => call<void>("reject", { profile }),
   openLogs: () => call<void>("open_logs"),
+  desktopNotice: () => call<DesktopNotice | null>("desktop_notice"),
   onSnapshot: (cb) => listen<Snapshot>(SNAPSHOT_EVENT, (event) => cb(event.payload)),
   onConfirmRevive: (cb) => listen<string>(CONFIRM_REVIVE_EVENT, (event) => cb(event.payload)),
   onConfirmAct: (cb) =>

@@ -228,7 +228,7 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
         statusReason: "Not started since the last reboot.",
         since: ago(now, 26 * 60 * MINUTE),
         attach: never("Not running."),
-        forget: never("Known from the Canon catalog, not from a receipt; nothing to forget."),
+        forget: never("It stopped normally and can be started again; only a runtime whose process has gone without stopping can be forgotten."),
         revive: yes,
         launchCommand: ["opencode", "serve", "--profile", "nightly"],
         origin: "catalog",
@@ -245,7 +245,7 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
         statusReason: null,
         since: ago(now, 5 * 60 * MINUTE),
         attach: never("Not running."),
-        forget: never("Known from the Canon catalog, not from a receipt; nothing to forget."),
+        forget: never("It stopped normally and can be started again; only a runtime whose process has gone without stopping can be forgotten."),
         // Not now, but once that process ends: shown, disabled, with the reason.
         revive: no("Its profile ops is in use by PID 7311; stop that process, then revive."),
         launchCommand: ["opencode", "serve", "--profile", "ops"],

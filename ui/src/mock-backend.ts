@@ -3,7 +3,7 @@
 // "approving") and is scriptable: make the next call of an action fail, or hold
 // it until the test releases it, and read back every call made.
 import type { ActRequest, Backend } from "./backend";
-import type { ActOutcome, CommandError, PendingView, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView, Snapshot } from "./bindings";
+import type { ActOutcome, CommandError, DesktopNotice, PendingView, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView, Snapshot } from "./bindings";
 import { settle } from "./fixtures";
 
 /** The backend calls a test can fail, hold or inspect. */
@@ -51,7 +51,16 @@ export interface MockOptions {
   latencyMs?: number;
   /** How long an approval stays in "approving" before it is approved. */
   approvalMs?: number;
+  /** What `desktopNotice` answers: the core's words when no tray host runs; none by default. */
+  desktopNotice?: DesktopNotice | null;
 }
+
+/** The core's notice when the desktop has no tray host (`doctor::tray_host_notice`), for demos and tests. */
+export const NO_TRAY_HOST_NOTICE: DesktopNotice = {
+  title: "The tray icon cannot show on this desktop",
+  detail:
+    "No tray host is running, so Supercode Tray has no icon in the panel. To get it, on GNOME install and enable the AppIndicator extension (gnome-shell-extension-appindicator). Meanwhile, run supercode-tray again to bring this window back.",
+};
 
 type Pending = { resolve: () => void, reject: (e: CommandError) => void };
 
@@ -87,6 +96,13 @@ export class MockBackend implements Backend {
     this.published = clone(this.state);
     this.latencyMs = options.latencyMs ?? 0;
     this.approvalMs = options.approvalMs ?? 0;
+    this.notice = options.desktopNotice ?? null;
+  }
+
+  private readonly notice: DesktopNotice | null;
+
+  async desktopNotice(): Promise<DesktopNotice | null> {
+    return this.notice === null ? null : clone(this.notice);
   }
 
   /** The mock's current snapshot (a copy). */

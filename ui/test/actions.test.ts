@@ -265,6 +265,31 @@ describe("forget", () => {
   });
 });
 
+describe("forget a runtime known only from Canon", () => {
+  it("says it removes Canon's record of it and that its profile and lock stay; Confirm forgets it", async () => {
+    const snapshot = demoSnapshot(NOW);
+    snapshot.runtimes.push(
+      runtime({
+        id: "sdk:crashed:0123456789abcdef",
+        name: "crashed",
+        status: "stale",
+        origin: "catalog",
+        forget: { available: true, reason: null, applies: true },
+      }),
+    );
+    m = await mount(snapshot);
+    const r = pressOnRow(m, "sdk:crashed:0123456789abcdef", "action-forget");
+    const panel = byTestId(r, "confirm-forget");
+    expect(visible(panel)).toBe(true);
+    expect(panel.textContent).toContain("removes only the record Canon keeps of this runtime");
+    expect(panel.textContent).toContain("Its Canon profile, its lock");
+    expect(panel.textContent).not.toContain("receipt");
+    click(byTestId(panel, "confirm-accept"));
+    await vi.waitFor(() => expect(m!.root.querySelector('[data-runtime-id="sdk:crashed:0123456789abcdef"]')).toBeNull());
+    expect(m.mock.calls.filter((c) => c.action === "forget")).toEqual([{ action: "forget", arg: "sdk:crashed:0123456789abcdef" }]);
+  });
+});
+
 describe("live updates", () => {
   it("keep an open confirmation, its focus and the row's DOM node while other data changes", async () => {
     m = await mount(demoSnapshot(NOW));

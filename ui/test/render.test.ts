@@ -1,9 +1,10 @@
 // Rendering from snapshots: what the window shows for each kind of state.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { PendingState, RuntimeStatus, Snapshot } from "../src/bindings";
 import { PENDING_RULES } from "../src/bindings/pendingRules";
 import { demoSnapshot, emptySnapshot, fileStoreSnapshot, pending, runtime } from "../src/fixtures";
-import { byTestId, mount, NOW, pendingRow, row, shown, visible, type Mounted } from "./helpers";
+import { mockBackend, NO_TRAY_HOST_NOTICE } from "../src/mock-backend";
+import { byTestId, mount, mountOver, NOW, pendingRow, row, shown, visible, type Mounted } from "./helpers";
 
 let current: Mounted | undefined;
 async function show(s: Snapshot): Promise<HTMLElement> {
@@ -226,5 +227,28 @@ describe("files used with a warning (issue 13)", () => {
   it("is hidden when there is nothing to check", async () => {
     const root = await show(demoSnapshot(NOW));
     expect(root.querySelector<HTMLElement>('[data-testid="warning-rows"]')?.hidden).toBe(true);
+  });
+});
+
+describe("a desktop without a tray host", () => {
+  it("shows the core's notice, as worded, at the top and keeps it", async () => {
+    const mock = mockBackend(demoSnapshot(NOW), { desktopNotice: NO_TRAY_HOST_NOTICE });
+    const { root, app } = mountOver(mock);
+    await app.ready;
+    await vi.waitFor(() => expect(visible(byTestId(root, "desktop-notice"))).toBe(true));
+    const text = byTestId(root, "desktop-notice").textContent ?? "";
+    expect(text).toContain("The tray icon cannot show on this desktop.");
+    expect(text).toContain("AppIndicator");
+    expect(text).toContain("run supercode-tray again to bring this window back");
+    app.destroy();
+  });
+
+  it("shows no notice when the core gives none", async () => {
+    const mock = mockBackend(demoSnapshot(NOW));
+    const { root, app } = mountOver(mock);
+    await app.ready;
+    await Promise.resolve();
+    expect(root.querySelector('[data-testid="desktop-notice"]')).toBeNull();
+    app.destroy();
   });
 });

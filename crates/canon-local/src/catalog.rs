@@ -468,6 +468,30 @@ pub fn remove_local_runtime_entry(home: &CanonHome, id: &str) -> Result<(), Cano
     }
 }
 
+/// [`remove_local_runtime_entry`] for a user's "forget": the file is read the receipt way first
+/// (no link followed, regular files of ours only, size capped), and removed only if it parses
+/// as the entry `id` and `still(&entry)` holds for it as it is now (the caller's check of what
+/// the user confirmed). What goes is exactly what the package removes: that one file; other
+/// entries, `agents.json`, locks and pending registrations are not opened for writing.
+/// `Ok(false)` when there is no such entry or `still` says it changed; a refused or corrupt file
+/// is an error with the reason, and stays.
+pub fn remove_local_runtime_entry_checked(
+    home: &CanonHome,
+    id: &str,
+    still: impl FnOnce(&LocalRuntimeCatalogEntry) -> bool,
+) -> Result<bool, CanonFileError> {
+    exclusive(|| {
+        let Some(entry) = read_local_runtime_entry(home, id)? else {
+            return Ok(false);
+        };
+        if !still(&entry) {
+            return Ok(false);
+        }
+        remove_local_runtime_entry(home, id)?;
+        Ok(true)
+    })
+}
+
 /// What [`list_local_runtime_entries`] found.
 #[derive(Debug, Clone, Default)]
 pub struct RuntimeCatalogListing {
@@ -494,7 +518,7 @@ pub fn list_local_runtime_entries(
 ) -> Result<RuntimeCatalogListing, CanonFileError> {
     let dir = home.runtimes_dir();
     let mut listing = RuntimeCatalogListing::default();
-    if !crate::home::check_canon_dir(&dir, "catalog")? {
+    if !crate::home::check_canon_dir(&dir, "runtimes")? {
         return Ok(listing);
     }
     let read_dir = match fs::read_dir(&dir) {

@@ -44,8 +44,8 @@ pub use approval::{
 pub use catalog::{
     build_local_runtime_id, heartbeat_local_runtime_entry, list_local_runtime_entries,
     mark_local_runtime_stopped, read_local_runtime_entry, remove_local_runtime_entry,
-    upsert_local_runtime_entry, LocalRuntimeCatalogEntry, LocalRuntimeStatus, ReviveCapability,
-    RuntimeCatalogListing,
+    remove_local_runtime_entry_checked, upsert_local_runtime_entry, LocalRuntimeCatalogEntry,
+    LocalRuntimeStatus, ReviveCapability, RuntimeCatalogListing,
 };
 pub use client::{CanonClient, ClientError, RegistrationPhase, DEFAULT_BASE_URL};
 pub use error::{CanonFileError, FileProblem};

@@ -79,7 +79,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Remove a stale runtime receipt (and its keychain entry); nothing else is touched.
+    /// Remove a stale runtime receipt (and its keychain entry), or a stale Canon runtime entry
+    /// (its one file under $CANON_HOME/runtimes/); profiles, locks and the rest stay.
     Forget {
         /// The runtime's NAME or ID, as `list` shows them.
         #[arg(value_name = "NAME|ID")]

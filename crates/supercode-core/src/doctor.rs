@@ -518,18 +518,45 @@ fn tray_host(bus: &SessionBus) -> Check {
             "run the tray app from a desktop session",
         );
     }
-    match bus.name_has_owner("org.kde.StatusNotifierWatcher") {
+    match bus.name_has_owner(TRAY_HOST_NAME) {
         Ok(true) => Check::ok(NAME, "a StatusNotifier tray host is running"),
         Ok(false) => Check::warn(
             NAME,
             "no StatusNotifier tray host on the session bus: the tray icon will not show",
-            "on GNOME install and enable the AppIndicator extension (gnome-shell-extension-appindicator)",
+            TRAY_HOST_FIX,
         ),
         Err(e) => Check::warn(
             NAME,
-            format!("cannot tell: the session bus did not answer ({})", bus_error(&e)),
+            format!(
+                "cannot tell: the session bus did not answer ({})",
+                bus_error(&e)
+            ),
             "run doctor again from your desktop session",
         ),
+    }
+}
+
+/// The bus name a StatusNotifier tray host owns; without its owner no tray icon shows.
+const TRAY_HOST_NAME: &str = "org.kde.StatusNotifierWatcher";
+
+/// What to do when no tray host runs, for doctor and the window alike.
+const TRAY_HOST_FIX: &str =
+    "on GNOME install and enable the AppIndicator extension (gnome-shell-extension-appindicator)";
+
+/// What the window says when the desktop has no tray host (the rule doctor's "tray host" check
+/// applies, asked of the session bus now), or `None` when one runs or the bus cannot tell: a
+/// notice that might be wrong is worse than none, and doctor says "cannot tell" in detail.
+/// Blocking (one D-Bus call, [`BUS_TIMEOUT`] at most): call it off the async runtime.
+pub fn tray_host_notice() -> Option<crate::view::DesktopNotice> {
+    let bus = SessionBus::connect().ok()?;
+    match bus.name_has_owner(TRAY_HOST_NAME) {
+        Ok(false) => Some(crate::view::DesktopNotice {
+            title: "The tray icon cannot show on this desktop".into(),
+            detail: format!(
+                "No tray host is running, so Supercode Tray has no icon in the panel. To get it, {TRAY_HOST_FIX}. Meanwhile, run supercode-tray again to bring this window back."
+            ),
+        }),
+        Ok(true) | Err(_) => None,
     }
 }
 

@@ -500,13 +500,13 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
     let status = catalog_status(entry);
     let status_reason = match (status, entry.pid) {
         (RuntimeStatus::Stale, Some(pid)) => Some(format!(
-            "The catalog says running, but PID {pid} has exited."
+            "It was running as PID {pid}, which has gone without stopping it."
         )),
         _ => entry.last_error.clone(),
     };
     let attach = match status {
         RuntimeStatus::Running => ActionAvailability::never(
-            "It runs without a live-runtime receipt, so the tray has no endpoint to open.",
+            "It runs, but it did not tell the tray where to reach it, so there is nothing to open.",
         ),
         _ => ActionAvailability::never("It is not running."),
     };
@@ -533,9 +533,7 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
         since: entry.since.clone(),
         pid: entry.pid,
         attach,
-        forget: ActionAvailability::never(
-            "Catalog entries belong to @canonmsg/core; forget only removes stale live-runtime receipts.",
-        ),
+        forget: catalog_forget(entry),
         revive,
         launch_command: Some(entry.launch_command.clone()),
         origin: RuntimeOrigin::Catalog,
@@ -790,11 +788,73 @@ fn read_pending(locations: &Locations) -> PendingRead {
     }
 }
 
-/// Removes a stale receipt (by endpoint or runtime id) and its keychain entry; nothing else.
+/// Removes a stale receipt (by endpoint or runtime id) and its keychain entry, or a stale catalog
+/// entry (by catalog id) as `removeLocalRuntimeEntry` does: its one file under `runtimes/`.
+/// Nothing else: profiles, locks and other entries stay.
 pub fn forget(locations: &Locations, id: &str) -> Result<(), CoreError> {
-    let record = crate::attach::find_record(&locations.receipts, id)?;
+    let record = match crate::attach::find_record(&locations.receipts, id) {
+        Err(CoreError::UnknownRuntime { .. }) => return forget_catalog_entry(locations, id),
+        other => other?,
+    };
     live_runtime::forget_live_runtime(&locations.receipts, &record.endpoint)?;
     Ok(())
+}
+
+/// Whether a catalog entry can be forgotten: only one whose process went away without saying so
+/// (stale). One that stopped cleanly can be revived, and the package itself keeps it.
+pub fn catalog_forget(entry: &CatalogRuntime) -> ActionAvailability {
+    match catalog_status(entry) {
+        RuntimeStatus::Stale => ActionAvailability::yes(),
+        RuntimeStatus::Running => ActionAvailability::never(
+            "It is running; only a runtime whose process has gone can be forgotten.",
+        ),
+        _ => ActionAvailability::never(
+            "It stopped normally and can be started again; only a runtime whose process has gone without stopping can be forgotten.",
+        ),
+    }
+}
+
+fn forget_catalog_entry(locations: &Locations, id: &str) -> Result<(), CoreError> {
+    let (runtimes, _) = catalog_runtimes(locations);
+    let Some(entry) = runtimes.into_iter().find(|e| e.id == id) else {
+        return Err(CoreError::UnknownRuntime {
+            query: id.to_owned(),
+        });
+    };
+    let name = entry
+        .agent_name
+        .clone()
+        .or_else(|| entry.profile.clone())
+        .unwrap_or_else(|| entry.id.clone());
+    let refused = |reason: String| {
+        CoreError::from(crate::error::Refusal::NotAvailable {
+            action: "forgotten",
+            name: name.clone(),
+            reason,
+        })
+    };
+    let availability = catalog_forget(&entry);
+    if !availability.available {
+        return Err(refused(availability.reason.unwrap_or_default()));
+    }
+    // Removed only if the file still holds what was checked: a runtime that came back (new pid
+    // or heartbeat) in between is not forgotten.
+    let still = |now: &canon_local::LocalRuntimeCatalogEntry| {
+        now.pid.and_then(|p| u32::try_from(p).ok()) == entry.pid
+            && now
+                .last_heartbeat_at
+                .clone()
+                .or_else(|| now.last_started_at.clone())
+                .or_else(|| now.last_stopped_at.clone())
+                == entry.since
+    };
+    if canon_local::remove_local_runtime_entry_checked(&locations.canon, id, still)? {
+        Ok(())
+    } else {
+        Err(refused(
+            "It changed since it was checked; look at it again.".to_owned(),
+        ))
+    }
 }
 
 /// A one-line summary of `$CANON_HOME` for doctor ([`Sources::canon_summary`]).

@@ -87,7 +87,7 @@ pub fn resolve<'a>(runtimes: &'a [RuntimeView], query: &str) -> Result<&'a Runti
 pub enum RuntimeAction {
     /// Open it in the browser.
     Attach,
-    /// Remove its stale receipt.
+    /// Remove its stale receipt, or its stale catalog entry.
     Forget,
     /// Invoke an action its agent offers.
     Act,
@@ -123,6 +123,10 @@ impl RuntimeView {
         };
         if let Some(availability) = availability.filter(|a| !a.available) {
             return Err(refused(availability.reason.as_deref()));
+        }
+        // A catalog entry without a receipt is forgotten by its catalog id.
+        if action == RuntimeAction::Forget && self.endpoint.is_none() {
+            return Ok(&self.id);
         }
         // Running without a receipt (a catalog entry's pid): attach's reason says why not.
         self.endpoint

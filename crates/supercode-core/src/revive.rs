@@ -69,7 +69,7 @@ pub enum ReviveBlocker {
     #[error("It was started by hand; start it again the same way.")]
     Manual,
     /// A revive capability this version does not know, kept as written.
-    #[error("Its catalog entry says revive capability \"{capability}\", which this version of Supercode Tray does not know, so it is not revived; start it the way it was started.")]
+    #[error("Canon records that it is restarted the \"{capability}\" way, which this version of Supercode Tray does not know, so it is not revived; start it the way it was started.")]
     UnknownCapability {
         /// The capability as the entry wrote it.
         capability: String,

@@ -514,6 +514,17 @@ impl Snapshot {
     }
 }
 
+/// Something about the desktop the window tells the user (the tray icon cannot show here),
+/// decided by the core ([`crate::doctor::tray_host_notice`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct DesktopNotice {
+    /// One line: what is wrong.
+    pub title: String,
+    /// What it means and what to do.
+    pub detail: String,
+}
+
 /// How many runtimes and registrations are in the states the window's header and the tray's
 /// tooltip and icon count: one definition for every shell.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, TS)]

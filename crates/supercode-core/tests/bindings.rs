@@ -56,6 +56,7 @@ fn generated() -> Vec<(String, String)> {
         one::<SecretStoreView>(),
         one::<Snapshot>(),
         one::<SnapshotCounts>(),
+        one::<DesktopNotice>(),
         one::<SourceView>(),
     ]
 }

@@ -23,4 +23,5 @@ export type { SecretStoreKindView } from "./SecretStoreKindView";
 export type { SecretStoreView } from "./SecretStoreView";
 export type { Snapshot } from "./Snapshot";
 export type { SnapshotCounts } from "./SnapshotCounts";
+export type { DesktopNotice } from "./DesktopNotice";
 export type { SourceView } from "./SourceView";

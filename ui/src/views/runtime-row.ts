@@ -100,6 +100,8 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   private readonly forgetBtn: ActionButton;
   private readonly confirmRevive: ConfirmPanel;
   private readonly confirmForget: ConfirmPanel;
+  /** What forget removes: the receipt, or (a runtime known only from Canon) Canon's record of it. */
+  private readonly forgetDetail: HTMLElement;
   private readonly planBox: HTMLDivElement;
   private readonly planStatus: HTMLParagraphElement;
   private readonly reviveProfile: HTMLParagraphElement;
@@ -195,16 +197,12 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       },
       onCancel: () => this.closeConfirm(true),
     });
+    this.forgetDetail = h("p", { class: "confirm-detail" });
     this.confirmForget = new ConfirmPanel({
       testId: "confirm-forget",
       confirmLabel: "Forget",
       variant: "danger",
-      body: [
-        h("p", {
-          class: "confirm-detail",
-          text: "This removes only this stale receipt. The workspace, its files and any Canon registration stay as they are.",
-        }),
-      ],
+      body: [this.forgetDetail],
       onConfirm: () => {
         this.closeConfirm(false);
         void this.run("forget");
@@ -312,6 +310,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       unavailable: rt.revive.available ? (this.planError ?? this.refusedReason()) : (rt.revive.reason ?? "Revive is no longer available."),
       waiting: this.plan === null,
     });
+    setText(this.forgetDetail, forgetDetail(rt));
     this.confirmForget.update({
       title: `Forget ${name}?`,
       confirmAria: `Confirm forget ${name}`,
@@ -789,4 +788,11 @@ class ConfirmPanel {
     // A destructive confirmation starts on Cancel, a constructive one on its action.
     (this.variant === "danger" ? this.cancel : this.confirm).focus();
   }
+}
+
+/** The forget confirmation's words for what goes and what stays, by where the runtime is known from. */
+export function forgetDetail(rt: RuntimeView): string {
+  return rt.origin === "catalog"
+    ? "This removes only the record Canon keeps of this runtime (its file in the Canon runtimes folder), as Canon itself does. Its Canon profile, its lock, other runtimes, the workspace and its files stay as they are."
+    : "This removes only this stale receipt. The workspace, its files and any Canon registration stay as they are.";
 }

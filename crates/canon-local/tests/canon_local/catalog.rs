@@ -324,3 +324,113 @@ fn missing_runtimes_dir_lists_nothing() {
     let listing = list_local_runtime_entries(&t.home, None).unwrap();
     assert!(listing.entries.is_empty() && listing.problems.is_empty());
 }
+
+/// Every file under `dir` with its bytes (links as their target).
+fn tree(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            if meta.is_symlink() {
+                out.insert(
+                    rel,
+                    std::fs::read_link(&path)
+                        .unwrap()
+                        .into_os_string()
+                        .into_encoded_bytes(),
+                );
+            } else if meta.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Two entries, a profile and a lock, written the same way into `home`.
+fn forget_fixture(home: &canon_local::CanonHome) {
+    let mut stale = entry("codex:alice:stale", Some("alice"));
+    stale.pid = Some(dead_pid());
+    upsert_local_runtime_entry(home, &stale).unwrap();
+    upsert_local_runtime_entry(home, &entry("codex:bob:other", Some("bob"))).unwrap();
+    std::fs::write(
+        home.agents_path(),
+        "{\n  \"alice\": {\n    \"apiKey\": \"k\"\n  }\n}",
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.locks_dir()).unwrap();
+    std::fs::write(home.lock_path("alice"), "{\"pid\":1}").unwrap();
+}
+
+#[test]
+fn forgetting_an_entry_leaves_canon_home_as_remove_local_runtime_entry_does() {
+    crate::require_node!();
+    let theirs = temp_home();
+    let ours = temp_home();
+    forget_fixture(&theirs.home);
+    forget_fixture(&ours.home);
+    node_ok(
+        &theirs.home,
+        "removeLocalRuntimeEntry",
+        json!(["codex:alice:stale"]),
+    );
+    let removed =
+        canon_local::remove_local_runtime_entry_checked(&ours.home, "codex:alice:stale", |_| true)
+            .unwrap();
+    assert!(removed);
+    let (theirs_tree, ours_tree) = (tree(theirs.home.root()), tree(ours.home.root()));
+    // Only the stale entry's file went; the other entry, agents.json and the lock are as they were.
+    assert_eq!(
+        ours_tree.keys().collect::<Vec<_>>(),
+        theirs_tree.keys().collect::<Vec<_>>()
+    );
+    assert!(!ours.home.runtime_path("codex:alice:stale").exists());
+    assert!(ours.home.runtime_path("codex:bob:other").exists());
+    for (name, bytes) in &theirs_tree {
+        if !name.starts_with("runtimes/") {
+            assert_eq!(&ours_tree[name], bytes, "{name}");
+        }
+    }
+}
+
+#[test]
+fn forgetting_an_entry_that_changed_since_the_check_keeps_it() {
+    let t = temp_home();
+    forget_fixture(&t.home);
+    let before = tree(t.home.root());
+    let removed =
+        canon_local::remove_local_runtime_entry_checked(&t.home, "codex:alice:stale", |e| {
+            e.pid.is_none()
+        })
+        .unwrap();
+    assert!(!removed);
+    assert_eq!(tree(t.home.root()), before);
+    // No such entry: nothing to do, nothing touched.
+    assert!(
+        !canon_local::remove_local_runtime_entry_checked(&t.home, "codex:nobody:x", |_| true)
+            .unwrap()
+    );
+    assert_eq!(tree(t.home.root()), before);
+}
+
+#[test]
+fn forgetting_refuses_a_linked_or_broken_entry_file_with_a_reason_and_leaves_it() {
+    let t = temp_home();
+    forget_fixture(&t.home);
+    let linked = t.home.runtime_path("codex:alice:linked");
+    std::os::unix::fs::symlink(t.home.runtime_path("codex:bob:other"), &linked).unwrap();
+    let broken = t.home.runtime_path("codex:alice:broken");
+    std::fs::write(&broken, "{ \"id\": \"codex:alice:broken\", ").unwrap();
+    let before = tree(t.home.root());
+    for id in ["codex:alice:linked", "codex:alice:broken"] {
+        let error =
+            canon_local::remove_local_runtime_entry_checked(&t.home, id, |_| true).unwrap_err();
+        assert!(!error.to_string().is_empty(), "{id}: {error}");
+    }
+    assert_eq!(tree(t.home.root()), before);
+}

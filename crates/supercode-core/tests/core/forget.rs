@@ -116,3 +116,57 @@ fn forget_removes_only_the_stale_receipt(fx: &Fixture) {
     assert!(find(&after, &stale).is_none());
     assert_eq!(after.runtimes.len(), 2);
 }
+
+#[test]
+fn forget_removes_a_stale_catalog_entry_file_and_keeps_profiles_locks_and_other_entries() {
+    let fx = Fixture::new();
+    fx.add_profile("erin", "key-erin");
+    let offline = fx.add_catalog_entry(Some("erin"), &["run"], LocalRuntimeStatus::Offline, None);
+    let mut dead = Sleeper::sleep();
+    let dead_pid = dead.pid();
+    dead.kill();
+    let stale = fx.add_catalog_entry(
+        Some("erin"),
+        &["run", "--crashed"],
+        LocalRuntimeStatus::Running,
+        Some(dead_pid),
+    );
+    fx.hold_lock_as("erin", dead_pid);
+    let core = fx.core();
+    let view = find(&core.snapshot(), &stale).unwrap().clone();
+    assert!(view.forget.available, "{:?}", view.forget);
+    assert_eq!(
+        view.target_for(supercode_core::resolve::RuntimeAction::Forget)
+            .unwrap(),
+        stale
+    );
+    // One that stopped normally is kept, with a reason in plain words.
+    let kept = find(&core.snapshot(), &offline).unwrap().clone();
+    let reason = kept.forget.reason.clone().unwrap();
+    assert!(
+        !kept.forget.available && !reason.contains("catalog"),
+        "{reason}"
+    );
+    let refused = CommandError::from(core.forget(&offline).unwrap_err());
+    assert_eq!(refused.code, ErrorCode::Refused, "{refused:?}");
+
+    let mut expected = tree(fx.canon().root());
+    let file = fx
+        .canon()
+        .runtime_path(&stale)
+        .strip_prefix(fx.canon().root())
+        .unwrap()
+        .display()
+        .to_string();
+    expected.remove(&file).unwrap();
+
+    core.forget(&stale).unwrap();
+
+    assert_eq!(tree(fx.canon().root()), expected);
+    let after = core.snapshot();
+    assert!(find(&after, &stale).is_none());
+    assert!(find(&after, &offline).is_some());
+    // Gone now: a second forget says so.
+    let error = CommandError::from(core.forget(&stale).unwrap_err());
+    assert_eq!(error.code, ErrorCode::NotFound, "{error:?}");
+}

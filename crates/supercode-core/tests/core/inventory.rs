@@ -124,6 +124,7 @@ fn a_manual_or_unknown_revive_capability_is_not_revivable_and_says_which() {
         unknown.contains("\"resume\"") && unknown.contains("does not know"),
         "{unknown}"
     );
+    assert!(!unknown.to_lowercase().contains("catalog"), "{unknown}");
 }
 
 #[test]
@@ -322,4 +323,53 @@ async fn issue_30_resolving_and_reading_leave_a_dead_receipt_and_list_reconciles
         !path.exists(),
         "list's reconciliation left the dead receipt"
     );
+}
+
+#[test]
+fn issue_31_reasons_about_runtimes_canon_alone_knows_are_in_plain_words() {
+    let fx = Fixture::new();
+    fx.add_profile("bob", "key-bob");
+    let mut dead = Sleeper::sleep();
+    let dead_pid = dead.pid();
+    dead.kill();
+    let alive = Sleeper::sleep();
+    let ids = [
+        fx.add_catalog_entry(Some("bob"), &["a"], LocalRuntimeStatus::Offline, None),
+        fx.add_catalog_entry(
+            Some("bob"),
+            &["b"],
+            LocalRuntimeStatus::Running,
+            Some(dead_pid),
+        ),
+        fx.add_catalog_entry(
+            Some("bob"),
+            &["c"],
+            LocalRuntimeStatus::Running,
+            Some(alive.pid()),
+        ),
+        fx.add_catalog_entry(Some("gone"), &["d"], LocalRuntimeStatus::Offline, None),
+        fx.add_catalog_entry_with(
+            Some("bob"),
+            &["e"],
+            LocalRuntimeStatus::Offline,
+            None,
+            canon_local::ReviveCapability::Other("resume".into()),
+        ),
+    ];
+
+    let snapshot = fx.core().snapshot();
+
+    let mut reasons = Vec::new();
+    for id in &ids {
+        let view = find(&snapshot, id).unwrap();
+        reasons.extend(view.status_reason.clone());
+        for action in [&view.attach, &view.forget, &view.revive] {
+            reasons.extend(action.reason.clone());
+        }
+    }
+    assert!(reasons.len() >= 10, "{reasons:#?}");
+    for reason in &reasons {
+        assert!(!reason.to_lowercase().contains("catalog"), "{reason}");
+        assert!(!reason.contains("receipt"), "{reason}");
+    }
 }
