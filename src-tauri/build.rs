@@ -12,6 +12,9 @@ const COMMANDS: &[&str] = &[
     "approve",
     "reject",
     "open_logs",
+    "coding_agents",
+    "hooks_plan",
+    "hooks_change",
 ];
 
 fn main() {

@@ -413,6 +413,25 @@ impl Plan {
             .map_err(write_error(self.path.clone()))
     }
 
+    /// A digest of the change: the file as read and the file as it will be written. A
+    /// confirmation carries the digest of the plan it showed; a plan made again from a file
+    /// that changed since has another digest, so what runs is exactly what was confirmed.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(self.path.as_os_str().as_encoded_bytes());
+        hash.update([0]);
+        match &self.old_bytes {
+            Some(old) => {
+                hash.update((old.len() as u64).to_le_bytes());
+                hash.update(old);
+            }
+            None => hash.update(u64::MAX.to_le_bytes()),
+        }
+        hash.update(&self.new_bytes);
+        hex::encode(hash.finalize())
+    }
+
     /// The path of the backup [`Plan::apply`] keeps.
     pub fn backup_path(&self) -> Option<PathBuf> {
         self.old_bytes.as_ref()?;
