@@ -4,7 +4,7 @@
 // same UI in a plain browser for tests.
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
-import type { ActOutcome, CommandError, ErrorCode, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
+import type { ActOutcome, CodingAgentView, CommandError, ErrorCode, HooksChange, HooksOutcome, HooksPlanView, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
 import { CONFIRM_ACT_EVENT, CONFIRM_REVIVE_EVENT, ERROR_CODES, SNAPSHOT_EVENT } from "./bindings/wire";
 
 /** One action of one runtime's agent, as the tray menu asks the window to confirm it. */
@@ -36,6 +36,15 @@ export interface Backend {
   approve(profile: string): Promise<PendingView>;
   reject(profile: string): Promise<void>;
   openLogs(): Promise<void>;
+  /** Claude Code and Codex, each with its state as `hooks status` computes it and the actions that apply. */
+  codingAgents(): Promise<CodingAgentView[]>;
+  /** What Connect or Disconnect of `agent` would change in its settings file, shown before it is made. */
+  hooksPlan(agent: string, change: HooksChange): Promise<HooksPlanView>;
+  /**
+   * Makes the change whose preview (its `digest`) the user confirmed. Rejects with `planChanged`
+   * when the settings file changed since (nothing is written), `refused` when the file is refused.
+   */
+  hooksChange(agent: string, change: HooksChange, digest: string): Promise<HooksOutcome>;
   /** Calls `cb` with every fresh snapshot; resolves to a function that stops the subscription. */
   onSnapshot(cb: (s: Snapshot) => void): Promise<() => void>;
   /**
@@ -108,6 +117,9 @@ export const tauriBackend: Backend = {
   approve: (profile) => call<PendingView>("approve", { profile }),
   reject: (profile) => call<void>("reject", { profile }),
   openLogs: () => call<void>("open_logs"),
+  codingAgents: () => call<CodingAgentView[]>("coding_agents"),
+  hooksPlan: (agent, change) => call<HooksPlanView>("hooks_plan", { agent, change }),
+  hooksChange: (agent, change, digest) => call<HooksOutcome>("hooks_change", { agent, change, digest }),
   onSnapshot: (cb) => listen<Snapshot>(SNAPSHOT_EVENT, (event) => cb(event.payload)),
   onConfirmRevive: (cb) => listen<string>(CONFIRM_REVIVE_EVENT, (event) => cb(event.payload)),
   onConfirmAct: (cb) =>

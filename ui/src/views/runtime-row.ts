@@ -708,7 +708,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   }
 }
 
-interface ConfirmOptions {
+export interface ConfirmOptions {
   testId: string;
   confirmLabel: string;
   variant: "primary" | "danger";
@@ -717,7 +717,7 @@ interface ConfirmOptions {
   onCancel(): void;
 }
 
-interface ConfirmState {
+export interface ConfirmState {
   title: string;
   confirmAria: string;
   cancelAria: string;
@@ -732,7 +732,7 @@ interface ConfirmState {
 }
 
 /** An inline confirmation under a row: title, details, Cancel and Confirm. */
-class ConfirmPanel {
+export class ConfirmPanel {
   readonly slot: Slot<HTMLDivElement>;
   private readonly title: HTMLHeadingElement;
   private readonly confirm: HTMLButtonElement;
