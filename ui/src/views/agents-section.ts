@@ -61,7 +61,7 @@ export class AgentsSection {
     for (const view of agents) {
       let row = this.rows.get(view.agent);
       if (!row) {
-        row = new AgentRow(view, this.actions, () => void this.load());
+        row = new AgentRow(view, this.actions, () => this.load());
         this.rows.set(view.agent, row);
         this.list.append(row.root);
       } else {
@@ -102,7 +102,7 @@ class AgentRow {
   private plan: HooksPlanView | null = null;
   private busy: HooksChange | null = null;
 
-  constructor(view: CodingAgentView, private readonly actions: AgentsActions, private readonly reload: () => void) {
+  constructor(view: CodingAgentView, private readonly actions: AgentsActions, private readonly reload: () => Promise<void>) {
     this.view = view;
     const nameId = uid("agent-name");
     this.status = h("span", { class: "state-chip", attrs: { "data-testid": "agent-connection" } });
@@ -233,8 +233,8 @@ class AgentRow {
     } catch (e) {
       this.close(false);
       this.setError(toCommandError(e));
-      this.reload();
-      (change === "connect" ? this.connectBtn : this.disconnectBtn).button.focus();
+      await this.reload();
+      this.focusAction(change);
     }
   }
 
@@ -251,8 +251,8 @@ class AgentRow {
       this.close(false);
       setText(this.noticeText, outcome.message);
       this.notice.set(true);
-      (change === "connect" ? this.connectBtn : this.disconnectBtn).button.focus();
-      this.reload();
+      await this.reload();
+      this.focusAction(change);
     } catch (e) {
       this.busy = null;
       const error = toCommandError(e);
@@ -273,9 +273,15 @@ class AgentRow {
         this.close(false);
         this.setError(error);
       }
-      this.reload();
-      (change === "connect" ? this.connectBtn : this.disconnectBtn).button.focus();
+      await this.reload();
+      this.focusAction(change);
     }
+  }
+
+  /** Focus on the button of `change`, or on the other one when that one went (Connect once connected). */
+  private focusAction(change: HooksChange): void {
+    const [mine, other] = change === "connect" ? [this.connectBtn, this.disconnectBtn] : [this.disconnectBtn, this.connectBtn];
+    (mine.root.hidden && !other.root.hidden ? other : mine).button.focus();
   }
 
   private close(returnFocus: boolean): void {
@@ -284,7 +290,7 @@ class AgentRow {
     this.plan = null;
     this.setNote(null);
     this.update(this.view);
-    if (returnFocus && was !== null) (was === "connect" ? this.connectBtn : this.disconnectBtn).button.focus();
+    if (returnFocus && was !== null) this.focusAction(was);
   }
 
   dismissConfirm(): boolean {
