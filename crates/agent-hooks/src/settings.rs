@@ -1,5 +1,6 @@
 //! Connecting an agent to the tray: our hook entries in the agent's own settings file, added,
-//! recognised and removed by one set of rules that the CLI (and later the window) only render.
+//! recognised and removed by one set of rules that the CLI and the window only render
+//! (the window through `supercode_core::connect`, which adds the digest a confirmation carries).
 //!
 //! The settings file is the user's: we merge into it and keep every other key and every hook of
 //! their own, in order. Our entries are recognised by their command alone (a program named
