@@ -276,6 +276,8 @@ try {
     await preview.filter({ hasText: "hook claude-code" }).waitFor();
     assert((await preview.textContent()).includes('Adds to "hooks" in /home/user/.claude/settings.json'), "the file is named");
     assert((await row.getByTestId("hooks-backup").textContent()).includes(".supercode-backup"), "the backup is named");
+    const clipped = await preview.evaluate((el) => el.scrollWidth > el.clientWidth + 1);
+    assert(!clipped, "every character of the preview is in view (long commands wrap)");
     assert((await focusedTestId(page)) === "confirm-accept", "focus moves into the confirmation");
     // Another program writes the file after the preview: confirming writes nothing, shows the new preview.
     await page.evaluate(() => window.__supercodeMock.agentFile("claude-code", () => undefined));

@@ -112,7 +112,7 @@ class AgentRow {
     this.connectBtn = new ActionButton("agent-connect", () => void this.ask("connect"));
     this.disconnectBtn = new ActionButton("agent-disconnect", () => void this.ask("disconnect"));
     this.planNote = h("p", { class: "plan-status", attrs: { role: "status", "data-testid": "hooks-plan-status" } });
-    this.planPreview = h("pre", { class: "plan", attrs: { "data-testid": "hooks-preview" } });
+    this.planPreview = h("pre", { class: "hooks-preview", attrs: { "data-testid": "hooks-preview" } });
     this.planBackup = h("p", { class: "confirm-detail", attrs: { "data-testid": "hooks-backup" } });
     this.planWarning = h("p", { class: "confirm-detail" });
     this.confirm = new ConfirmPanel({
