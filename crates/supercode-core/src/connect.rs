@@ -189,6 +189,21 @@ pub fn plan_view(
     })
 }
 
+/// What a change made means for the user, and what is left to do (Codex: trust the entries in
+/// Codex): the one wording of the window and `hooks install|remove`.
+pub fn done_message(agent: Agent, change: HooksChange) -> String {
+    let title = agent.title();
+    match (change, agent) {
+        (HooksChange::Connect, Agent::ClaudeCode) => format!(
+            "{title} is connected: its sessions appear in the tray from their next hook event."
+        ),
+        (HooksChange::Connect, Agent::Codex) => format!(
+            "{title}'s hooks are installed. {title} runs them only once you trust them: start {title}, choose to review the hooks when it says \"Hooks need review\", and trust the Supercode Tray entries. `supercode-tray hooks status` says when they are trusted."
+        ),
+        (HooksChange::Disconnect, _) => format!("{title} is disconnected."),
+    }
+}
+
 /// Makes `change` as the plan whose digest is `digest` showed it: plans again from the file as
 /// it is now and refuses (`planChanged`, nothing written) when that is not the plan shown.
 pub fn apply(
@@ -205,21 +220,12 @@ pub fn apply(
         });
     }
     plan.apply()?;
-    let title = agent.title();
     let kept = plan
         .backup_path()
         .filter(|_| !plan.nothing_to_do)
         .map(|backup| format!(" The previous file is kept as {}.", backup.display()))
         .unwrap_or_default();
-    let message = match (change, agent) {
-        (HooksChange::Connect, Agent::ClaudeCode) => format!(
-            "{title} is connected: its sessions appear in the tray from their next hook event.{kept}"
-        ),
-        (HooksChange::Connect, Agent::Codex) => format!(
-            "{title}'s hooks are installed. {title} runs them only once you trust them: start {title}, choose to review the hooks when it says \"Hooks need review\", and trust the Supercode Tray entries.{kept}"
-        ),
-        (HooksChange::Disconnect, _) => format!("{title} is disconnected.{kept}"),
-    };
+    let message = format!("{}{kept}", done_message(agent, change));
     Ok(HooksOutcome {
         agent: agent.name().to_owned(),
         message,

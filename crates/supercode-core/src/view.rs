@@ -706,7 +706,8 @@ pub enum ErrorCode {
     /// The action does not apply right now (e.g. forget on a running runtime): the window's list
     /// is out of date, so it refreshes the list and shows the message on the row.
     Refused,
-    /// The revive plan changed since it was shown: the window shows the new one and asks again.
+    /// The revive plan, or a coding agent's Connect/Disconnect plan, changed since it was shown:
+    /// the window shows the new one and asks again.
     PlanChanged,
     /// Anything else; the window only shows the message.
     Internal,
