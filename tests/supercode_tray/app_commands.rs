@@ -591,6 +591,7 @@ fn coding_agents_change_only_as_previewed_on_real_settings_files() {
     let (_app, webview) = fx.app();
 
     let agents = invoke(&webview, "coding_agents", json!({})).expect("the agents' states");
+    fx.assert_clean("coding_agents", &agents.to_string());
     let claude = &agents[0];
     assert_eq!(claude["agent"], "claude-code");
     assert_eq!(claude["connection"], "partly", "{claude}");
@@ -603,6 +604,7 @@ fn coding_agents_change_only_as_previewed_on_real_settings_files() {
         json!({ "agent": "claude-code", "change": "disconnect" }),
     )
     .expect("a plan");
+    fx.assert_clean("hooks_plan", &plan.to_string());
     let preview = plan["preview"].as_str().unwrap();
     assert!(preview.starts_with("Removes from \"hooks\""), "{preview}");
     assert!(

@@ -1,7 +1,8 @@
 // The tray window: header with the secret store in use, the runtime list,
-// pending Canon registrations, ignored files, a first-run explanation and the
-// footer. It renders every snapshot by patching keyed views, so a live update
-// never steals focus, scroll position or an open confirmation.
+// pending Canon registrations, the coding agents to connect (views/agents-section.ts),
+// ignored files, a first-run explanation and the footer. It renders every
+// snapshot by patching keyed views, so a live update never steals focus,
+// scroll position or an open confirmation.
 import type { Backend } from "./backend";
 import { CONFIRM_ACT_ACTION_PARAM, CONFIRM_ACT_PARAM, CONFIRM_REVIVE_PARAM, toCommandError, type ActRequest } from "./backend";
 import type { FileWarning, IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
