@@ -13,6 +13,9 @@ const COMMANDS: &[&str] = &[
     "reject",
     "open_logs",
     "desktop_notice",
+    "coding_agents",
+    "hooks_plan",
+    "hooks_change",
 ];
 
 fn main() {

@@ -6,6 +6,7 @@
 //! None runs on the main thread: the synchronous ones read files and may wait on the keychain,
 //! so they are `#[tauri::command(async)]`, which keeps the event loop (and the tray) responsive.
 
+pub mod agents;
 pub mod app;
 pub mod registrations;
 pub mod runtimes;
@@ -24,5 +25,8 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         registrations::reject,
         app::open_logs,
         app::desktop_notice,
+        agents::coding_agents,
+        agents::hooks_plan,
+        agents::hooks_change,
     ]
 }

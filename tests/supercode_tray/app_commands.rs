@@ -583,3 +583,140 @@ fn issue_31_the_window_may_ask_whether_the_tray_icon_can_show() {
         serde_json::to_value(supercode_core::doctor::tray_host_notice()).unwrap()
     );
 }
+
+/// Issue 32 item 1: the window's Disconnect (and Connect) of a coding agent through IPC, on real
+/// settings files: the preview's digest must come back, a file changed since is refused and kept,
+/// the user's own hooks stay, a symbolic link is refused with its reason.
+#[test]
+fn coding_agents_change_only_as_previewed_on_real_settings_files() {
+    let fx = Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    // Process-global, so this is the only test in this binary that reads agents' settings.
+    std::env::set_var("CLAUDE_CONFIG_DIR", dir.path().join("claude"));
+    std::env::set_var("CODEX_HOME", dir.path().join("codex"));
+    let settings = dir.path().join("claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let write = |text: &str| {
+        std::fs::write(&settings, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    write(
+        r#"{ "model": "opus", "hooks": { "Stop": [
+            { "hooks": [ { "type": "command", "command": "my-notifier" } ] },
+            { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray hook claude-code" } ] }
+        ] } }"#,
+    );
+    let (_app, webview) = fx.app();
+
+    let agents = invoke(&webview, "coding_agents", json!({})).expect("the agents' states");
+    fx.assert_clean("coding_agents", &agents.to_string());
+    let claude = &agents[0];
+    assert_eq!(claude["agent"], "claude-code");
+    assert_eq!(claude["connection"], "partly", "{claude}");
+    assert_eq!(claude["disconnect"]["available"], true);
+    assert_eq!(agents[1]["agent"], "codex");
+
+    let plan = invoke(
+        &webview,
+        "hooks_plan",
+        json!({ "agent": "claude-code", "change": "disconnect" }),
+    )
+    .expect("a plan");
+    fx.assert_clean("hooks_plan", &plan.to_string());
+    let preview = plan["preview"].as_str().unwrap();
+    assert!(preview.starts_with("Removes from \"hooks\""), "{preview}");
+    assert!(
+        preview.contains("/usr/bin/supercode-tray hook claude-code"),
+        "{preview}"
+    );
+    assert!(!preview.contains("my-notifier"), "{preview}");
+
+    // Another program writes the file after the preview: the change is refused, the file kept.
+    let changed = r#"{ "model": "sonnet", "hooks": { "Stop": [
+        { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray hook claude-code" } ] }
+    ] } }"#;
+    write(changed);
+    let error = invoke(
+        &webview,
+        "hooks_change",
+        json!({ "agent": "claude-code", "change": "disconnect", "digest": plan["digest"] }),
+    )
+    .expect_err("the file changed since the preview");
+    assert_eq!(error["code"], "planChanged", "{error}");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), changed);
+
+    // Previewed again, it is made: only our entry goes, the backup keeps the file as it was.
+    write(
+        r#"{ "model": "opus", "hooks": { "Stop": [
+            { "hooks": [ { "type": "command", "command": "my-notifier" } ] },
+            { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray hook claude-code" } ] }
+        ] } }"#,
+    );
+    let plan = invoke(
+        &webview,
+        "hooks_plan",
+        json!({ "agent": "claude-code", "change": "disconnect" }),
+    )
+    .unwrap();
+    let outcome = invoke(
+        &webview,
+        "hooks_change",
+        json!({ "agent": "claude-code", "change": "disconnect", "digest": plan["digest"] }),
+    )
+    .expect("the previewed change is made");
+    assert!(outcome["message"]
+        .as_str()
+        .unwrap()
+        .contains("disconnected"));
+    let after: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    assert_eq!(
+        after,
+        json!({ "model": "opus", "hooks": { "Stop": [
+            { "hooks": [ { "type": "command", "command": "my-notifier" } ] }
+        ] } })
+    );
+    assert!(plan["backup"]
+        .as_str()
+        .unwrap()
+        .ends_with(".supercode-backup"));
+    assert!(std::path::Path::new(plan["backup"].as_str().unwrap()).exists());
+
+    // Connect needs the supercode-tray command beside the running binary: this test binary has
+    // none, so nothing is written and the reason says so.
+    let error = invoke(
+        &webview,
+        "hooks_plan",
+        json!({ "agent": "claude-code", "change": "connect" }),
+    )
+    .expect_err("no supercode-tray beside the test binary");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("no supercode-tray command beside this app"),
+        "{error}"
+    );
+
+    // A settings file that is a symbolic link is refused with its reason and left as it is.
+    let real = dir.path().join("real.json");
+    std::fs::rename(&settings, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &settings).unwrap();
+    let error = invoke(
+        &webview,
+        "hooks_plan",
+        json!({ "agent": "claude-code", "change": "disconnect" }),
+    )
+    .expect_err("a link is refused");
+    assert_eq!(error["code"], "refused", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("link"),
+        "{error}"
+    );
+    let agents = invoke(&webview, "coding_agents", json!({})).unwrap();
+    assert_eq!(agents[0]["connection"], "problem");
+    assert!(std::fs::symlink_metadata(&settings)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}

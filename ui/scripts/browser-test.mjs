@@ -264,6 +264,39 @@ try {
     await context.close();
   });
 
+  // Issue 32 item 1: the window connects Claude Code with the CLI's preview, and writes only
+  // what it showed (a file changed since the preview is shown again, not written).
+  await test("keyboard only: Connect Claude Code shows the preview, re-asks when the file changed, then connects", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    await page.getByTestId("runtime-row").first().waitFor();
+    await tabUntil(page, () => document.activeElement?.getAttribute("aria-label") === "Connect Claude Code", 80);
+    await page.keyboard.press("Enter");
+    const row = page.locator('[data-testid="agent-row"][data-agent="claude-code"]');
+    const preview = row.getByTestId("hooks-preview");
+    await preview.filter({ hasText: "hook claude-code" }).waitFor();
+    assert((await preview.textContent()).includes('Adds to "hooks" in /home/user/.claude/settings.json'), "the file is named");
+    assert((await row.getByTestId("hooks-backup").textContent()).includes(".supercode-backup"), "the backup is named");
+    const clipped = await preview.evaluate((el) => el.scrollWidth > el.clientWidth + 1);
+    assert(!clipped, "every character of the preview is in view (long commands wrap)");
+    assert((await focusedTestId(page)) === "confirm-accept", "focus moves into the confirmation");
+    // Another program writes the file after the preview: confirming writes nothing, shows the new preview.
+    await page.evaluate(() => window.__supercodeMock.agentFile("claude-code", () => undefined));
+    await page.keyboard.press("Enter");
+    await row.getByTestId("hooks-plan-status").filter({ hasText: "changed since the change was shown" }).waitFor();
+    assert((await row.getByTestId("agent-connection").textContent()) === "Not connected", "nothing was written");
+    await row.locator('[data-testid="confirm-accept"]:not([aria-disabled])').waitFor();
+    assert((await focusedTestId(page)) === "confirm-accept", "focus stays on Confirm");
+    await page.keyboard.press("Enter");
+    await row.getByTestId("agent-notice").filter({ hasText: "Claude Code is connected" }).waitFor();
+    assert((await row.getByTestId("agent-connection").textContent()) === "Connected", "connected");
+    assert((await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))) === "Disconnect Claude Code", "focus lands on Disconnect, not on <body>");
+    const calls = await page.evaluate(() => window.__supercodeMock.calls.filter((c) => c.action === "hooksChange"));
+    assert(calls.length === 2 && calls[0].planDigest !== calls[1].planDigest, `hooksChange calls: ${JSON.stringify(calls)}`);
+    await page.screenshot({ path: resolve(artifacts, "connect-claude-code.png"), fullPage: true });
+    await expectClean(page, problems);
+    await context.close();
+  });
+
   await test("keyboard only: a refused LD_PRELOAD is allowed with its checkbox, then the revive runs", async () => {
     const { page, context, problems } = await open("mock&latency=0");
     await page.getByTestId("runtime-row").first().waitFor();

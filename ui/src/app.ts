@@ -1,11 +1,13 @@
 // The tray window: header with the secret store in use, the runtime list,
-// pending Canon registrations, ignored files, a first-run explanation and the
-// footer. It renders every snapshot by patching keyed views, so a live update
-// never steals focus, scroll position or an open confirmation.
+// pending Canon registrations, the coding agents to connect (views/agents-section.ts),
+// ignored files, a first-run explanation and the footer. It renders every
+// snapshot by patching keyed views, so a live update never steals focus,
+// scroll position or an open confirmation.
 import type { Backend } from "./backend";
 import { CONFIRM_ACT_ACTION_PARAM, CONFIRM_ACT_PARAM, CONFIRM_REVIVE_PARAM, toCommandError, type ActRequest } from "./backend";
 import type { FileWarning, IgnoredFile, PendingView, RuntimeView, Snapshot } from "./bindings";
 import { h, icon, KeyedList, setAttr, setText, show, Slot } from "./dom";
+import { AgentsSection } from "./views/agents-section";
 import { PendingRow } from "./views/pending-row";
 import { NOTICE_TIMEOUT_MS, RuntimeRow } from "./views/runtime-row";
 
@@ -209,6 +211,9 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     "warning-row",
   );
 
+  // ---- coding agents (their state is read from their settings files, not the snapshot) ----
+  const agents = new AgentsSection(backend);
+
   // ---- footer ----
   const logsButton = h(
     "button",
@@ -249,7 +254,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     () => undefined,
   );
 
-  const main = h("main", { class: "app-main" }, banner.anchor, desktop.anchor, notice.anchor, loading, empty.anchor, runtimesSection, pendingSection, ignored.element, warnings.element);
+  const main = h("main", { class: "app-main" }, banner.anchor, desktop.anchor, notice.anchor, loading, empty.anchor, runtimesSection, pendingSection, agents.element, ignored.element, warnings.element);
   root.replaceChildren(header, main, footer);
   root.classList.add("app");
 
@@ -345,6 +350,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     if (e.key !== "Escape" || e.defaultPrevented) return;
     let closed = false;
     for (const row of runtimeRows.all()) closed = row.dismissConfirm() || closed;
+    closed = agents.dismissConfirm() || closed;
     if (closed) e.preventDefault();
   };
   document.addEventListener("keydown", onKeydown);
@@ -352,7 +358,10 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   const timer = window.setInterval(tick, RELATIVE_TIME_REFRESH_MS);
   // The window is hidden, not closed, between tray clicks: refresh when it comes back.
   const onVisible = () => {
-    if (document.visibilityState === "visible" && snapshot !== null) void refresh();
+    if (document.visibilityState === "visible" && snapshot !== null) {
+      void refresh();
+      void agents.load();
+    }
   };
   document.addEventListener("visibilitychange", onVisible);
 
@@ -382,7 +391,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   const requestedAct = params.get(CONFIRM_ACT_PARAM);
   const requestedAction = params.get(CONFIRM_ACT_ACTION_PARAM);
 
-  const ready = subscribed.then(load).then(() => {
+  const ready = Promise.all([subscribed.then(load), agents.load()]).then(() => {
     if (requested) confirmRevive(requested);
     if (requestedAct && requestedAction) confirmAct({ id: requestedAct, action: requestedAction });
   });

@@ -4,7 +4,7 @@
 // same UI in a plain browser for tests.
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
-import type { ActOutcome, CommandError, DesktopNotice, ErrorCode, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
+import type { ActOutcome, CodingAgentView, CommandError, DesktopNotice, ErrorCode, HooksChange, HooksOutcome, HooksPlanView, PendingView, ReviveOutcome, RevivePlanView, Snapshot } from "./bindings";
 import { CONFIRM_ACT_EVENT, CONFIRM_REVIVE_EVENT, ERROR_CODES, SNAPSHOT_EVENT } from "./bindings/wire";
 
 /** One action of one runtime's agent, as the tray menu asks the window to confirm it. */
@@ -38,6 +38,15 @@ export interface Backend {
   openLogs(): Promise<void>;
   /** What the core says about this desktop (no tray host: the icon cannot show), or `null`. */
   desktopNotice(): Promise<DesktopNotice | null>;
+  /** Claude Code and Codex, each with its state as `hooks status` computes it and the actions that apply. */
+  codingAgents(): Promise<CodingAgentView[]>;
+  /** What Connect or Disconnect of `agent` would change in its settings file, shown before it is made. */
+  hooksPlan(agent: string, change: HooksChange): Promise<HooksPlanView>;
+  /**
+   * Makes the change whose preview (its `digest`) the user confirmed. Rejects with `planChanged`
+   * when the settings file changed since (nothing is written), `refused` when the file is refused.
+   */
+  hooksChange(agent: string, change: HooksChange, digest: string): Promise<HooksOutcome>;
   /** Calls `cb` with every fresh snapshot; resolves to a function that stops the subscription. */
   onSnapshot(cb: (s: Snapshot) => void): Promise<() => void>;
   /**
@@ -111,6 +120,9 @@ export const tauriBackend: Backend = {
   reject: (profile) => call<void>("reject", { profile }),
   openLogs: () => call<void>("open_logs"),
   desktopNotice: () => call<DesktopNotice | null>("desktop_notice"),
+  codingAgents: () => call<CodingAgentView[]>("coding_agents"),
+  hooksPlan: (agent, change) => call<HooksPlanView>("hooks_plan", { agent, change }),
+  hooksChange: (agent, change, digest) => call<HooksOutcome>("hooks_change", { agent, change, digest }),
   onSnapshot: (cb) => listen<Snapshot>(SNAPSHOT_EVENT, (event) => cb(event.payload)),
   onConfirmRevive: (cb) => listen<string>(CONFIRM_REVIVE_EVENT, (event) => cb(event.payload)),
   onConfirmAct: (cb) =>

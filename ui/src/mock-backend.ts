@@ -3,14 +3,14 @@
 // "approving") and is scriptable: make the next call of an action fail, or hold
 // it until the test releases it, and read back every call made.
 import type { ActRequest, Backend } from "./backend";
-import type { ActOutcome, CommandError, DesktopNotice, PendingView, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView, Snapshot } from "./bindings";
+import type { ActOutcome, CodingAgentView, CommandError, DesktopNotice, HooksChange, HooksOutcome, HooksPlanView, PendingView, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView, Snapshot } from "./bindings";
 import { settle } from "./fixtures";
 
 /** The backend calls a test can fail, hold or inspect. */
-export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revive" | "act" | "approve" | "reject" | "openLogs";
+export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revive" | "act" | "approve" | "reject" | "openLogs" | "codingAgents" | "hooksPlan" | "hooksChange";
 
 /** One recorded call: the action and its argument (runtime id or profile), if any. */
-export type MockCall = { action: MockAction, arg: string | null, planDigest?: string, allowEnv?: string[], agentAction?: string, revision?: number };
+export type MockCall = { action: MockAction, arg: string | null, change?: HooksChange, planDigest?: string, allowEnv?: string[], agentAction?: string, revision?: number };
 
 /** Like the app's rule (`revive::allowed_env`): every variable needs an allow but these, with plain values. */
 const HARMLESS = new Set(["LANG", "LANGUAGE", "LC_ALL", "LC_ADDRESS", "LC_COLLATE", "LC_CTYPE", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_MESSAGES", "LC_MONETARY", "LC_NAME", "LC_NUMERIC", "LC_PAPER", "LC_TELEPHONE", "LC_TIME", "TZ", "TERM", "COLORTERM", "NO_COLOR", "CANON_AGENT"]);
@@ -62,6 +62,26 @@ export const NO_TRAY_HOST_NOTICE: DesktopNotice = {
     "No tray host is running, so Supercode Tray has no icon in the panel. To get it, on GNOME install and enable the AppIndicator extension (gnome-shell-extension-appindicator). Meanwhile, run supercode-tray again to bring this window back.",
 };
 
+/** One agent's settings file as the mock keeps it. */
+export interface MockAgentFile {
+  agent: string;
+  title: string;
+  settings: string;
+  /** Our entries are in it. */
+  connected: boolean;
+  /** The file is refused for this reason (a link, not JSON...). */
+  problem: string | null;
+  /** Bumped by every write, ours or another program's: it is part of the plan's digest. */
+  version: number;
+  /** Codex only: whether the user trusted the entries in Codex. */
+  trusted: boolean | null;
+}
+
+const AGENT_EVENTS: Record<string, string[]> = {
+  "claude-code": ["PreToolUse", "PermissionRequest", "PostToolUse", "Stop", "SessionEnd"],
+  codex: ["SessionStart", "PreToolUse", "PermissionRequest", "PostToolUse", "Stop"],
+};
+
 type Pending = { resolve: () => void, reject: (e: CommandError) => void };
 
 function clone<T>(value: T): T {
@@ -90,6 +110,12 @@ export class MockBackend implements Backend {
   private readonly launchEnv = new Map<string, Record<string, string>>();
   /** Variables the user allowed, by runtime id: name → value. */
   private readonly allowed = new Map<string, Map<string, string>>();
+
+  /** The coding agents' settings files (see `agentFile`). */
+  private readonly agentFiles: MockAgentFile[] = [
+    { agent: "claude-code", title: "Claude Code", settings: "/home/user/.claude/settings.json", connected: false, problem: null, version: 1, trusted: null },
+    { agent: "codex", title: "Codex", settings: "/home/user/.codex/hooks.json", connected: false, problem: null, version: 1, trusted: false },
+  ];
 
   constructor(initial: Snapshot, options: MockOptions = {}) {
     this.state = settle(clone(initial));
@@ -346,6 +372,76 @@ export class MockBackend implements Backend {
 
   async openLogs(): Promise<void> {
     await this.begin("openLogs");
+  }
+
+  /** Changes `agent`'s settings file as another program would (which changes its plan's digest). */
+  agentFile(agent: string, change: (file: MockAgentFile) => void): void {
+    const file = this.agentFiles.find((f) => f.agent === agent);
+    if (!file) throw new Error(`no mock agent ${agent}`);
+    change(file);
+    file.version += 1;
+  }
+
+  private viewOf(f: MockAgentFile): CodingAgentView {
+    const yes = { available: true, reason: null, applies: true };
+    if (f.problem !== null) {
+      const no = { available: false, reason: `${f.problem}; fix the file first`, applies: true };
+      return { agent: f.agent, title: f.title, settings: f.settings, connection: "problem", summary: f.problem, trust: null, connect: no, disconnect: no };
+    }
+    const trust = f.connected && f.trusted === false
+      ? `not trusted in ${f.title} yet (${(AGENT_EVENTS[f.agent] ?? []).join(", ")}), so ${f.title} does not run them: start ${f.title} and trust them when it says "Hooks need review"`
+      : null;
+    return f.connected
+      ? { agent: f.agent, title: f.title, settings: f.settings, connection: "connected", summary: "connected", trust, connect: { available: false, reason: "already connected", applies: false }, disconnect: yes }
+      : { agent: f.agent, title: f.title, settings: f.settings, connection: "notConnected", summary: "not connected", trust, connect: yes, disconnect: { available: false, reason: "not connected", applies: false } };
+  }
+
+  private hooksPlanOf(agent: string, change: HooksChange): HooksPlanView {
+    const f = this.agentFiles.find((a) => a.agent === agent);
+    if (!f) throw { code: "internal", message: `no coding agent is named "${agent}"` };
+    if (f.problem !== null) throw { code: "refused", message: `refusing ${f.settings}: ${f.problem}; it was not changed` };
+    const nothingToDo = change === "connect" ? f.connected : !f.connected;
+    const entries = Object.fromEntries((AGENT_EVENTS[agent] ?? []).map((event) => [event, [{ hooks: [{ type: "command", command: `/usr/bin/supercode-tray hook ${agent}`, timeout: 600 }] }]]));
+    const preview = nothingToDo
+      ? change === "connect" ? `${f.title} is already connected: ${f.settings} has every hook entry.` : `${f.title} is not connected: ${f.settings} has no hook entry of ours.`
+      : `${change === "connect" ? "Adds to" : "Removes from"} "hooks" in ${f.settings}, per event:\n${JSON.stringify(entries, null, 2)}`;
+    return {
+      agent, title: f.title, change, settings: f.settings, preview,
+      backup: nothingToDo ? null : `${f.settings}.supercode-backup`,
+      nothingToDo, warning: null,
+      digest: digestOf([agent, change, f.version, f.connected]),
+    };
+  }
+
+  async codingAgents(): Promise<CodingAgentView[]> {
+    await this.begin("codingAgents");
+    return this.agentFiles.map((f) => this.viewOf(f));
+  }
+
+  async hooksPlan(agent: string, change: HooksChange): Promise<HooksPlanView> {
+    this.calls.push({ action: "hooksPlan", arg: agent, change });
+    await this.begin("hooksPlan", agent, false);
+    return this.hooksPlanOf(agent, change);
+  }
+
+  /** Like the core: plans again and refuses (`planChanged`) when that is not the plan shown. */
+  async hooksChange(agent: string, change: HooksChange, digest: string): Promise<HooksOutcome> {
+    this.calls.push({ action: "hooksChange", arg: agent, change, planDigest: digest });
+    await this.begin("hooksChange", agent, false);
+    const plan = this.hooksPlanOf(agent, change);
+    if (plan.digest !== digest) throw { code: "planChanged", message: `${plan.settings} changed since the change was shown, so nothing was written; review it again.` };
+    const f = this.agentFiles.find((a) => a.agent === agent)!;
+    if (!plan.nothingToDo) {
+      f.connected = change === "connect";
+      f.version += 1;
+    }
+    const kept = plan.backup ? ` The previous file is kept as ${plan.backup}.` : "";
+    const message = change === "disconnect"
+      ? `${f.title} is disconnected.${kept}`
+      : f.trusted === false
+        ? `${f.title}'s hooks are installed. ${f.title} runs them only once you trust them: start ${f.title}, choose to review the hooks when it says "Hooks need review", and trust the Supercode Tray entries.${kept}`
+        : `${f.title} is connected: its sessions appear in the tray from their next hook event.${kept}`;
+    return { agent, message };
   }
 
   async onSnapshot(cb: (s: Snapshot) => void): Promise<() => void> {

@@ -1,5 +1,6 @@
 //! Connecting an agent to the tray: our hook entries in the agent's own settings file, added,
-//! recognised and removed by one set of rules that the CLI (and later the window) only render.
+//! recognised and removed by one set of rules that the CLI and the window only render
+//! (the window through `supercode_core::connect`, which adds the digest a confirmation carries).
 //!
 //! The settings file is the user's: we merge into it and keep every other key and every hook of
 //! their own, in order. Our entries are recognised by their command alone (a program named
@@ -411,6 +412,25 @@ impl Plan {
         }
         owned_file::write_atomically(dir, &name, &self.new_bytes)
             .map_err(write_error(self.path.clone()))
+    }
+
+    /// A digest of the change: the file as read and the file as it will be written. A
+    /// confirmation carries the digest of the plan it showed; a plan made again from a file
+    /// that changed since has another digest, so what runs is exactly what was confirmed.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(self.path.as_os_str().as_encoded_bytes());
+        hash.update([0]);
+        match &self.old_bytes {
+            Some(old) => {
+                hash.update((old.len() as u64).to_le_bytes());
+                hash.update(old);
+            }
+            None => hash.update(u64::MAX.to_le_bytes()),
+        }
+        hash.update(&self.new_bytes);
+        hex::encode(hash.finalize())
     }
 
     /// The path of the backup [`Plan::apply`] keeps.

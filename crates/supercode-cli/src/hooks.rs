@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use agent_hooks::agent::Agent;
 use agent_hooks::codex;
 use agent_hooks::settings::{HooksStatus, Installed, Plan};
+use supercode_core::view::HooksChange;
 
 use crate::CliError;
 
@@ -104,10 +105,7 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
             })?;
             let hooks = agent.hooks();
             let plan = hooks.plan_install(&path, &program)?;
-            let done = match agent {
-                Agent::ClaudeCode => "Claude Code is connected: its sessions appear in the tray from their next hook event.".to_owned(),
-                Agent::Codex => "Codex's hooks are installed. Codex runs them only once you trust them: start Codex, choose to review the hooks when it says \"Hooks need review\", and trust the Supercode Tray entries. `supercode-tray hooks status` says when they are trusted.".to_owned(),
-            };
+            let done = supercode_core::connect::done_message(agent, HooksChange::Connect);
             change(
                 &plan,
                 yes,
@@ -124,7 +122,7 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
                 &plan,
                 yes,
                 &format!("Disconnect {}", hooks.display_name),
-                &format!("{} is disconnected.", hooks.display_name),
+                &supercode_core::connect::done_message(agent, HooksChange::Disconnect),
             )
         }
         HooksCommand::CodexApprovals { switch } => {

@@ -52,6 +52,28 @@ pub enum CoreError {
         /// The variable the confirmation named.
         variable: String,
     },
+    /// No coding agent has that name.
+    #[error("no coding agent is named {agent:?}; the agents are claude-code and codex")]
+    UnknownAgent {
+        /// The name that was asked for.
+        agent: String,
+    },
+    /// Installing, removing or reading an agent's hooks failed (a refused settings file says
+    /// why; it was not changed).
+    #[error(transparent)]
+    Hooks(#[from] agent_hooks::settings::HooksError),
+    /// The agent's settings file changed since the Connect or Disconnect was shown.
+    #[error("{path} changed since the change was shown, so nothing was written; review it again.")]
+    HooksPlanChanged {
+        /// The settings file.
+        path: String,
+    },
+    /// There is no `supercode-tray` command beside the app for the hooks to run.
+    #[error("there is no supercode-tray command beside this app (in {beside}), so there is nothing for the hooks to run; install Supercode Tray's package, or run `supercode-tray hooks install <agent>` from a terminal")]
+    NoHookProgram {
+        /// The directory it was looked for in.
+        beside: String,
+    },
     /// A receipt operation failed. (A receipt that is not there is [`CoreError::UnknownRuntime`]:
     /// see the `From` below.)
     #[error(transparent)]
@@ -296,7 +318,16 @@ impl CoreError {
             | CoreError::Approval(
                 A::OtherCanon { .. } | A::Client(canon_local::ClientError::InsecureBaseUrl { .. }),
             ) => ErrorCode::Refused,
-            CoreError::PlanChanged { .. } => ErrorCode::PlanChanged,
+            CoreError::PlanChanged { .. } | CoreError::HooksPlanChanged { .. } => {
+                ErrorCode::PlanChanged
+            }
+            CoreError::Hooks(
+                agent_hooks::settings::HooksError::Refused { .. }
+                | agent_hooks::settings::HooksError::NotSettings { .. },
+            ) => ErrorCode::Refused,
+            CoreError::UnknownAgent { .. }
+            | CoreError::Hooks(_)
+            | CoreError::NoHookProgram { .. } => ErrorCode::Internal,
             CoreError::NoHome
             | CoreError::NoSuchVariable { .. }
             | CoreError::Receipt(_)

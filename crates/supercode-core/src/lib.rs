@@ -26,6 +26,7 @@ pub mod agents;
 pub mod approvals;
 pub mod attach;
 pub mod background;
+pub mod connect;
 pub mod desktop;
 pub mod doctor;
 mod error;
@@ -383,6 +384,57 @@ impl Supercode {
     /// [`Supercode::watch`] or a snapshot saw it (at once if none runs).
     pub async fn proxies_stopped(&self) {
         self.proxies.all_stopped().await;
+    }
+
+    /// Every coding agent's state and the actions that apply, as the window shows them.
+    pub async fn coding_agents(&self) -> Result<Vec<view::CodingAgentView>, CoreError> {
+        // Reads the agents' settings files: off the async workers.
+        tokio::task::spawn_blocking(connect::agents)
+            .await
+            .map_err(|source| CoreError::Interrupted {
+                what: "reading the coding agents' settings",
+                source,
+            })
+    }
+
+    /// What Connect or Disconnect of `agent` would change, to show before it is made.
+    pub async fn hooks_plan(
+        &self,
+        agent: &str,
+        change: view::HooksChange,
+    ) -> Result<view::HooksPlanView, CoreError> {
+        let agent = connect::agent(agent)?;
+        let plan = tokio::task::spawn_blocking(move || {
+            let (path, program) = connect::target(agent, change)?;
+            connect::plan_view(agent, &path, &program, change)
+        })
+        .await
+        .map_err(|source| CoreError::Interrupted {
+            what: "planning the change to the agent's settings",
+            source,
+        })?;
+        logged("hooks plan", agent.name(), plan)
+    }
+
+    /// Makes the Connect or Disconnect of `agent` whose plan (its digest) the user confirmed;
+    /// refused when the settings file changed since.
+    pub async fn hooks_change(
+        &self,
+        agent: &str,
+        change: view::HooksChange,
+        digest: String,
+    ) -> Result<view::HooksOutcome, CoreError> {
+        let agent = connect::agent(agent)?;
+        let outcome = tokio::task::spawn_blocking(move || {
+            let (path, program) = connect::target(agent, change)?;
+            connect::apply(agent, &path, &program, change, &digest)
+        })
+        .await
+        .map_err(|source| CoreError::Interrupted {
+            what: "changing the agent's settings",
+            source,
+        })?;
+        logged("hooks change", agent.name(), outcome)
     }
 
     /// What a revive of `id` would run, to show before it runs (see [`revive`]).

@@ -625,6 +625,87 @@ pub struct RevivePlanView {
     pub run: ActionAvailability,
 }
 
+/// Whether a coding agent's sessions reach the tray through our hooks, as `hooks status` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum AgentConnection {
+    /// Every hook entry is in its settings and the program they run exists.
+    Connected,
+    /// Some entries are missing, or the program they run is gone.
+    Partly,
+    /// No entry of ours is in its settings.
+    NotConnected,
+    /// Its settings file was refused (a link, another user's, not JSON, too big...).
+    Problem,
+}
+
+/// One coding agent in the window's "Coding agents" section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct CodingAgentView {
+    /// Its name on the command line (`claude-code`), which the window sends back.
+    pub agent: String,
+    /// Its name for people ("Claude Code").
+    pub title: String,
+    /// The settings file our hooks go in.
+    pub settings: String,
+    /// Whether it is connected.
+    pub connection: AgentConnection,
+    /// The state for people ("connected", "partly connected (missing: Stop)", the problem...).
+    pub summary: String,
+    /// For an agent that runs only hooks the user trusted in it (Codex): what is still to do
+    /// there, if anything; `None` when nothing is.
+    pub trust: Option<String>,
+    /// Whether Connect applies (it adds what is missing) and why not.
+    pub connect: ActionAvailability,
+    /// Whether Disconnect applies (it removes what Connect added) and why not.
+    pub disconnect: ActionAvailability,
+}
+
+/// Connect or Disconnect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub enum HooksChange {
+    /// Add our hook entries.
+    Connect,
+    /// Remove exactly our hook entries.
+    Disconnect,
+}
+
+/// What a Connect or Disconnect changes, shown before it is made; the change sends `digest`
+/// back and is refused (`planChanged`) when the file no longer makes this plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct HooksPlanView {
+    /// The agent (`claude-code`).
+    pub agent: String,
+    /// Its name for people.
+    pub title: String,
+    /// Connect or Disconnect.
+    pub change: HooksChange,
+    /// The settings file changed.
+    pub settings: String,
+    /// Exactly what goes in or comes out, as `hooks install|remove` prints it.
+    pub preview: String,
+    /// Where the previous file is kept; `None` when there is no file yet.
+    pub backup: Option<String>,
+    /// True when there is nothing to change.
+    pub nothing_to_do: bool,
+    /// Something about the file the user should fix (its mode), if any.
+    pub warning: Option<String>,
+    /// A digest of the file as read and the file as it will be written.
+    pub digest: String,
+}
+
+/// What a Connect or Disconnect did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+pub struct HooksOutcome {
+    /// The agent (`claude-code`).
+    pub agent: String,
+    /// A human summary, with what is left to do (Codex: trust the hooks in Codex).
+    pub message: String,
+}
+
 /// What kind of failure a command met: only the kinds the window branches on. Everything else
 /// is [`ErrorCode::Internal`], and its message says what happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
@@ -636,7 +717,8 @@ pub enum ErrorCode {
     /// The action does not apply right now (e.g. forget on a running runtime): the window's list
     /// is out of date, so it refreshes the list and shows the message on the row.
     Refused,
-    /// The revive plan changed since it was shown: the window shows the new one and asks again.
+    /// The revive plan, or a coding agent's Connect/Disconnect plan, changed since it was shown:
+    /// the window shows the new one and asks again.
     PlanChanged,
     /// Anything else; the window only shows the message.
     Internal,

@@ -707,7 +707,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   }
 }
 
-interface ConfirmOptions {
+export interface ConfirmOptions {
   testId: string;
   confirmLabel: string;
   variant: "primary" | "danger";
@@ -716,7 +716,7 @@ interface ConfirmOptions {
   onCancel(): void;
 }
 
-interface ConfirmState {
+export interface ConfirmState {
   title: string;
   confirmAria: string;
   cancelAria: string;
@@ -731,7 +731,7 @@ interface ConfirmState {
 }
 
 /** An inline confirmation under a row: title, details, Cancel and Confirm. */
-class ConfirmPanel {
+export class ConfirmPanel {
   readonly slot: Slot<HTMLDivElement>;
   private readonly title: HTMLHeadingElement;
   private readonly confirm: HTMLButtonElement;

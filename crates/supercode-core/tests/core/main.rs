@@ -17,6 +17,7 @@ mod agents;
 mod approvals;
 mod attach;
 mod canary;
+mod connect;
 mod doctor;
 mod forget;
 mod incremental;
