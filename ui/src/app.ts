@@ -17,6 +17,12 @@ import { NOTICE_TIMEOUT_MS, RuntimeRow } from "./views/runtime-row";
  * without waking the window more than needed.
  */
 export const RELATIVE_TIME_REFRESH_MS = 30_000;
+/**
+ * How long a confirmation asked for from the tray menu or a notification waits for the list to
+ * show the state it is about (a snapshot follows the core's change within tens of milliseconds;
+ * this leaves a loaded machine its slack).
+ */
+export const ACT_REQUEST_WAIT_MS = 3_000;
 
 /** Options for tests: a fixed clock. */
 export interface AppOptions {
@@ -39,6 +45,8 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
   const now = options.now ?? (() => new Date());
   let destroyed = false;
   let snapshot: Snapshot | null = null;
+  /** An action's confirmation asked for before this list showed the state it is about. */
+  let waitingAct: { request: ActRequest; timer: number } | null = null;
 
   // ---- header ----
   const storeText = h("span", { class: "store-text" });
@@ -311,6 +319,10 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     if (lostRuntimeFocus) (isEmpty ? logsButton : runtimesHeading).focus({ preventScroll: true });
     else if (lostPendingFocus) (s.pending.length > 0 ? pendingHeading : logsButton).focus({ preventScroll: true });
     if (main.scrollTop !== scrollTop) main.scrollTop = scrollTop;
+    if (waitingAct && runtimeRows.get(waitingAct.request.id)?.requestAct(waitingAct.request.action)) {
+      window.clearTimeout(waitingAct.timer);
+      waitingAct = null;
+    }
   }
 
   function tick(): void {
@@ -376,10 +388,19 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
     if (destroyed) stop();
     else stopReviveRequests = stop;
   });
-  // The tray menu's destructive agent actions (and those with a question) are asked here the same way.
+  // The tray menu's and a notification's actions that ask first are asked here the same way. A
+  // notification goes out as the core sees the state, and this list follows with the next
+  // snapshot, so a request the list cannot place yet waits for the snapshots of the next
+  // ACT_REQUEST_WAIT_MS before it is told as no longer offered.
   function confirmAct(request: ActRequest): void {
-    const row = runtimeRows.get(request.id);
-    if (!row?.requestAct(request.action)) setBanner("That action is no longer offered; see the runtime's row for what its agent is doing now.");
+    window.clearTimeout(waitingAct?.timer);
+    waitingAct = null;
+    if (runtimeRows.get(request.id)?.requestAct(request.action)) return;
+    const timer = window.setTimeout(() => {
+      waitingAct = null;
+      setBanner("That action is no longer offered; see the runtime's row for what its agent is doing now.");
+    }, ACT_REQUEST_WAIT_MS);
+    waitingAct = { request, timer };
   }
   let stopActRequests: (() => void) | null = null;
   void backend.onConfirmAct(confirmAct).then((stop) => {
@@ -404,6 +425,7 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
       destroyed = true;
       window.clearInterval(timer);
       window.clearTimeout(noticeTimer);
+      window.clearTimeout(waitingAct?.timer);
       document.removeEventListener("visibilitychange", onVisible);
       document.removeEventListener("keydown", onKeydown);
       unlisten?.();

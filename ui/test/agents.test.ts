@@ -2,6 +2,7 @@
 // since when and who is on it; the offered actions with progress, confirmation and errors; the
 // header's needs-you count; requests from the tray menu; and hostile text rendered as text.
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { ACT_REQUEST_WAIT_MS } from "../src/app";
 import type { AgentState, RuntimeView, Snapshot } from "../src/bindings";
 import { AGENT_RULES } from "../src/bindings/agentRules";
 import { agentState, APPROVAL_ACTIONS, demoSnapshot, runtime } from "../src/fixtures";
@@ -292,9 +293,28 @@ describe("agent actions asked for by the tray menu", () => {
   it("explain instead of opening anything when the action is no longer offered", async () => {
     m = await mount(demoSnapshot(NOW));
     m.mock.requestAct("rt-docs", "deny");
-    const banner = await vi.waitFor(() => byTestId(m!.root, "app-error"));
+    const banner = await vi.waitFor(() => byTestId(m!.root, "app-error"), { timeout: ACT_REQUEST_WAIT_MS + 2_000 });
     expect(banner.textContent).toContain("no longer offered");
     expect(m.root.querySelector('[data-testid="confirm-act"]')).toBeNull();
+  });
+
+  // A notification goes out as the core sees the state; the window's list follows with the next
+  // snapshot. Its Deny… asked for before that snapshot opens the confirmation once it comes.
+  it("open the confirmation asked for before the list shows the request, once it does", async () => {
+    m = await mount(demoSnapshot(NOW));
+    const release = m.mock.holdEvents();
+    m.mock.update((s) => {
+      const docs = s.runtimes.find((r) => r.id === "rt-docs")!;
+      docs.state = agentState("needs-approval", { title: "Run the test suite?", actions: [...APPROVAL_ACTIONS] });
+    });
+    m.mock.requestAct("rt-docs", "deny");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(m.root.querySelector('[data-testid="confirm-act"]:not([hidden])')).toBeNull();
+    release();
+    const panel = await vi.waitFor(() => byTestId(row(m!.root, "rt-docs"), "confirm-act"));
+    expect(visible(panel)).toBe(true);
+    expect(m.root.querySelector('[data-testid="app-error"]:not([hidden])')).toBeNull();
+    expect(m.mock.calls.some((c) => c.action === "act")).toBe(false);
   });
 
   it("open the confirmation when the tray menu creates the window with it in the query", async () => {
