@@ -73,7 +73,14 @@ export class Element {
     return this.session.cmd('GET', `/element/${this.id}/attribute/${encodeURIComponent(name)}`);
   }
 
-  click() {
+  /**
+   * Clicks the element as a user would: scrolled into view first. WebKitWebDriver answers
+   * "element not interactable" for an element below the fold of the window's scrolling list (a
+   * banner at the top, such as the no-tray-host notice, pushes rows down) instead of scrolling
+   * it into view itself.
+   */
+  async click() {
+    await this.session.execute('arguments[0].scrollIntoView({ block: "center" });', [{ [ELEMENT_KEY]: this.id }]);
     return this.session.cmd('POST', `/element/${this.id}/click`, {});
   }
 
