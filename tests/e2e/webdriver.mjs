@@ -74,13 +74,20 @@ export class Element {
   }
 
   /**
-   * Clicks the element as a user would: scrolled into view first. WebKitWebDriver answers
-   * "element not interactable" for an element below the fold of the window's scrolling list (a
-   * banner at the top, such as the no-tray-host notice, pushes rows down) instead of scrolling
-   * it into view itself.
+   * Clicks the element as a user would: if what shows at its centre is not it (below the fold of
+   * the window's scrolling list, or under its footer: a banner at the top, such as the
+   * no-tray-host notice, pushes rows down), it is scrolled to the middle first; a list that
+   * already shows it does not move. WebKitWebDriver answers "element not interactable" there
+   * instead of scrolling itself.
    */
   async click() {
-    await this.session.execute('arguments[0].scrollIntoView({ block: "center" });', [{ [ELEMENT_KEY]: this.id }]);
+    await this.session.execute(
+      `const el = arguments[0];
+       const r = el.getBoundingClientRect();
+       const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+       if (!hit || !el.contains(hit)) el.scrollIntoView({ block: "center" });`,
+      [{ [ELEMENT_KEY]: this.id }],
+    );
     return this.session.cmd('POST', `/element/${this.id}/click`, {});
   }
 
