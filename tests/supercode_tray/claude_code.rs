@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use crate::terminal::{have_tmux, processes_running, Terminal};
 use serde_json::{json, Value};
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
@@ -35,13 +36,6 @@ fn claude_binary() -> Option<PathBuf> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude");
     path.is_file().then_some(path)
-}
-
-fn have_tmux() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// The stand-in Messages API: a tool call for each prompt naming a marker, then text.
@@ -194,10 +188,12 @@ fn sse((block, stop): &(Value, &'static str)) -> String {
 
 /// A temp HOME with Claude Code's first-run state, our directories, and the tmux server.
 struct Session {
+    /// First, so it is dropped first: the agent's tmux server is killed before its
+    /// directories are removed.
+    terminal: Terminal,
     dir: tempfile::TempDir,
     /// The stand-in's log of what each request got (shown when a step fails).
     requests_log: Option<PathBuf>,
-    tmux: String,
     printed: String,
 }
 
@@ -248,7 +244,7 @@ impl Session {
             assert!(
                 Instant::now() < deadline,
                 "{what}: never happened; last list: {listed:?}\nscreen:\n{}\nrequests:\n{}",
-                self.screen(),
+                self.terminal.screen(),
                 self.requests_log
                     .as_ref()
                     .and_then(|p| std::fs::read_to_string(p).ok())
@@ -256,37 +252,6 @@ impl Session {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-L", &self.tmux, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "claude"]).stdout)
-            .into_owned()
-    }
-
-    fn wait_screen(&self, what: &str, text: &str) {
-        let deadline = Instant::now() + STEP_TIMEOUT;
-        while !self.screen().contains(text) {
-            assert!(
-                Instant::now() < deadline,
-                "{what}: {text:?} never showed:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn type_line(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "claude", "-l", text]);
-        std::thread::sleep(Duration::from_millis(200));
-        self.tmux(&["send-keys", "-t", "claude", "Enter"]);
     }
 
     fn files_text(&self) -> String {
@@ -318,53 +283,24 @@ impl Session {
 /// Starts Claude Code in tmux and waits for its prompt.
 fn launch(session: &Session) {
     let script = session.path("run-claude.sh");
-    let started = session.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "claude",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        &script.display().to_string(),
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    session.wait_screen("Claude Code starts", "manual mode on");
-}
-
-/// The pids of this user's processes whose command line contains `text`.
-fn processes_running(text: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name();
-            name.to_string_lossy().bytes().all(|b| b.is_ascii_digit())
-                && std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                    String::from_utf8_lossy(&c)
-                        .replace('\0', " ")
-                        .contains(text)
-                })
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
+    session.terminal.start(&script.display().to_string());
+    session
+        .terminal
+        .wait_screen("Claude Code starts", "manual mode on");
 }
 
 /// The session's directories, Claude Code's first-run state and its launch script; not started.
 fn prepare_session(claude: &Path, model: SocketAddr) -> Session {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let tmux = format!("supercode-test-{}", std::process::id());
     let session = Session {
         requests_log: None,
-        tmux,
+        terminal: Terminal::new(
+            format!("supercode-test-{}", std::process::id()),
+            "claude",
+            STEP_TIMEOUT,
+            Duration::from_millis(200),
+        ),
         printed: String::new(),
         dir,
     };
@@ -574,7 +510,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     launch(&session);
 
     // Approve from the tray's command line.
-    session.type_line("make marker-1");
+    session.terminal.type_line("make marker-1");
     let asking = session.wait_listed("needs-approval", |r| {
         r["state"]["value"] == "needs-approval"
     });
@@ -598,7 +534,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     });
     assert_eq!(done["state"]["title"], "All done: the marker is there.");
     assert!(marker1.exists(), "the approved command ran");
-    session.wait_screen(
+    session.terminal.wait_screen(
         "the terminal says the hook allowed it",
         "PermissionRequest hook",
     );
@@ -608,7 +544,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     attach_shows_the_conversation(&mut session, &runtime, &id, &marker1);
 
     // Deny from the tray.
-    session.type_line("make marker-2");
+    session.terminal.type_line("make marker-2");
     session.wait_listed("needs-approval again", |r| {
         r["state"]["value"] == "needs-approval"
     });
@@ -626,21 +562,27 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     session.wait_listed("idle between turns", |r| {
         r["state"]["value"] == "needs-input"
     });
-    session.type_line("make marker-3");
+    session.terminal.type_line("make marker-3");
     session.wait_listed("needs-approval a third time", |r| {
         r["state"]["value"] == "needs-approval"
     });
-    session.wait_screen("the terminal's dialog", "Do you want to proceed?");
+    session
+        .terminal
+        .wait_screen("the terminal's dialog", "Do you want to proceed?");
     // Claude Code's dialog ignores keys for a moment after it opens (as against a stray key): a
     // person reads it first; so does this test, and presses again if the key came too early.
     let deadline = Instant::now() + STEP_TIMEOUT;
-    while session.screen().contains("Do you want to proceed?") {
+    while session
+        .terminal
+        .screen()
+        .contains("Do you want to proceed?")
+    {
         assert!(
             Instant::now() < deadline,
             "the terminal's dialog took no answer"
         );
         std::thread::sleep(Duration::from_millis(700));
-        session.tmux(&["send-keys", "-t", "claude", "1"]);
+        session.terminal.tmux(&["send-keys", "-t", "claude", "1"]);
     }
     session.wait_listed("needs-approval cleared by the terminal", |r| {
         r["state"]["value"] != "needs-approval"
@@ -671,11 +613,13 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     session.wait_listed("needs-input before the host is killed", |r| {
         r["state"]["value"] == "needs-input"
     });
-    session.type_line("make marker-5");
+    session.terminal.type_line("make marker-5");
     session.wait_listed("needs-approval for the host to die in", |r| {
         r["state"]["value"] == "needs-approval"
     });
-    session.wait_screen("the terminal's dialog", "Do you want to proceed?");
+    session
+        .terminal
+        .wait_screen("the terminal's dialog", "Do you want to proceed?");
     // Only this session's host: its command line names the session's directory.
     let project = session.path("project").display().to_string();
     for pid in processes_running(&format!("--cwd {project}")) {
@@ -690,22 +634,29 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
-        session.screen().contains("Do you want to proceed?"),
+        session
+            .terminal
+            .screen()
+            .contains("Do you want to proceed?"),
         "the terminal still asks:\n{}",
-        session.screen()
+        session.terminal.screen()
     );
     assert!(
         !markers.join("marker-5").exists(),
         "nothing was decided for the user"
     );
     let deadline = Instant::now() + STEP_TIMEOUT;
-    while session.screen().contains("Do you want to proceed?") {
+    while session
+        .terminal
+        .screen()
+        .contains("Do you want to proceed?")
+    {
         assert!(
             Instant::now() < deadline,
             "the terminal's dialog took no answer"
         );
         std::thread::sleep(Duration::from_millis(700));
-        session.tmux(&["send-keys", "-t", "claude", "1"]);
+        session.terminal.tmux(&["send-keys", "-t", "claude", "1"]);
     }
     session.wait_listed("a new host after the next hook", |r| {
         r["state"]["value"] == "needs-input"

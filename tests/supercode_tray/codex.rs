@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use crate::terminal::{have_tmux, processes_running, Terminal};
 use serde_json::{json, Value};
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
@@ -36,13 +37,6 @@ fn codex_binary() -> Option<PathBuf> {
         "tests/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
     );
     path.is_file().then_some(path)
-}
-
-fn have_tmux() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// The stand-in Responses API: an escalated `exec_command` for each prompt naming a marker,
@@ -115,8 +109,10 @@ fn answer(request: &Value, markers: &Path) -> Value {
 
 /// A temp HOME with the user's own Codex settings, our directories, and the tmux server.
 struct Session {
+    /// First, so it is dropped first: the agent's tmux server is killed before its
+    /// directories are removed.
+    terminal: Terminal,
     dir: tempfile::TempDir,
-    tmux: String,
     printed: String,
 }
 
@@ -177,48 +173,10 @@ impl Session {
             assert!(
                 Instant::now() < deadline,
                 "{what}: never happened; last list: {listed:?}\nscreen:\n{}",
-                self.screen()
+                self.terminal.screen()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .args(["-L", &self.tmux, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "codex"]).stdout)
-            .into_owned()
-    }
-
-    fn wait_screen(&self, what: &str, text: &str) {
-        let deadline = Instant::now() + STEP_TIMEOUT;
-        while !self.screen().contains(text) {
-            assert!(
-                Instant::now() < deadline,
-                "{what}: {text:?} never showed:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        for key in keys {
-            self.tmux(&["send-keys", "-t", "codex", key]);
-            std::thread::sleep(Duration::from_millis(150));
-        }
-    }
-
-    fn type_line(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "codex", "-l", text]);
-        std::thread::sleep(Duration::from_millis(300));
-        self.tmux(&["send-keys", "-t", "codex", "Enter"]);
     }
 
     /// Every file of ours in the temp dir (Codex's own sessions, logs and state, and the launch
@@ -248,32 +206,6 @@ impl Session {
     }
 }
 
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
-
-/// The pids of processes whose command line contains `text`.
-fn processes_running(text: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-                && std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-                    String::from_utf8_lossy(&c)
-                        .replace('\0', " ")
-                        .contains(text)
-                })
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
-}
-
 const USER_CONFIG: &str =
     "# my own Codex settings\nmodel = \"stand-in\"\nmodel_provider = \"standin\"\n";
 const USER_HOOKS: &str =
@@ -283,7 +215,12 @@ fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
     use std::os::unix::fs::PermissionsExt;
     let session = Session {
         dir: tempfile::tempdir().unwrap(),
-        tmux: format!("supercode-codex-test-{}", std::process::id()),
+        terminal: Terminal::new(
+            format!("supercode-codex-test-{}", std::process::id()),
+            "codex",
+            STEP_TIMEOUT,
+            Duration::from_millis(300),
+        ),
         printed: String::new(),
     };
     for sub in ["home/.codex", "project", "canon", "run"] {
@@ -357,39 +294,34 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
 
     // Trust them in Codex, as a user would: its review screen, "Trust all and continue".
     let script = session.path("run-codex.sh").display().to_string();
-    let started = session.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "codex",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        &script,
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    session.wait_screen(
+    session.terminal.start(&script);
+    session.terminal.wait_screen(
         "Codex asks to review the new hooks",
         "Trust all and continue",
     );
     // Codex draws the screen a moment before it reads keys: choose option 2 until it is the
     // selected one (pressing it again is harmless), then confirm.
     let deadline = Instant::now() + STEP_TIMEOUT;
-    while session.screen().contains("Hooks need review") {
+    while session.terminal.screen().contains("Hooks need review") {
         assert!(
             Instant::now() < deadline,
             "the review screen stayed:\n{}",
-            session.screen()
+            session.terminal.screen()
         );
-        if session.screen().contains("› 2. Trust all and continue") {
-            session.keys(&["Enter"]);
+        if session
+            .terminal
+            .screen()
+            .contains("› 2. Trust all and continue")
+        {
+            session.terminal.keys(&["Enter"]);
         } else {
-            session.keys(&["2"]);
+            session.terminal.keys(&["2"]);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    session.wait_screen("Codex starts", "for shortcuts");
+    session
+        .terminal
+        .wait_screen("Codex starts", "for shortcuts");
     let deadline = Instant::now() + STEP_TIMEOUT;
     loop {
         let status = session.codex_status();
@@ -409,7 +341,7 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     }
 
     // Codex asks in its terminal; the tray shows it, without Approve (the setting is off).
-    session.type_line("make marker-1");
+    session.terminal.type_line("make marker-1");
     let asking = session
         .wait_listed("needs-approval", |r| {
             r.is_some_and(|r| r["state"]["value"] == "needs-approval")
@@ -429,11 +361,11 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         json!(session.path("project")),
         "{asking}"
     );
-    session.wait_screen(
+    session.terminal.wait_screen(
         "Codex's own prompt",
         "Would you like to run the following command?",
     );
-    session.keys(&["y"]);
+    session.terminal.keys(&["y"]);
     session.wait_listed("needs-input after the terminal approved", |r| {
         r.is_some_and(|r| r["state"]["value"] == "needs-input")
     });
@@ -443,7 +375,7 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     // With the setting on, the hook waits for the tray, and Approve there runs the command.
     let on = session.run(&["hooks", "codex-approvals", "on"]);
     assert!(on.status.success(), "{on:?}");
-    session.type_line("make marker-2");
+    session.terminal.type_line("make marker-2");
     let offered = session
         .wait_listed("needs-approval with Approve", |r| {
             r.is_some_and(|r| r["state"]["value"] == "needs-approval")
@@ -478,7 +410,7 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
             "the host's environment has the key"
         );
     }
-    let _ = session.tmux(&["kill-server"]);
+    let _ = session.terminal.tmux(&["kill-server"]);
     session.wait_listed("the runtime ends with Codex", |r| {
         r.is_none_or(|r| r["status"] != "running")
     });

@@ -15,6 +15,7 @@ mod cli;
 mod codex;
 mod doctor;
 mod launch;
+mod terminal;
 
 /// Set by `scripts/test-env.sh`: the real-agent tests (`claude_code`, `codex`) fail instead of
 /// skipping when the pinned CLIs or tmux are missing, so the suite cannot pass without them.
