@@ -364,9 +364,10 @@ const NOTIFICATIONS: &str = "org.freedesktop.Notifications";
 #[cfg(target_os = "linux")]
 const NOTIFICATIONS_PATH: &str = "/org/freedesktop/Notifications";
 
-/// An agent's notification as sent, with the server's signals subscribed on its connection
-/// before it was sent. notify-rust subscribes only once `Notify` has returned, so a button
-/// clicked as the notification appeared (or a server quick to answer) was never seen: the
+/// A notification as sent, with the server's signals subscribed on its connection before it was
+/// sent: the one way the app shows a notification on Linux (notify-rust only builds it and asks
+/// for the server's capabilities). notify-rust subscribes only once `Notify` has returned, so a
+/// button clicked as the notification appeared (or a server quick to answer) was never seen: the
 /// end-to-end test of the notification's buttons lost its click in 2 runs of 3 under load.
 #[cfg(target_os = "linux")]
 struct Showing {
@@ -599,8 +600,10 @@ fn notify<R: Runtime>(app: &AppHandle<R>, title: &str, body: &str) {
             .name("notification".into())
             .spawn(move || {
                 let notification = linux_notification(&title, &body, &server_capabilities());
-                match notification.show() {
-                    Ok(shown) => shown.on_close(|| {}),
+                match Showing::show(&notification, 0) {
+                    Ok(showing) => {
+                        showing.wait();
+                    }
                     // What it told (a failed attach or opener among them) is then only in the
                     // log; `doctor` warns when no notification server answers.
                     Err(e) => tracing::warn!("notification not shown: {e}"),
