@@ -80,23 +80,7 @@ pub fn agents() -> Vec<CodingAgentView> {
 pub fn agent_view(agent: Agent, path: &Path) -> CodingAgentView {
     let status = agent.hooks().status(path);
     let (connection, summary) = connection(&status);
-    let trust = match agent.trust(path) {
-        Some(trust) if status.installed != Installed::No && status.problem.is_none() => {
-            match (&trust.problem, trust.needs_review.is_empty()) {
-                (Some(problem), _) => Some(format!(
-                    "cannot tell whether {} trusts them: {problem}",
-                    agent.title()
-                )),
-                (None, false) => Some(format!(
-                    "not trusted in {0} yet ({1}), so {0} does not run them: start {0} and trust them when it says \"Hooks need review\"",
-                    agent.title(),
-                    trust.needs_review.join(", ")
-                )),
-                (None, true) => None,
-            }
-        }
-        _ => None,
-    };
+    let trust = trust_note(agent, &status, path);
     let (connect, disconnect) = match connection {
         AgentConnection::Problem => {
             let reason = format!("{summary}; fix the file first");
@@ -124,6 +108,28 @@ pub fn agent_view(agent: Agent, path: &Path) -> CodingAgentView {
         trust,
         connect,
         disconnect,
+    }
+}
+
+/// What is still to do in `agent` itself before it runs our installed entries (Codex runs only
+/// the hooks the user trusted in it), for people; `None` when nothing is, or when nothing of ours
+/// is installed to trust. The window and `doctor` say it in these words.
+pub fn trust_note(agent: Agent, status: &HooksStatus, path: &Path) -> Option<String> {
+    if status.installed == Installed::No || status.problem.is_some() {
+        return None;
+    }
+    let trust = agent.trust(path)?;
+    match (&trust.problem, trust.needs_review.is_empty()) {
+        (Some(problem), _) => Some(format!(
+            "cannot tell whether {} trusts them: {problem}",
+            agent.title()
+        )),
+        (None, false) => Some(format!(
+            "not trusted in {0} yet ({1}), so {0} does not run them: start {0} and trust them when it says \"Hooks need review\"",
+            agent.title(),
+            trust.needs_review.join(", ")
+        )),
+        (None, true) => None,
     }
 }
 

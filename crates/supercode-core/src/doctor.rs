@@ -325,9 +325,6 @@ fn agent_hooks(agent: Agent) -> Check {
     };
     let status = agent.hooks().status(&path);
     let shown = path.display();
-    let untrusted = agent
-        .trust(&path)
-        .filter(|trust| trust.problem.is_some() || !trust.needs_review.is_empty());
     match (&status.problem, &status.installed) {
         (Some(problem), _) => Check::warn(
             name,
@@ -348,13 +345,10 @@ fn agent_hooks(agent: Agent) -> Check {
             format!("connected, but the hook's program is missing ({})", status.commands.join(", ")),
             format!("run `{install}` with the installed supercode-tray, or `supercode-tray hooks remove {}`", agent.name()),
         ),
-        (None, Installed::Yes) => match untrusted {
-            Some(trust) => Check::warn(
+        (None, Installed::Yes) => match crate::connect::trust_note(agent, &status, &path) {
+            Some(note) => Check::warn(
                 name,
-                match &trust.problem {
-                    Some(problem) => format!("installed in {shown}, but cannot tell whether {name} trusts them: {problem}"),
-                    None => format!("installed in {shown}, but not trusted in {name} yet ({}), so {name} does not run them", trust.needs_review.join(", ")),
-                },
+                format!("installed in {shown}, but {note}"),
                 format!("start {name}; when it says \"Hooks need review\", review them and trust the Supercode Tray entries"),
             ),
             None => Check::ok(name, format!("connected through {shown}")),
