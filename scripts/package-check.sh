@@ -26,6 +26,8 @@ cli_bin=/usr/bin/supercode-tray
 app_bin=/usr/bin/supercode-tray-app
 # Libraries the command must not link: loading them is what made it slow to start (issue 16).
 display_libs='lib(gtk|gdk)-3\.so|libwebkit2gtk|libjavascriptcoregtk|appindicator'
+# The app's single-instance name on the session bus (`doctor::APP_INSTANCE_ID`).
+instance_name="$(sed -n 's/.*"identifier": *"\([^"]*\)".*/\1/p' tauri.conf.json).SingleInstance"
 app_pids() {
   local proc
   for proc in /proc/[0-9]*; do
@@ -61,7 +63,9 @@ trap 'as_root dpkg -r "$package" >/dev/null 2>&1 || true; rm -rf "$data"' EXIT
 export CANON_HOME="$data/canon" SUPERCODE_RUNTIME_DIR="$data/receipts"
 mkdir -p "$CANON_HOME" && mkdir -m 0700 "$SUPERCODE_RUNTIME_DIR"
 printf '{\n  "keep": {\n    "apiKey": "not-a-real-key",\n    "agentId": "a",\n    "agentName": "keep",\n    "registeredAt": "2026-01-01T00:00:00.000Z"\n  }\n}' >"$CANON_HOME/agents.json"
-before="$(cd "$data" && find . -type f -exec sha256sum {} + | sort)"
+# The user's files, as checksums: what removing the package must leave as it found it.
+user_files() { (cd "$data" && find canon receipts -type f -exec sha256sum {} + | sort); }
+before="$(user_files)"
 
 log "installing with apt (pulls in the declared dependencies)"
 as_root apt-get install -y --no-install-recommends "$deb" >/dev/null
@@ -85,11 +89,28 @@ done
 if [ -n "${DISPLAY:-}" ]; then
   log "starting the app from its desktop entry"
   log_dir="$data/logs"
-  SUPERCODE_LOG_DIR="$log_dir" SUPERCODE_STATE_DIR="$data/state" gio launch "$desktop" &
+  launch_log="$data/launch.log"
+  # The launch gets a session bus of its own: an app that an earlier test phase left on the
+  # shared bus would own the single-instance name, and this app would hand over to it and exit.
+  # Such a leftover is named here all the same, since it is a fault of its own.
+  if dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.NameHasOwner "string:$instance_name" 2>/dev/null | grep -q 'boolean true'; then
+    log "warning: $instance_name is already owned on the shared session bus: $(pgrep -af supercode-tray-app || echo 'by no supercode-tray-app process')"
+  fi
+  # The bus lives while the inner shell does: until the check removes $keep.
+  bus_file="$data/bus" keep="$data/keep"
+  touch "$keep"
+  SUPERCODE_LOG_DIR="$log_dir" SUPERCODE_STATE_DIR="$data/state" dbus-run-session -- sh -c \
+    'printf %s "$DBUS_SESSION_BUS_ADDRESS" >"$2"; gio launch "$1" || exit; while [ -e "$3" ]; do sleep 0.2; done' \
+    sh "$desktop" "$bus_file" "$keep" >"$launch_log" 2>&1 &
   deadline=$((SECONDS + LAUNCH_TIMEOUT_SECS))
   until [ -n "$(app_pids)" ] && ls "$log_dir"/supercode-tray*.log >/dev/null 2>&1 &&
     grep -q 'starting Supercode Tray' "$log_dir"/supercode-tray*.log; do
-    [ "$SECONDS" -lt "$deadline" ] || die "the app did not start from its desktop entry within ${LAUNCH_TIMEOUT_SECS}s"
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      printf -- '--- the launch (gio, the command, the app) printed:\n%s\n' "$(tail -n 40 "$launch_log")" >&2
+      printf -- '--- the app logged:\n%s\n' "$(tail -n 40 "$log_dir"/supercode-tray*.log 2>/dev/null || echo '(no log file)')" >&2
+      die "the app did not start from its desktop entry within ${LAUNCH_TIMEOUT_SECS}s"
+    fi
     sleep 0.5
   done
   pid="$(app_pids | head -n 1)"
@@ -97,10 +118,15 @@ if [ -n "${DISPLAY:-}" ]; then
   argv0="$(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1)"
   [ "$argv0" = supercode-tray ] || die "the app process $pid was not started through supercode-tray (argv[0] $argv0)"
   log "the desktop entry started the app through supercode-tray (pid $pid, now running $app_bin); it logs to $log_dir"
-  "$cli_bin" doctor || true
+  DBUS_SESSION_BUS_ADDRESS="$(cat "$bus_file")" "$cli_bin" doctor || true
   # shellcheck disable=SC2046 # one pid per word
   kill $(app_pids) 2>/dev/null || true
-  rm -rf "$log_dir" "$data/state"
+  deadline=$((SECONDS + 10))
+  while [ -n "$(app_pids)" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || die "the app ($(app_pids | tr '\n' ' ')) was still running 10 s after SIGTERM"
+    sleep 0.2
+  done
+  rm -f "$keep"
 else
   log "no display: skipping the launch check"
 fi
@@ -110,6 +136,9 @@ as_root dpkg -r "$package" >/dev/null
 for bin in "$cli_bin" "$app_bin"; do
   [ ! -e "$bin" ] || die "$bin is still there after removal"
 done
-after="$(cd "$data" && find . -type f -exec sha256sum {} + | sort)"
-[ "$before" = "$after" ] || die "removing the package changed the user's receipts or CANON_HOME"
+after="$(user_files)"
+if [ "$before" != "$after" ]; then
+  diff <(printf '%s\n' "$before") <(printf '%s\n' "$after") >&2 || true
+  die "installing, running or removing the package changed the user's receipts or CANON_HOME (above: - before, + after)"
+fi
 log "ok: the .deb installs, starts from its desktop entry, and uninstalls leaving user data untouched"

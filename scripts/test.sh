@@ -30,7 +30,7 @@ exec </dev/null
 
 ARTIFACTS="$REPO_ROOT/test-artifacts"
 rm -rf "$ARTIFACTS"
-mkdir -p "$ARTIFACTS"
+mkdir -p "$ARTIFACTS/phases"
 export SUPERCODE_TEST_ARTIFACTS="$ARTIFACTS"
 # npm's update and funding notices are noise in a test log.
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
@@ -44,6 +44,9 @@ suite_started=$SECONDS
 phase_names=()
 phase_results=()
 phase_secs=()
+phase_logs=()
+# How much of a failed phase's output the summary repeats.
+FAILED_PHASE_LINES=15
 
 # run_phase NAME CMD...: runs CMD, records PASS/FAIL and its duration; returns CMD's status.
 run_phase() {
@@ -51,13 +54,18 @@ run_phase() {
   shift
   local started=$SECONDS status
   printf '\n==> [%s] %s\n' "$(date -u +%H:%M:%S)" "$name"
+  # Each phase's output is also kept, so the summary can show why a phase failed: CI shows only
+  # the end of a long run's output.
+  local log
+  log="$ARTIFACTS/phases/$(printf '%02d' "${#phase_names[@]}")-$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '-').log"
   set +e
-  "$@"
-  status=$?
+  "$@" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
   set -e
   local secs=$((SECONDS - started))
   phase_names+=("$name")
   phase_secs+=("$secs")
+  phase_logs+=("$log")
   if [ "$status" -eq 0 ]; then
     phase_results+=("PASS")
     printf '<== %s: PASS (%ss)\n' "$name" "$secs"
@@ -119,6 +127,12 @@ summary() {
     printf '  e2e: %s\n' "$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$ARTIFACTS/e2e.log" | tail -n 1 || true)"
   fi
   printf '  total: %ss; artifacts: %s\n' "$total" "$ARTIFACTS"
+  # Why each failed phase failed, in its own last lines (colours stripped).
+  for i in "${!phase_names[@]}"; do
+    [ "${phase_results[$i]}" = "PASS" ] && continue
+    printf -- '--- the end of "%s" (whole: %s):\n' "${phase_names[$i]}" "${phase_logs[$i]}"
+    sed 's/\x1b\[[0-9;]*m//g' "${phase_logs[$i]}" | tail -n "$FAILED_PHASE_LINES" | sed 's/^/    /'
+  done
   if [ "$failed" -eq 0 ]; then
     printf 'RESULT: PASS (%s phases)\n' "${#phase_names[@]}"
   else
