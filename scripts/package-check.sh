@@ -19,6 +19,8 @@ LAUNCH_TIMEOUT_SECS=60
 
 log() { printf 'package: %s\n' "$*"; }
 die() { printf 'package: error: %s\n' "$*" >&2; exit 1; }
+# No silent exit: a command that fails outside an `if` says which it was.
+trap 'die "line $LINENO: \"$BASH_COMMAND\" failed"' ERR
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
 # The installed command and the tray app it execs (same process, so the app's pid is the one
 # the desktop entry started, running this file).
@@ -51,7 +53,9 @@ if [ -z "$deb" ]; then
   target_dir="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
   log "bundling the .deb ($profile_dir)"
   ui/node_modules/.bin/tauri build "${profile_flag[@]}" --bundles deb
-  deb="$(ls -t "$target_dir/$profile_dir"/bundle/deb/*.deb | head -n 1)"
+  # First lines are taken with sed, not head: head exits at once, and under pipefail the writer
+  # it cut off (SIGPIPE) would fail the check for nothing.
+  deb="$(ls -t "$target_dir/$profile_dir"/bundle/deb/*.deb | sed -n 1p)"
 fi
 [ -f "$deb" ] || die "no .deb was produced"
 log "checking $deb ($(du -h "$deb" | cut -f1))"
@@ -78,7 +82,7 @@ if ldd "$cli_bin" | grep -Eq "$display_libs"; then
   die "$cli_bin links display libraries: $(ldd "$cli_bin" | grep -E "$display_libs" | awk '{print $1}' | tr '\n' ' ')"
 fi
 log "$cli_bin links $(ldd "$cli_bin" | wc -l) shared libraries and none of the display stack; $app_bin links $(ldd "$app_bin" | wc -l)"
-desktop="$(dpkg -L "$package" | grep '\.desktop$' | head -n 1)"
+desktop="$(dpkg -L "$package" | grep '\.desktop$' | sed -n 1p)"
 [ -n "$desktop" ] || die "the package installs no desktop entry"
 desktop-file-validate "$desktop"
 grep -qx 'Exec=supercode-tray' "$desktop" || die "the desktop entry does not start supercode-tray: $(grep '^Exec=' "$desktop")"
@@ -93,9 +97,10 @@ if [ -n "${DISPLAY:-}" ]; then
   # The launch gets a session bus of its own: an app that an earlier test phase left on the
   # shared bus would own the single-instance name, and this app would hand over to it and exit.
   # Such a leftover is named here all the same, since it is a fault of its own.
-  if dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-    org.freedesktop.DBus.NameHasOwner "string:$instance_name" 2>/dev/null | grep -q 'boolean true'; then
-    log "warning: $instance_name is already owned on the shared session bus: $(pgrep -af supercode-tray-app || echo 'by no supercode-tray-app process')"
+  if owner="$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.GetConnectionUnixProcessID "string:$instance_name" 2>/dev/null)"; then
+    owner="$(printf '%s\n' "$owner" | sed -n 's/.*uint32 //p')"
+    log "warning: $instance_name is already owned on the shared session bus, by: $(ps -o pid=,args= -p "$owner" || echo "pid $owner")"
   fi
   # The bus lives while the inner shell does: until the check removes $keep.
   bus_file="$data/bus" keep="$data/keep"
@@ -113,9 +118,9 @@ if [ -n "${DISPLAY:-}" ]; then
     fi
     sleep 0.5
   done
-  pid="$(app_pids | head -n 1)"
+  pid="$(app_pids | sed -n 1p)"
   # Exec=supercode-tray ran the command, which exec'd the app: argv[0] is still the command's.
-  argv0="$(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1)"
+  argv0="$(tr '\0' '\n' <"/proc/$pid/cmdline" | sed -n 1p)"
   [ "$argv0" = supercode-tray ] || die "the app process $pid was not started through supercode-tray (argv[0] $argv0)"
   log "the desktop entry started the app through supercode-tray (pid $pid, now running $app_bin); it logs to $log_dir"
   DBUS_SESSION_BUS_ADDRESS="$(cat "$bus_file")" "$cli_bin" doctor || true
