@@ -145,9 +145,9 @@ impl DemoServer {
         Sensitive::new(self.local_addr)
     }
 
-    /// Gives the scenario its cue: a scenario that waits for one (`switch`) moves on, and the
-    /// revision of the document that shows it is returned; `None` when the current step waits
-    /// for no cue (nothing changes then).
+    /// Gives the scenario its cue: a step that waits for one (`switch`) or for its delay moves
+    /// on, and the revision of the document that shows it is returned; `None` when the current
+    /// step waits for neither (nothing changes then).
     pub fn cue(&self) -> Option<u64> {
         self.board.cue()
     }

@@ -11,9 +11,10 @@
 //!       deny    --> needs-input "Denied. What should I do instead?"
 //! ```
 //!
-//! `error` works, then fails and offers `retry` (which works and fails again). `switch` changes
-//! its question when cued ([`crate::DemoServer::cue`]; SIGUSR1 to `supercode-tray demo-runtime`),
-//! for testing that an action chosen from the first question never runs on the second (issue 29):
+//! A cue ([`crate::DemoServer::cue`]; SIGUSR1 to `supercode-tray demo-runtime`) ends a timed
+//! step's wait at once. `error` works, then fails and offers `retry` (which works and fails
+//! again). `switch` changes its question when cued, for testing that an action chosen from the
+//! first question never runs on the second (issue 29):
 //!
 //! ```text
 //! needs-approval "Run the unit tests?" (approve, deny*)
@@ -333,11 +334,12 @@ impl Phase {
     }
 
     /// Where a cue ([`crate::DemoServer::cue`]) leads from this phase; `None` when it does
-    /// nothing here.
+    /// nothing here. A timed phase moves on at once, as its delay would have moved it: a test
+    /// can then walk a scenario at its own pace instead of racing the delay.
     pub(crate) fn on_cue(&self) -> Option<Phase> {
         match self {
             Phase::AskingUnitTests => Some(Phase::AskingDropDatabase),
-            _ => None,
+            other => other.after(),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! through the live-runtime library exactly as a real runtime does, prints its opaque endpoint
 //! as the first line on stdout, and removes its receipt on SIGINT/SIGTERM. After that line, each
 //! call of its status API's action route and each cue (SIGUSR1, which moves the `switch`
-//! scenario on) is a JSON line on stdout, so a test sees exactly what reached the runtime. With
+//! scenario on, and a timed step on at once) is a JSON line on stdout, so a test sees exactly what reached the runtime. With
 //! `--canon-profile` it also behaves like a `@canonmsg/core` runtime: it holds the profile's lock
 //! and keeps a catalog entry with its launch command, which is what makes it revivable.
 

@@ -230,6 +230,29 @@ async fn a_configured_phase_delay_sets_how_long_working_lasts_before_the_prompt(
     );
 }
 
+// A cue ends a timed step's wait at once (a test walks the scenario at its own pace), and
+// does nothing where the scenario waits for the user.
+#[tokio::test]
+async fn a_cue_moves_a_timed_step_on_at_once_and_not_a_question() {
+    let mut config = DemoConfig::new("demo-status", Sensitive::new(TOKEN.to_owned()));
+    config.scenario = Scenario::Approval;
+    config.phase_delay = Duration::from_secs(3600);
+    let (server, base) = serve_config(config).await;
+    let mut stream = StatusStream::open(&base).await;
+    let working = stream.document().await;
+    assert_eq!(working["state"], "working");
+    let cued = server.cue().expect("working waits for its delay");
+    let asking = stream.next_state(&working).await;
+    assert_eq!(asking["state"], "needs-approval");
+    assert_eq!(asking["revision"], cued, "cue() gives the new revision");
+    assert_eq!(
+        server.cue(),
+        None,
+        "a question waits for the user, not a cue"
+    );
+    assert_eq!(get_status(&base).await["revision"], asking["revision"]);
+}
+
 #[tokio::test]
 async fn deny_leads_to_needs_input_asking_what_to_do_instead() {
     let (_server, base) = start_with(Scenario::Approval, None).await;

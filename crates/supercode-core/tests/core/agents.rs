@@ -35,6 +35,9 @@ async fn start(fixture: &Fixture, name: &str, scenario: Scenario) -> Runtime {
     start_paced(fixture, name, scenario, demo_runtime::PHASE_DELAY).await
 }
 
+/// A phase delay no test waits out: its timed phases move on only when the test cues them.
+const CUED: Duration = Duration::from_secs(3600);
+
 /// [`start`], with the scenario's timed phases `phase_delay` apart.
 async fn start_paced(
     fixture: &Fixture,
@@ -118,20 +121,14 @@ async fn the_approval_scenario_is_followed_and_approved_through_act() {
     let fixture = Fixture::new();
     let (core, _watch, mut events) = watched(&fixture, quick());
     let idle = start(&fixture, "idle-one", Scenario::Steady).await;
-    // The first phase must outlast the subscription's start (the receipt seen, the token read
-    // from the keychain, the stream opened) on a loaded machine, or its first document is
-    // already the second phase: a second, and once three, were not always enough while the
-    // whole suite ran.
-    let runtime = start_paced(
-        &fixture,
-        "approver",
-        Scenario::Approval,
-        Duration::from_secs(5),
-    )
-    .await;
+    // The test walks the scenario with cues: a timed first phase had to outlast the
+    // subscription's start (the receipt seen, the token read from the keychain, the stream
+    // opened), and under the whole suite's load even five seconds were not always enough.
+    let runtime = start_paced(&fixture, "approver", Scenario::Approval, CUED).await;
     let endpoint = runtime.endpoint();
 
     wait_state(&mut events, &endpoint, AgentState::Working).await;
+    runtime.server.cue().expect("working moves on when cued");
     let asking = wait_state(&mut events, &endpoint, AgentState::NeedsApproval).await;
     let view = asking.runtimes.iter().find(|r| r.id == endpoint).unwrap();
     let state = view.state.as_ref().unwrap();
@@ -165,6 +162,7 @@ async fn the_approval_scenario_is_followed_and_approved_through_act() {
     assert_eq!(outcome.action, "approve");
     assert!(outcome.message.contains("Approve"), "{}", outcome.message);
     wait_state(&mut events, &endpoint, AgentState::Working).await;
+    runtime.server.cue().expect("the tests run until cued");
     let done = wait_state(&mut events, &endpoint, AgentState::NeedsInput).await;
     assert_eq!(
         state_of(&done, &endpoint).unwrap().1.as_deref(),
