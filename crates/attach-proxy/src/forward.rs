@@ -9,7 +9,7 @@
 //! then unsafe methods and WebSocket upgrades must come from the proxy's own `Origin` (CSRF,
 //! cross-site WebSocket hijacking). Only then is the request forwarded with the bearer token
 //! added, over a connection whose other end the kernel says is the user's own socket
-//! ([`crate::connect`]), by hyper's HTTP/1.1 client.
+//! ([`runtime_link::RuntimeConnector`]), by hyper's HTTP/1.1 client.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,13 +22,13 @@ use hyper::http::request::Parts;
 use hyper::http::uri::PathAndQuery;
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::TokioIo;
+use runtime_link::{ConnectError, RuntimeConnection, RuntimeConnector, MAX_RESPONSE_HEAD_BYTES};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
 use crate::body::{Progress, ProxyBody};
-use crate::connect::{ConnectError, RuntimeConnection, RuntimeConnector, MAX_RESPONSE_HEAD_BYTES};
 use crate::rewrite::RuntimeTraces;
 use crate::{pages, AttachOptions};
 

@@ -1,5 +1,4 @@
-//! [`check_health`]: is the runtime up and does it accept its token? And [`verify_listener`]:
-//! is the socket at its address still the runtime's, so that the token may go there?
+//! [`check_health`]: is the runtime up and does it accept its token?
 
 use std::net::SocketAddr;
 
@@ -7,52 +6,12 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, StatusCode};
 use live_runtime::{BearerToken, Sensitive};
 
+use runtime_link::{verify_listener, ConnectError, ListenerError, RuntimeConnector};
+
 use crate::body::ProxyBody;
-use crate::connect::{ConnectError, RuntimeConnector};
-use crate::owner::{self, ListenerLookup, Platform, SocketTable};
 use crate::{bearer_header, AttachError, HEALTH_TIMEOUT};
 
-/// Checks that the socket listening at `upstream` belongs to this user and, when `pid` is given,
-/// is held by that process (the receipt's). A port that another user, or another program, took
-/// over after the runtime closed its listener fails, so no token is ever sent to it.
-///
-/// Where the platform cannot tell (see [`owner::Platform`]) this passes.
-pub fn verify_listener(
-    upstream: &Sensitive<SocketAddr>,
-    pid: Option<u32>,
-) -> Result<(), AttachError> {
-    verify_listener_in(&mut SocketTable::new(), upstream, pid)
-}
-
-/// [`verify_listener`] asking `table`, for a caller that checks many runtimes in a row: a
-/// [`SocketTable`] keeps one netlink socket for all of them, a [`owner::Listeners`] read once
-/// answers them all without asking the kernel again.
-pub fn verify_listener_in(
-    table: &mut dyn ListenerLookup,
-    upstream: &Sensitive<SocketAddr>,
-    pid: Option<u32>,
-) -> Result<(), AttachError> {
-    if Platform::check() == Platform::Unchecked {
-        return Ok(());
-    }
-    let found = table
-        .listener(*upstream.expose())
-        .map_err(|source| AttachError::OwnerUnknown { source })?;
-    let Some(listener) = found else {
-        return Err(AttachError::NotListening);
-    };
-    if listener.uid != owner::own_uid() {
-        return Err(AttachError::ForeignListener { uid: listener.uid });
-    }
-    if let Some(pid) = pid {
-        if owner::process_holds_socket(pid, listener.inode) == Some(false) {
-            return Err(AttachError::NotTheRuntime { pid });
-        }
-    }
-    Ok(())
-}
-
-/// Checks the listener (see [`verify_listener`]), then sends `GET /` with the token to the
+/// Checks the listener ([`runtime_link::verify_listener`]), then sends `GET /` with the token to the
 /// runtime on a fresh connection whose runtime end the kernel says is this user's, all within
 /// [`HEALTH_TIMEOUT`].
 ///
@@ -110,9 +69,9 @@ async fn probe(addr: SocketAddr, authorization: HeaderValue) -> Result<(), Attac
 impl From<ConnectError> for AttachError {
     fn from(error: ConnectError) -> Self {
         match error {
-            ConnectError::Foreign { uid } => AttachError::ForeignListener { uid },
-            ConnectError::Gone => AttachError::NotListening,
-            ConnectError::OwnerUnknown(source) => AttachError::OwnerUnknown { source },
+            ConnectError::Foreign { uid } => ListenerError::Foreign { uid }.into(),
+            ConnectError::Gone => ListenerError::NotListening.into(),
+            ConnectError::OwnerUnknown(source) => ListenerError::OwnerUnknown { source }.into(),
             other => AttachError::UpstreamUnreachable {
                 source: Box::new(other),
             },

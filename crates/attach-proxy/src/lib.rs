@@ -30,12 +30,10 @@
 
 mod access;
 mod body;
-pub mod connect;
 mod forward;
 mod health;
 #[cfg(feature = "test-support")]
 pub mod other_user;
-pub mod owner;
 mod pages;
 mod rewrite;
 
@@ -47,6 +45,7 @@ use std::time::Duration;
 use hyper::header::HeaderValue;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use live_runtime::{BearerToken, Sensitive};
+use runtime_link::owner::Peer;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 use tokio::net::TcpListener;
@@ -54,7 +53,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-pub use health::{check_health, verify_listener, verify_listener_in};
+pub use health::check_health;
 
 /// How long a minted attach code stays redeemable.
 ///
@@ -68,12 +67,6 @@ pub const ATTACH_CODE_TTL: Duration = Duration::from_secs(30);
 /// A healthy runtime answers `GET /` on loopback in milliseconds; 3 s tolerates one that is busy
 /// (a model call hogging its event loop) while keeping a click on "attach" from hanging.
 pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// Upper bound for opening a TCP connection to the runtime.
-///
-/// Loopback connects succeed or are refused at once; the bound only matters when the runtime's
-/// accept backlog is full, and 5 s is long enough to ride out a burst without hanging a tab.
-pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a browser connection may take to send a request's headers.
 ///
@@ -160,28 +153,10 @@ pub enum AttachError {
     /// The runtime did not answer within [`HEALTH_TIMEOUT`].
     #[error("the runtime did not answer within {HEALTH_TIMEOUT:?}; it may be hung, restart it")]
     HealthTimeout,
-    /// The socket at the runtime's address belongs to another OS user (a port grabbed after the
-    /// runtime closed it), so the token was not sent.
-    #[error("the runtime is not answering: the program now listening on its port belongs to another user (uid {uid}), so its token was not sent; the runtime has probably exited, revive or forget it")]
-    ForeignListener {
-        /// The uid that owns the socket.
-        uid: u32,
-    },
-    /// The socket at the runtime's address is the user's, but not held by the runtime's process.
-    #[error("the runtime is not answering: its port is held by another program than its process (PID {pid}), so its token was not sent; revive or forget it")]
-    NotTheRuntime {
-        /// The receipt's process.
-        pid: u32,
-    },
-    /// Nothing listens at the runtime's address any more.
-    #[error("the runtime is not answering: nothing listens on its port any more; check that it is still running, or revive it from the tray")]
-    NotListening,
-    /// The kernel could not be asked who owns the runtime's socket, so the token was not sent.
-    #[error("could not check who listens on the runtime's port ({source}), so its token was not sent; try again")]
-    OwnerUnknown {
-        /// The error from the socket table.
-        source: std::io::Error,
-    },
+    /// The socket at the runtime's address is not the runtime's, or cannot be checked, so the
+    /// token was not sent.
+    #[error(transparent)]
+    Listener(#[from] runtime_link::ListenerError),
 }
 
 /// Knobs for [`AttachProxy::start_with_options`]. `Default` is what the app uses.
@@ -432,9 +407,9 @@ impl Gate {
             return Err(Refusal::OverCapacity);
         }
         match shared.connector.peer_of(stream) {
-            owner::Peer::Own => Ok(()),
-            owner::Peer::Other { uid } => Err(Refusal::OtherUser(uid)),
-            owner::Peer::Gone | owner::Peer::Unknown(_) => Err(Refusal::OwnerUnknown),
+            Peer::Own => Ok(()),
+            Peer::Other { uid } => Err(Refusal::OtherUser(uid)),
+            Peer::Gone | Peer::Unknown(_) => Err(Refusal::OwnerUnknown),
         }
     }
 

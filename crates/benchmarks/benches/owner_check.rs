@@ -7,7 +7,7 @@
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use attach_proxy::owner::{own_uid, SocketTable};
+use runtime_link::owner::{own_uid, SocketTable};
 
 fn main() {
     let connections: u32 = std::env::var("OWNER_CHECK_CONNECTIONS")

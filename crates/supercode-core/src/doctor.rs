@@ -445,12 +445,12 @@ fn canon_home(locations: &Locations, sources: &Sources) -> Check {
 /// user's own listeners where the platform says who owns a socket.
 fn attach_peer_check() -> Check {
     const NAME: &str = "attach: other users";
-    match attach_proxy::owner::Platform::check() {
-        attach_proxy::owner::Platform::Checked => Check::ok(
+    match runtime_link::owner::Platform::check() {
+        runtime_link::owner::Platform::Checked => Check::ok(
             NAME,
             "the kernel tells which user owns each loopback connection: other users' connections to an attach proxy are closed unread, and tokens go only to your own runtimes' sockets",
         ),
-        attach_proxy::owner::Platform::Unchecked => Check::warn(
+        runtime_link::owner::Platform::Unchecked => Check::warn(
             NAME,
             format!(
                 "on {} an attach proxy cannot tell which user is connecting, so another user of this machine who learns an attach link in time could use it",

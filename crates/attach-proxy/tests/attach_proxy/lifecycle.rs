@@ -158,7 +158,13 @@ async fn health_check_reports_a_stopped_runtime_without_naming_its_address() {
     )
     .await
     .unwrap_err();
-    assert!(matches!(error, AttachError::NotListening), "{error}");
+    assert!(
+        matches!(
+            error,
+            AttachError::Listener(runtime_link::ListenerError::NotListening)
+        ),
+        "{error}"
+    );
     let message = format!("{error} {error:?}");
     assert!(
         !message.contains(&rig.runtime_addr.port().to_string()),

@@ -113,7 +113,10 @@ async fn a_port_taken_over_by_another_user_gets_no_token() {
     .await
     .unwrap_err();
     assert!(
-        matches!(error, AttachError::ForeignListener { .. }),
+        matches!(
+            error,
+            AttachError::Listener(runtime_link::ListenerError::Foreign { .. })
+        ),
         "{error}"
     );
     assert!(error.to_string().contains("not answering"), "{error}");

@@ -1,23 +1,22 @@
 //! The status API client: `GET /supercode/v1/status`, the SSE stream reader and
-//! `POST /supercode/v1/actions/{id}`, over a plain loopback `TcpStream` to a runtime's receipt
-//! address (`docs/runtime-api.md`).
+//! `POST /supercode/v1/actions/{id}`, to a runtime's receipt address (`docs/runtime-api.md`).
 //!
-//! The token is written into a request only after [`attach_proxy::verify_listener`] said the
-//! socket at the address is this user's and held by the receipt's process, and after the kernel
-//! said the connection's other end is this user's socket (a port taken over in between gets
-//! nothing). No error here carries the token or the address: hyper and the OS name neither.
+//! Runtimes are reached only through `runtime_link`: the token is written into a request only
+//! after [`runtime_link::verify_listener`] said the socket at the address is this user's and
+//! held by the receipt's process, and [`RuntimeConnector`] that the connection's other end is
+//! this user's socket (a port taken over in between gets nothing). No error here carries the
+//! token or the address: hyper and the OS name neither.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use attach_proxy::owner::{own_uid, Platform, SocketTable};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::TokioIo;
 use live_runtime::{BearerToken, Sensitive};
+use runtime_link::{ConnectError, ListenerError, RuntimeConnector};
 use tokio::time::Instant;
 
 use super::document::{self, Document, DocumentError, MAX_DOCUMENT_BYTES, MESSAGE_CAP};
@@ -78,14 +77,12 @@ impl From<live_runtime::ResolvedLiveRuntime> for Target {
 #[derive(Debug, thiserror::Error)]
 pub enum AttemptError {
     /// The socket at the address is not this user's runtime's, or cannot be checked.
-    #[error("{0}")]
-    Listener(#[from] attach_proxy::AttachError),
-    /// Connecting failed (refused, reset).
-    #[error("the runtime's endpoint refused the connection ({0})")]
-    Connect(std::io::Error),
-    /// The other end of the connection is not a socket of this user.
-    #[error("the connection did not reach a socket of this user, so the token was not sent")]
-    NotOwn,
+    #[error(transparent)]
+    Listener(#[from] ListenerError),
+    /// No checked connection could be opened (refused, timed out, or its other end is not a
+    /// socket of this user, so the token was not sent).
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
     /// The HTTP exchange failed.
     #[error("the HTTP exchange with the runtime failed ({0})")]
     Http(#[from] hyper::Error),
@@ -145,29 +142,14 @@ pub enum Fetched<T> {
 
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
-/// A connection to the runtime whose both ends were checked; the token may be sent on it.
+/// A connection to the runtime whose both ends were checked; the token may be sent on it. It
+/// closes when the sender and the response (or the stream) are dropped.
 async fn connect(target: &Target) -> Result<Sender, AttemptError> {
-    attach_proxy::verify_listener(&target.address, Some(target.pid))?;
-    let stream = tokio::net::TcpStream::connect(*target.address.expose())
-        .await
-        .map_err(AttemptError::Connect)?;
-    let _ = stream.set_nodelay(true);
-    if Platform::check() == Platform::Checked {
-        let (local, remote) = (
-            stream.local_addr().map_err(AttemptError::Connect)?,
-            stream.peer_addr().map_err(AttemptError::Connect)?,
-        );
-        match SocketTable::new().connection(remote, local) {
-            Ok(Some(owner)) if owner.uid == own_uid() => {}
-            _ => return Err(AttemptError::NotOwn),
-        }
-    }
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    // Ends when the response (or the stream) is dropped with its sender.
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(sender)
+    runtime_link::verify_listener(&target.address, Some(target.pid))?;
+    let connection = RuntimeConnector::new()
+        .open(*target.address.expose())
+        .await?;
+    Ok(connection.sender)
 }
 
 fn request(

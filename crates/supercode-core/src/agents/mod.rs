@@ -32,12 +32,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use attach_proxy::owner::{ListenerLookup, SocketTable};
 use live_runtime::{
     LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeSource, LocatedLiveRuntime, ReceiptDir,
     ReceiptFiles,
 };
 use rand::Rng;
+use runtime_link::owner::{ListenerLookup, SocketTable};
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -805,7 +805,7 @@ fn located_target(
     table: &mut dyn ListenerLookup,
 ) -> Result<Target, AttemptError> {
     let located = located.ok_or(AttemptError::Unresolved)?;
-    attach_proxy::verify_listener_in(table, &located.address, Some(located.record.listener_pid()))?;
+    runtime_link::verify_listener_in(table, &located.address, Some(located.record.listener_pid()))?;
     Ok(located.resolve(receipts)?.into())
 }
 

@@ -4,8 +4,7 @@
 //!
 //! Any local user can listen on a port a runtime has just closed, so every connection that will
 //! carry a runtime's token goes through [`RuntimeConnector`]: the proxy's forwarded requests and
-//! WebSocket handshakes, and the health check. It is public so that the core's agent client
-//! (`supercode-core/src/agents/client.rs`, which still has its own copy) can use it too.
+//! WebSocket handshakes, its health check, and the core's status API client.
 
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -17,7 +16,7 @@ use tokio::net::TcpStream;
 use tokio::task::AbortHandle;
 
 use crate::owner::{Peer, SocketTable};
-use crate::UPSTREAM_CONNECT_TIMEOUT;
+use crate::CONNECT_TIMEOUT;
 
 /// Largest response head (status line and fields) read from a runtime: Chromium's own limit on
 /// the response headers it accepts, so nothing a browser would take is refused. hyper's client
@@ -30,8 +29,8 @@ pub enum ConnectError {
     /// Connecting failed (refused, reset).
     #[error("the runtime did not accept a connection ({0})")]
     Unreachable(#[source] std::io::Error),
-    /// Connecting took longer than [`UPSTREAM_CONNECT_TIMEOUT`].
-    #[error("the runtime did not accept a connection within {UPSTREAM_CONNECT_TIMEOUT:?}")]
+    /// Connecting took longer than [`CONNECT_TIMEOUT`].
+    #[error("the runtime did not accept a connection within {CONNECT_TIMEOUT:?}")]
     Timeout,
     /// The kernel says the socket at the other end belongs to another OS user.
     #[error("the socket at the runtime's address belongs to another user (uid {uid})")]
@@ -81,19 +80,20 @@ impl RuntimeConnector {
         }
     }
 
-    /// Whose socket is at the other end of `stream` (one exact-match query).
-    pub(crate) fn peer_of(&self, stream: &TcpStream) -> Peer {
+    /// Whose socket is at the other end of `stream` (one exact-match query): the proxy asks it
+    /// about the browser's end of every connection it accepts.
+    pub fn peer_of(&self, stream: &TcpStream) -> Peer {
         self.sockets
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .peer_of(stream)
     }
 
-    /// Connects to `addr` within [`UPSTREAM_CONNECT_TIMEOUT`] and returns the stream only if the
+    /// Connects to `addr` within [`CONNECT_TIMEOUT`] and returns the stream only if the
     /// kernel says its other end is an established socket of this user (where the platform
     /// cannot tell, see [`crate::owner::Platform`], it is taken as the user's).
     pub async fn connect(&self, addr: SocketAddr) -> Result<TcpStream, ConnectError> {
-        let stream = tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, TcpStream::connect(addr))
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
             .await
             .map_err(|_| ConnectError::Timeout)?
             .map_err(ConnectError::Unreachable)?;

@@ -2,8 +2,9 @@
 //! end of a connection to it, and the socket listening at a runtime's address.
 //!
 //! Any local user can connect to a `127.0.0.1` port, and any local user can listen on a port a
-//! runtime has just closed. The proxy therefore asks the kernel who owns the exact socket at the
-//! other end of each connection before it reads a byte from it or writes a token to it.
+//! runtime has just closed. The attach proxy and the status API client therefore ask the kernel
+//! who owns the exact socket at the other end of each connection before they read a byte from it
+//! or write a token to it.
 //!
 //! On Linux the kernel's socket table answers: first the `sock_diag` netlink interface (one
 //! exact-match query per connection, the same interface `ss` uses), then `/proc/net/tcp{,6}` when
@@ -44,14 +45,14 @@ impl Platform {
     }
 }
 
-/// The effective uid of this process: the only user whose sockets the proxy talks to.
+/// The effective uid of this process: the only user whose sockets are talked to.
 pub fn own_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
 /// Whose socket is at the other end of a TCP connection of ours.
 #[derive(Debug)]
-pub(crate) enum Peer {
+pub enum Peer {
     /// A socket of this process's user (or the platform cannot tell, see [`Platform`]).
     Own,
     /// A socket of another user.
@@ -130,7 +131,7 @@ fn canonical(addr: SocketAddr) -> SocketAddr {
 
 /// Answers ownership questions, keeping one netlink socket open between queries.
 ///
-/// Each proxy owns one (behind a `Mutex` its tasks share).
+/// Each [`crate::RuntimeConnector`] owns one (behind a `Mutex` its tasks share).
 pub struct SocketTable {
     #[cfg(target_os = "linux")]
     diag: Option<linux::SockDiag>,
