@@ -1,16 +1,12 @@
-// The window as the README shows it: running runtimes, a stopped one that can be revived, and a
-// registration waiting for approval. Saved to test-artifacts/e2e/ on every run; with
-// SUPERCODE_UPDATE_SCREENSHOT=1 also to docs/screenshot.png (the README's picture), so ordinary
-// test runs never modify the working tree.
+// The window with a realistic inventory: running runtimes, a stopped one that can be revived,
+// and a registration waiting for approval, saved to test-artifacts/e2e/ to look at. (The README's
+// picture of the window is made by claude-code.test.mjs, from a real Claude Code session.)
 
-import { copyFile, readFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 
 import { assert, test } from './harness.mjs';
 import { paintedScreenshot, pendingRows, runtimeRows, stopDetachedRuntimes, waitForRow, writeAgents, writePendingRegistrations } from './support.mjs';
-
-const DOCS_SCREENSHOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'docs', 'screenshot.png');
 
 /** Width and height from a PNG's IHDR chunk. */
 function pngSize(png) {
@@ -43,10 +39,6 @@ test('a screenshot of the window with runtimes in it', async (t) => {
     const shot = await paintedScreenshot(t, app, 'window');
     const { width, height } = pngSize(await readFile(shot));
     assert.ok(width >= 360 && height >= 420, `the screenshot is ${width}x${height}, smaller than the window's minimum size`);
-    if (process.env.SUPERCODE_UPDATE_SCREENSHOT === '1') {
-      await copyFile(shot, DOCS_SCREENSHOT);
-      console.log(`       updated ${DOCS_SCREENSHOT}`);
-    }
   } finally {
     await stopDetachedRuntimes(t.env.SUPERCODE_RUNTIME_DIR, ['demo:code-reviewer']);
   }

@@ -413,6 +413,21 @@ try {
     await context.close();
   });
 
+  // Claude Code's "Always allow access to DIR" names a whole folder (up to 80 characters).
+  await test("a long agent action label wraps inside its card", async () => {
+    const { page, context, problems } = await open("mock&latency=0");
+    const card = page.locator('[data-runtime-id="rt-demo-a"]');
+    const label = card.locator('[data-testid="agent-action"] .btn-label').first();
+    await label.evaluate((l) => {
+      l.textContent = "Always allow access to /home/ada/src/payments-service-with-a-long-name/backend";
+    });
+    const [box, button] = [await card.boundingBox(), await label.locator("xpath=..").boundingBox()];
+    assert(button.x >= box.x && button.x + button.width <= box.x + box.width, `the button (${button.x}+${button.width}) stays inside the card (${box.x}+${box.width})`);
+    assert(button.height > 30, `the label wraps onto a second line (height ${button.height})`);
+    await expectClean(page, problems);
+    await context.close();
+  });
+
   await test("approve shows 'Waiting for approval in Canon…' until Canon answers", async () => {
     const { page, context, problems } = await open("mock&latency=0&approval=60000");
     const row = page.locator('[data-profile="ci-runner"]');

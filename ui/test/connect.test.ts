@@ -23,7 +23,10 @@ describe("coding agents", () => {
     expect(byTestId(claude, "agent-connection").textContent).toBe("Not connected");
     expect(visible(byTestId(claude, "agent-connect"))).toBe(true);
     expect(visible(byTestId(claude, "agent-disconnect"))).toBe(false);
-    expect(agentRow(m.root, "codex").textContent).toContain("/home/user/.codex/hooks.json");
+    // The settings file as a workspace is shown: the home directory as `~`, the whole path on hover.
+    const codexFile = agentRow(m.root, "codex").querySelector(".row-meta .path");
+    expect(codexFile?.textContent).toBe("~/.codex/hooks.json");
+    expect(codexFile?.getAttribute("title")).toBe("/home/user/.codex/hooks.json");
   });
 
   it("Connect shows the preview, file and backup, and confirming sends the preview's digest", async () => {

@@ -7,6 +7,7 @@
 import { toCommandError } from "../backend";
 import type { CodingAgentView, CommandError, HooksChange, HooksOutcome, HooksPlanView } from "../bindings";
 import { h, icon, setAttr, setText, show, Slot, uid } from "../dom";
+import { shortenPath } from "../format";
 import { ActionButton } from "./action-button";
 import { ConfirmPanel } from "./runtime-row";
 
@@ -153,7 +154,10 @@ class AgentRow {
     setText(this.summary, view.summary);
     setText(this.trust, view.trust ?? "");
     show(this.trust, view.trust !== null);
-    setText(this.settings, view.settings);
+    // Shortened like a runtime's workspace (the home directory as `~`), the whole path on hover;
+    // the preview names the file in full before anything is written.
+    setText(this.settings, shortenPath(view.settings));
+    setAttr(this.settings, "title", view.settings);
     const title = view.title;
     this.connectBtn.update({
       label: "Connect",
