@@ -7,7 +7,7 @@
 //! and make the platform re-export all of it; so the icon and tooltip are only set when they
 //! differ, and the menu is changed line by line ([`edits`]).
 //!
-//! Runtimes whose agent needs the user come first, each as a submenu with Attach and the actions
+//! Runtimes come in the core's order (those whose agent needs the user first), each as a submenu with Attach and the actions
 //! its agent offers. Everything a runtime says (its name, its agent's title, its action labels) is
 //! untrusted plain text: capped here and escaped so the platform menu shows it as it is, never as
 //! a mnemonic.
@@ -250,9 +250,8 @@ pub struct TrayView {
 }
 
 impl TrayView {
-    /// The tray for `snapshot`: live runtimes (those whose agent needs you first, then the
-    /// rest, each in the snapshot's order), revivable ones, pending registrations, then the
-    /// app's own items.
+    /// The tray for `snapshot`: live runtimes in the snapshot's order (the core's, those whose
+    /// agent needs you first), revivable ones, pending registrations, then the app's own items.
     pub fn of(snapshot: &Snapshot, toggles: Toggles) -> Self {
         let counts = snapshot.counts;
         let state = if counts.needs_you > 0 {
@@ -286,13 +285,12 @@ impl TrayView {
             enabled: true,
         };
         let mut entries = Vec::new();
-        // Those that need you first; otherwise the core's order. `sort_by_key` is stable.
-        let mut attachable: Vec<_> = snapshot
+        // In the core's order ([`Snapshot::order`]): those that need you first.
+        let attachable: Vec<_> = snapshot
             .runtimes
             .iter()
             .filter(|r| r.attach.available)
             .collect();
-        attachable.sort_by_key(|r| !agent_state(r).needs_you());
         if attachable.is_empty() {
             entries.push(Entry::Item {
                 id: MenuId::NoRuntimes,
@@ -875,9 +873,10 @@ mod tests {
         with_pending(runtimes, Vec::new())
     }
 
+    /// A snapshot as the core hands it over: ordered and counted ([`Snapshot::order`]).
     fn with_pending(runtimes: Vec<RuntimeView>, pending: Vec<PendingView>) -> Snapshot {
-        Snapshot {
-            counts: SnapshotCounts::of(&runtimes, &pending),
+        let mut snapshot = Snapshot {
+            counts: SnapshotCounts::default(),
             runtimes,
             ignored: Vec::new(),
             warnings: Vec::new(),
@@ -889,7 +888,9 @@ mod tests {
             first_run: false,
             receipt_dir: "/run/user/1000/receipts".into(),
             canon_home: "/home/u/.canon".into(),
-        }
+        };
+        snapshot.order();
+        snapshot
     }
 
     fn live(name: &str) -> RuntimeView {
@@ -1157,8 +1158,9 @@ mod tests {
     #[test]
     fn every_agent_state_gets_its_icon_its_place_and_its_entries() {
         for state in AgentState::ALL {
-            // The runtime under test is last in the core's order, after a plain live one.
-            let inventory = snapshot(vec![live("plain"), agent("x", state)]);
+            // The runtime under test after a live one whose state is not known yet, then in the
+            // core's order.
+            let inventory = snapshot(vec![agent("plain", AgentState::Unknown), agent("x", state)]);
             let view = TrayView::of(&inventory, ON);
             let icon = if state.needs_you() {
                 TrayState::NeedsYou
@@ -1166,11 +1168,12 @@ mod tests {
                 TrayState::Live
             };
             assert_eq!(view.state, icon, "{state:?}");
-            // Those that need you come first; the others keep the core's order.
+            // The menu keeps the core's order, in which an agent that says what it does comes
+            // before one not heard from yet, and one that needs you first of all.
             let first = labels(&view)[0].clone();
             assert_eq!(
                 first.starts_with("x \u{2014}"),
-                state.needs_you(),
+                state != AgentState::Unknown,
                 "{state:?}: {first}"
             );
             match (line(&view, "x"), state_label(state)) {
@@ -1252,12 +1255,12 @@ mod tests {
             view.tooltip,
             "Supercode Tray: 3 live, 2 need you, 1 waiting for approval"
         );
-        // Needs-you first, each group in the core's order.
+        // The core's order: needs-you first, the most urgent first.
         let order: Vec<String> = labels(&view)[..3]
             .iter()
             .map(|l| l.chars().next().unwrap().to_string())
             .collect();
-        assert_eq!(order, ["b", "c", "a"]);
+        assert_eq!(order, ["c", "b", "a"]);
     }
 
     #[test]

@@ -196,15 +196,18 @@ impl AgentState {
         matches!(self, AgentState::Error | AgentState::NotAnswering)
     }
 
-    /// Where a runtime in this state sorts: lower first (needs you, then trouble, then the rest).
+    /// Where a runtime in this state sorts: lower first. Every state that [needs
+    /// you](AgentState::needs_you) sorts before every one that does not, then trouble, then the
+    /// rest.
     pub fn urgency(self) -> u8 {
         match self {
             AgentState::NeedsApproval => 0,
             AgentState::NeedsInput => 1,
-            AgentState::Error | AgentState::NotAnswering => 2,
-            AgentState::Working => 3,
-            AgentState::Idle => 4,
-            AgentState::Unknown => 5,
+            AgentState::Error => 2,
+            AgentState::NotAnswering => 3,
+            AgentState::Working => 4,
+            AgentState::Idle => 5,
+            AgentState::Unknown => 6,
         }
     }
 }
@@ -499,6 +502,19 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Puts the runtimes in the order every shell shows them, and counts them (once, here):
+    /// running ones first, and among them the ones whose agent needs you first, most urgent
+    /// first ([`AgentState::urgency`]); ties keep the inventory's order (newest first).
+    pub fn order(&mut self) {
+        self.runtimes.sort_by_key(|r| {
+            (
+                r.status != RuntimeStatus::Running,
+                r.state.as_ref().map_or(u8::MAX, |s| s.value.urgency()),
+            )
+        });
+        self.counts = SnapshotCounts::of(&self.runtimes, &self.pending);
+    }
+
     /// Whether every running runtime shows what its agent is doing: `false` while one's state is
     /// still `unknown`, as each is until its first status document arrives (and as a runtime
     /// that does not serve the status API stays).
@@ -753,4 +769,22 @@ pub mod events {
     /// Asks the window to confirm one action of a runtime's agent (payload: `{ id, action }`):
     /// the tray menu cannot ask before a destructive action, the window can.
     pub const CONFIRM_ACT: &str = "supercode://confirm-act";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The shells show the core's order and no other (issue 30): so an agent that needs you must
+    // sort before every one that does not (`not-answering` once tied with `error`).
+    #[test]
+    fn every_state_that_needs_you_sorts_before_every_one_that_does_not() {
+        for a in AgentState::ALL {
+            for b in AgentState::ALL {
+                if a.needs_you() && !b.needs_you() {
+                    assert!(a.urgency() < b.urgency(), "{a:?} sorts before {b:?}");
+                }
+            }
+        }
+    }
 }

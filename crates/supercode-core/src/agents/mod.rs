@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::view::{
     ActOutcome, AgentActionView, AgentState, AgentStateView, RuntimeOrigin, RuntimeStatus,
-    RuntimeView, Snapshot, SnapshotCounts,
+    RuntimeView, Snapshot,
 };
 use crate::{CoreError, CoreEvent, EventSink, Refusal};
 use client::{ActAnswer, ActError, AttemptError, Fetched, Target, Timeouts};
@@ -373,7 +373,7 @@ impl Agents {
                 });
             }
         }
-        order(snapshot);
+        snapshot.order();
     }
 
     /// The latest accepted document of a subscribed runtime.
@@ -420,18 +420,6 @@ impl Inner {
     fn sink(&self) -> Option<EventSink> {
         self.sink.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
-}
-
-/// Running runtimes first, the ones that need the user first among them (a stable sort: ties
-/// keep the inventory's order), and the counts of the result.
-fn order(snapshot: &mut Snapshot) {
-    snapshot.runtimes.sort_by_key(|r| {
-        (
-            r.status != RuntimeStatus::Running,
-            r.state.as_ref().map_or(u8::MAX, |s| s.value.urgency()),
-        )
-    });
-    snapshot.counts = SnapshotCounts::of(&snapshot.runtimes, &snapshot.pending);
 }
 
 /// A document read over this tray's own status stream, with the tray taken out of its
@@ -1072,6 +1060,6 @@ impl Agents {
                 runtime.state = Some(state.unwrap_or_else(AgentStateView::unknown));
             }
         }
-        order(snapshot);
+        snapshot.order();
     }
 }
