@@ -5,7 +5,7 @@
 //! TypeScript with `ts-rs` into `ui/src/bindings/`; `tests/bindings.rs` fails when the committed
 //! files drift from these definitions.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 /// What state a runtime is in, as the user sees it.
@@ -149,8 +149,9 @@ pub struct RuntimeView {
     pub state: Option<AgentStateView>,
 }
 
-/// What an agent is doing: one of the API's five states, or one the tray derives itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, TS)]
+/// What an agent is doing: one of the API's five states, or one the tray derives itself. Its
+/// names are serde's, for reading a runtime's document as for the bindings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "kebab-case")]
 pub enum AgentState {
     /// Busy; nothing is asked of the user.
@@ -189,6 +190,11 @@ impl AgentState {
             self,
             AgentState::NeedsApproval | AgentState::NeedsInput | AgentState::Error
         )
+    }
+
+    /// The tray's own conclusion (`unknown`, `not-answering`), never a state a runtime reports.
+    pub fn is_derived(self) -> bool {
+        matches!(self, AgentState::Unknown | AgentState::NotAnswering)
     }
 
     /// Something went wrong that the user should hear about (a notification, not an icon).
@@ -248,8 +254,8 @@ impl AgentActionView {
     }
 }
 
-/// Which kind of client drives an agent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, TS)]
+/// Which kind of client drives an agent (serde's names are the API's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "camelCase")]
 pub enum ControllerKind {
     /// A terminal.

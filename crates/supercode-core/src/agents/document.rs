@@ -5,6 +5,8 @@
 //! a failed attempt and keeps the last valid one) or turned into an [`AgentStateView`] whose
 //! strings are plain text, free of control and bidirectional formatting characters, and capped.
 
+use serde::de::value::StrDeserializer;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -98,7 +100,7 @@ pub fn parse(bytes: &[u8]) -> Result<Document, DocumentError> {
         .and_then(Value::as_str)
         .ok_or(DocumentError::Field("title"))?;
     let title = match clean(title, false, TITLE_CAP) {
-        empty if empty.is_empty() => state_name(state).to_owned(),
+        empty if empty.is_empty() => state_name(state),
         title => title,
     };
     let detail = optional_text(doc.get("detail"), true, DETAIL_CAP, "detail")?;
@@ -119,7 +121,7 @@ pub fn parse(bytes: &[u8]) -> Result<Document, DocumentError> {
     let kind = controller
         .get("kind")
         .and_then(Value::as_str)
-        .and_then(controller_kind)
+        .and_then(named::<ControllerKind>)
         .ok_or(DocumentError::Field("controller.kind"))?;
     let controller_label = optional_text(
         controller.get("label"),
@@ -259,38 +261,23 @@ fn depth(value: &Value) -> usize {
     }
 }
 
+/// A state by the API's name for it, which is serde's (the names the bindings carry too): one of
+/// the five a runtime reports, never one the tray derives.
 fn state_of(name: &str) -> Option<AgentState> {
-    Some(match name {
-        "working" => AgentState::Working,
-        "needs-approval" => AgentState::NeedsApproval,
-        "needs-input" => AgentState::NeedsInput,
-        "idle" => AgentState::Idle,
-        "error" => AgentState::Error,
-        _ => return None,
-    })
+    named::<AgentState>(name).filter(|state| !state.is_derived())
 }
 
 /// The API's name of a state (what an empty title is replaced by).
-pub fn state_name(state: AgentState) -> &'static str {
-    match state {
-        AgentState::Working => "working",
-        AgentState::NeedsApproval => "needs-approval",
-        AgentState::NeedsInput => "needs-input",
-        AgentState::Idle => "idle",
-        AgentState::Error => "error",
-        AgentState::Unknown => "unknown",
-        AgentState::NotAnswering => "not-answering",
+pub fn state_name(state: AgentState) -> String {
+    match serde_json::to_value(state) {
+        Ok(Value::String(name)) => name,
+        _ => unreachable!("a unit variant serializes to its name"),
     }
 }
 
-fn controller_kind(name: &str) -> Option<ControllerKind> {
-    Some(match name {
-        "terminal" => ControllerKind::Terminal,
-        "ide" => ControllerKind::Ide,
-        "browser" => ControllerKind::Browser,
-        "none" => ControllerKind::None,
-        _ => return None,
-    })
+/// The variant of `T` that serde names `name`.
+fn named<T: DeserializeOwned>(name: &str) -> Option<T> {
+    T::deserialize(StrDeserializer::<serde::de::value::Error>::new(name)).ok()
 }
 
 #[cfg(test)]
