@@ -32,7 +32,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 
-use canon_local::catalog::short_hash;
+use canon_local::home::short_hash;
 use canon_local::json::to_js_json_pretty;
 use canon_local::{
     is_profile_locked, list_local_runtime_entries, load_pending_registrations, load_profiles,

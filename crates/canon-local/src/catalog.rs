@@ -9,10 +9,9 @@ use std::fs;
 use std::io::ErrorKind;
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::error::{CanonFileError, FileProblem};
-use crate::home::{node_resolve, CanonHome};
+use crate::home::{node_resolve, short_hash, CanonHome};
 use crate::json::{exclusive, iso_now, read_json, write_json_atomic};
 use crate::profiles::load_profiles;
 use crate::records::FieldReader;
@@ -288,12 +287,6 @@ impl LocalRuntimeCatalogEntry {
             &self.extra,
         )
     }
-}
-
-/// `shortHash(value)`: the first 16 hex digits of SHA-256 over the UTF-8 bytes.
-pub fn short_hash(value: &str) -> String {
-    let digest = Sha256::digest(value.as_bytes());
-    hex::encode(&digest[..8])
 }
 
 /// `buildLocalRuntimeId({runtime, profile, cwd, launchCommand})`:

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest, Sha256};
+
 use crate::error::CanonFileError;
 
 /// Environment variable that relocates the Canon home (`@canonmsg/core` 0.13 `CANON_DIR`).
@@ -79,9 +81,15 @@ impl CanonHome {
 
     /// `runtimes/<first 16 hex of sha256(id)>.json`.
     pub fn runtime_path(&self, id: &str) -> PathBuf {
-        self.runtimes_dir()
-            .join(format!("{}.json", crate::catalog::short_hash(id)))
+        self.runtimes_dir().join(format!("{}.json", short_hash(id)))
     }
+}
+
+/// `shortHash(value)`: the first 16 hex digits of SHA-256 over the UTF-8 bytes. It names each
+/// runtime's catalog file ([`CanonHome::runtime_path`]) and ends every local runtime id.
+pub fn short_hash(value: &str) -> String {
+    let digest = Sha256::digest(value.as_bytes());
+    hex::encode(&digest[..8])
 }
 
 /// Node's `path.resolve(p)` on POSIX: relative paths are taken from the current directory, then

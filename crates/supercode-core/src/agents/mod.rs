@@ -702,7 +702,7 @@ impl Subscription {
             }
             // The agent's own other state ends the question; the tray's derived ones
             // (`not-answering`, `unknown`) say nothing about it.
-            if !matches!(state, AgentState::NotAnswering | AgentState::Unknown) {
+            if !state.is_derived() {
                 self.alerted = None;
             }
         }
