@@ -99,6 +99,15 @@ impl Agent {
         }
     }
 
+    /// How one line of its sessions' transcripts reads as messages (only the format differs:
+    /// [`crate::transcript::conversation`] reads, caps and makes plain for every agent).
+    pub fn transcript_messages(self) -> crate::transcript::LineMessages {
+        match self {
+            Agent::ClaudeCode => crate::transcript::entry_messages,
+            Agent::Codex => codex::rollout_messages,
+        }
+    }
+
     /// The JSON the hook prints for the user's decision.
     pub fn decision_output(self, decision: &Decision) -> Value {
         match self {

@@ -14,7 +14,9 @@
 //!   write those records: we only read them, to say whether our entries will run;
 //! - Codex runs `PermissionRequest` *before* its own prompt and shows the entry's
 //!   `statusMessage` until the hook returns; `updatedPermissions` makes Codex fail closed, so
-//!   there is no "always allow" for Codex.
+//!   there is no "always allow" for Codex;
+//! - `transcript_path` names the session's rollout (JSON lines, [`rollout_messages`]); a failed
+//!   turn runs no hook at all, only the rollout records it.
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +26,7 @@ use sha2::{Digest, Sha256};
 use crate::claude_code::{self, Decision, PERMISSION_HOOK_TIMEOUT_SECS, QUICK_HOOK_TIMEOUT_SECS};
 use crate::event::{EventKind, HookEvent};
 use crate::settings::{AgentHooks, HookEntry, HooksError};
+use crate::transcript::{message, Message, Role};
 
 /// The agent's name on our command line and in receipts' `runtimeKind`.
 pub const AGENT: &str = "codex";
@@ -175,6 +178,64 @@ pub fn set_approvals_from_tray(on: bool) -> std::io::Result<PathBuf> {
         }
     }
     Ok(path)
+}
+
+/// The messages of one line of a Codex rollout: what its terminal shows of the conversation.
+/// Codex 0.169 writes each finished item as `{"type": "event_msg", "payload": {"type":
+/// "item_completed", "item": {...}}}`: the user's `UserMessage` and the agent's `AgentMessage`
+/// (their `content` a list of `{"text": ...}`), a `CommandExecution` (its `command`, the shell's
+/// argument list); and a turn's end as `task_complete`, with `error.message` when it failed.
+/// The rollout's other lines (the model's raw items, instructions, context, token counts) are
+/// not the conversation.
+pub fn rollout_messages(line: &str) -> Vec<Message> {
+    let Ok(entry) = serde_json::from_str::<Value>(line) else {
+        return Vec::new();
+    };
+    if entry.get("type").and_then(Value::as_str) != Some("event_msg") {
+        return Vec::new();
+    }
+    let Some(payload) = entry.get("payload") else {
+        return Vec::new();
+    };
+    let texts = |item: &Value| -> String {
+        item.get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let said = match payload.get("type").and_then(Value::as_str) {
+        Some("item_completed") => {
+            let Some(item) = payload.get("item") else {
+                return Vec::new();
+            };
+            match item.get("type").and_then(Value::as_str) {
+                Some("UserMessage") => message(Role::User, &texts(item)),
+                Some("AgentMessage") => message(Role::Assistant, &texts(item)),
+                Some("CommandExecution") => {
+                    // `["/bin/bash", "-lc", "<the command>"]`: the last argument is what ran.
+                    let command = item
+                        .get("command")
+                        .and_then(Value::as_array)
+                        .and_then(|c| c.last())
+                        .and_then(Value::as_str);
+                    message(
+                        Role::Tool,
+                        &format!("Bash: {}", command.unwrap_or("a command")),
+                    )
+                }
+                _ => None,
+            }
+        }
+        Some("task_complete") => payload
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .and_then(|why| message(Role::Assistant, &format!("The turn failed: {why}"))),
+        _ => None,
+    };
+    said.into_iter().collect()
 }
 
 /// Codex's key for an event in its trust records (`pre_tool_use`).

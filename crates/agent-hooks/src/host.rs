@@ -25,6 +25,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::Agent;
 use crate::board::Board;
 use crate::channel::{self, Reply, Request, MAX_LINE};
 use crate::event::{EventKind, HookEvent};
@@ -36,10 +37,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a host serves.
 #[derive(Clone, Debug)]
 pub struct HostConfig {
-    /// The agent (`claude-code`).
-    pub agent: &'static str,
-    /// A name for people (`Claude Code`).
-    pub display_name: &'static str,
+    /// The agent.
+    pub agent: Agent,
     /// The session id (already checked).
     pub session_id: String,
     /// The session's working directory.
@@ -74,13 +73,14 @@ pub enum HostError {
 /// Runs the host until the agent's process exits or the session ends.
 pub async fn run(config: HostConfig) -> Result<(), HostError> {
     channel::ensure_dir(&config.socket_dir).map_err(HostError::Socket)?;
-    let path = channel::socket_path(&config.socket_dir, config.agent, &config.session_id);
+    let path = channel::socket_path(&config.socket_dir, config.agent.name(), &config.session_id);
     let listener = bind(&path).await?;
     let stop = CancellationToken::new();
     let board = Board::new();
     let token = BearerToken::new(random_token());
     let address = crate::server::serve(
         Arc::clone(&board),
+        config.agent,
         token.expose(),
         config.keep_alive,
         stop.clone(),
@@ -98,7 +98,7 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
                 .unwrap_or_else(|| config.cwd.display().to_string());
             live_runtime::register_live_runtime_for_process(
                 &dir,
-                &format!("{}-{}", config.agent, config.session_id),
+                &format!("{}-{}", config.agent.name(), config.session_id),
                 LiveRuntimeSource {
                     session_id: config.session_id.clone(),
                     workspace: config.cwd.clone(),
@@ -106,8 +106,8 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
                 address,
                 token,
                 LiveRuntimeMetadata {
-                    runtime_kind: config.agent.to_owned(),
-                    display_name: Some(format!("{} · {name}", config.display_name)),
+                    runtime_kind: config.agent.name().to_owned(),
+                    display_name: Some(format!("{} · {name}", config.agent.title())),
                     cwd: Some(config.cwd.clone()),
                     workspace_roots: vec![config.cwd.clone()],
                     ..LiveRuntimeMetadata::default()

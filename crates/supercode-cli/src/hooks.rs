@@ -261,8 +261,7 @@ pub fn host(args: HostArgs) -> ExitCode {
     };
     let config = agent_hooks::host::HostConfig {
         receipts,
-        agent: agent.name(),
-        display_name: agent.hooks().display_name,
+        agent,
         session_id: args.session,
         cwd: args.cwd,
         process: live_runtime::ProcessIdentity {
