@@ -5,18 +5,24 @@
 //! `exec_command` call with `"sandbox_permissions": "require_escalated"` (so Codex asks under
 //! `-a on-request`), and after its output the turn ends with a message.
 //!
-//! The walk: `hooks install codex --yes` → `hooks status` says Codex does not trust them yet →
-//! Codex shows "Hooks need review" and the user trusts them there → `hooks status` says trusted →
-//! the session is listed → `needs-approval` with no Approve while Codex asks in its terminal →
-//! `y` in the terminal → the command ran → `needs-input`; with "answer Codex approvals from the
-//! tray" on, `needs-approval` offers Approve and `act approve` runs the command; Codex's exit
-//! ends the runtime; `hooks remove codex` leaves exactly the user's hooks file and their
+//! The walk: `hooks install codex --yes` → `hooks status` says, in the window's words, that Codex
+//! does not trust them yet → Codex shows "Hooks need review" and the user trusts them there →
+//! `hooks status` says connected → the session is listed → `needs-approval` with no Approve
+//! while Codex asks in its terminal → `y` in the terminal → the command ran → `needs-input`, and
+//! attach shows the conversation from Codex's rollout; with "answer Codex approvals from the
+//! tray" on, `needs-approval` offers Approve while Codex's terminal shows our `statusMessage`, and
+//! `act approve` runs the command, and the same attached page's conversation has the new turn;
+//! closing Codex's terminal ends the runtime (Codex's `SessionEnd`) while Codex's shared app
+//! server still runs; `hooks remove codex` leaves exactly the user's hooks file and their
 //! `config.toml` as Codex left it; the canary API key is in no output, file of ours, or host's
 //! environment.
 //!
-//! Codex runs with `--no-daemon`: by default it starts a shared background app server that
-//! outlives the test (and runs every session's hooks, see `docs/codex.md`). Skipped with a
-//! message when the pinned CLI or tmux is not installed.
+//! Codex runs as users run it, in its default mode: the terminal's `codex` hands the session to
+//! a shared background app server, which runs the hooks and outlives the terminal. The user's
+//! `config.toml` sets `thread_unload_delay_secs = 1` (Codex's own setting, a minute by default)
+//! so the server ends the session a second after its terminal closes; the test stops that server
+//! (by the pids of the processes under its temp home) when it ends. Skipped with a message when
+//! the pinned CLI or tmux is not installed.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -116,7 +122,23 @@ struct Session {
     printed: String,
 }
 
+impl Drop for Session {
+    /// Codex's shared app server, started by the test's `codex` from its temp home, outlives the
+    /// terminal: stop it (only the processes whose program is under this temp home).
+    fn drop(&mut self) {
+        let _ = self.terminal.tmux(&["kill-server"]);
+        for pid in self.codex_server() {
+            let _ = Command::new("kill").arg(&pid).status();
+        }
+    }
+}
+
 impl Session {
+    /// The pids of Codex's app server processes of this test's home.
+    fn codex_server(&self) -> Vec<String> {
+        processes_running(&self.path("home/.codex/packages").display().to_string())
+    }
+
     fn path(&self, sub: &str) -> PathBuf {
         self.dir.path().join(sub)
     }
@@ -137,6 +159,17 @@ impl Session {
         self.printed
             .push_str(&String::from_utf8_lossy(&output.stderr));
         output
+    }
+
+    /// `hooks status`'s line for Codex, and its `--json` entry.
+    fn codex_status_text(&mut self) -> String {
+        let output = self.run(&["hooks", "status"]);
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find(|l| l.starts_with("codex "))
+            .unwrap()
+            .to_owned()
     }
 
     fn codex_status(&mut self) -> Value {
@@ -206,8 +239,7 @@ impl Session {
     }
 }
 
-const USER_CONFIG: &str =
-    "# my own Codex settings\nmodel = \"stand-in\"\nmodel_provider = \"standin\"\n";
+const USER_CONFIG: &str = "# my own Codex settings\nmodel = \"stand-in\"\nmodel_provider = \"standin\"\nthread_unload_delay_secs = 1\n";
 const USER_HOOKS: &str =
     r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]}}"#;
 
@@ -256,7 +288,7 @@ fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nunset CODEX_HOME OPENAI_API_KEY\n{env}cd '{}'\nexec '{}' --no-daemon -a on-request -s workspace-write\n",
+            "#!/bin/sh\nunset CODEX_HOME OPENAI_API_KEY\n{env}cd '{}'\nexec '{}' -a on-request -s workspace-write\n",
             project.display(),
             codex.display()
         ),
@@ -288,9 +320,15 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     assert_eq!(status["trust"]["trusted"], json!([]), "{status}");
     assert_eq!(
         status["trust"]["needsReview"].as_array().unwrap().len(),
-        6,
+        7,
         "{status}"
     );
+    // The text and the JSON say it in the window's words (`connect::agent_view`).
+    let note = status["view"]["trust"].as_str().unwrap().to_owned();
+    assert!(note.starts_with("not trusted in Codex yet"), "{status}");
+    assert_eq!(status["view"]["summary"], "connected", "{status}");
+    let line = session.codex_status_text();
+    assert!(line.contains(&format!("connected; {note}")), "{line}");
 
     // Trust them in Codex, as a user would: its review screen, "Trust all and continue".
     let script = session.path("run-codex.sh").display().to_string();
@@ -328,9 +366,12 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         if status["trust"]["needsReview"] == json!([]) {
             assert_eq!(
                 status["trust"]["trusted"].as_array().unwrap().len(),
-                6,
+                7,
                 "{status}"
             );
+            assert_eq!(status["view"]["trust"], Value::Null, "{status}");
+            let line = session.codex_status_text();
+            assert!(line.starts_with("codex        connected  ("), "{line}");
             break;
         }
         assert!(
@@ -372,6 +413,19 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     assert!(markers.join("marker-1").exists(), "the command ran");
     let id = asking["id"].as_str().unwrap().to_owned();
 
+    // Attach shows the conversation, read from Codex's rollout.
+    let attached = Attached::open(&mut session, &runtime, &id);
+    let marker1 = markers.join("marker-1").display().to_string();
+    attached.wait_conversation(
+        &runtime,
+        "the first turn",
+        &[
+            ("user", "make marker-1".to_owned()),
+            ("tool", format!("Bash: touch {marker1}")),
+            ("assistant", "All done: the marker is there.".to_owned()),
+        ],
+    );
+
     // With the setting on, the hook waits for the tray, and Approve there runs the command.
     let on = session.run(&["hooks", "codex-approvals", "on"]);
     assert!(on.status.success(), "{on:?}");
@@ -388,6 +442,11 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         .filter_map(|a| a["id"].as_str())
         .collect();
     assert_eq!(actions, ["approve", "deny"], "{offered}");
+    // Codex's terminal says why it waits: our entry's `statusMessage`.
+    session.terminal.wait_screen(
+        "Codex shows our statusMessage while the hook waits",
+        agent_hooks::codex::PERMISSION_STATUS,
+    );
     assert!(
         !markers.join("marker-2").exists(),
         "nothing ran before the answer"
@@ -401,6 +460,21 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         markers.join("marker-2").exists(),
         "Approve from the tray ran the command"
     );
+    // The page that stayed open gets the new turn.
+    let marker2 = markers.join("marker-2").display().to_string();
+    attached.wait_conversation(
+        &runtime,
+        "the second turn, live",
+        &[
+            ("user", "make marker-1".to_owned()),
+            ("tool", format!("Bash: touch {marker1}")),
+            ("assistant", "All done: the marker is there.".to_owned()),
+            ("user", "make marker-2".to_owned()),
+            ("tool", format!("Bash: touch {marker2}")),
+            ("assistant", "All done: the marker is there.".to_owned()),
+        ],
+    );
+    drop(attached);
 
     // No host holds the key, then Codex's exit ends the runtime.
     for pid in processes_running("hook-host codex") {
@@ -410,10 +484,19 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
             "the host's environment has the key"
         );
     }
+    // The terminal closes; Codex's shared server unloads the session and runs `SessionEnd`.
+    assert!(
+        !session.codex_server().is_empty(),
+        "Codex runs in its app server"
+    );
     let _ = session.terminal.tmux(&["kill-server"]);
-    session.wait_listed("the runtime ends with Codex", |r| {
+    session.wait_listed("the runtime ends with Codex's session", |r| {
         r.is_none_or(|r| r["status"] != "running")
     });
+    assert!(
+        !session.codex_server().is_empty(),
+        "the runtime ended by SessionEnd, while Codex's app server still runs"
+    );
 
     // Remove: the user's hooks file is theirs again; config.toml is as Codex left it.
     let config_before = std::fs::read_to_string(session.path("home/.codex/config.toml")).unwrap();
@@ -438,4 +521,107 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         !session.files_text().contains(API_KEY_CANARY),
         "the key in a file of ours"
     );
+}
+
+/// `attach ID --no-open` kept running, and the browser's part done by hand: the one-time link (a
+/// cookie), then the conversation JSON the page shows, through the proxy.
+struct Attached {
+    child: std::process::Child,
+    origin: String,
+    cookie: String,
+}
+
+impl Attached {
+    fn open(session: &mut Session, runtime: &tokio::runtime::Runtime, id: &str) -> Self {
+        use std::io::BufRead;
+        let mut command = Command::new(TRAY);
+        command.args(["attach", id, "--no-open"]);
+        crate::cli::private_env(&mut command, session.dir.path());
+        let mut child = command
+            .env("HOME", session.path("home"))
+            .env("XDG_RUNTIME_DIR", session.path("run"))
+            .env("XDG_CONFIG_HOME", session.path("home/.config"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        let url = url.trim().to_owned();
+        assert!(url.contains("/__attach/"), "first line is the URL: {url:?}");
+        let origin = url[..url.find("/__attach/").unwrap()].to_owned();
+        let cookie = runtime.block_on(async {
+            let link = client().get(&url).send().await.unwrap();
+            assert_eq!(link.status(), 303);
+            let cookie = link.headers()["set-cookie"].to_str().unwrap();
+            cookie.split(';').next().unwrap().to_owned()
+        });
+        Self {
+            child,
+            origin,
+            cookie,
+        }
+    }
+
+    /// Waits until the page's conversation is `expected` (role, text), as the page reloads it.
+    fn wait_conversation(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        what: &str,
+        expected: &[(&str, String)],
+    ) {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let conversation: Value = runtime.block_on(async {
+                client()
+                    .get(format!("{}/api/conversation", self.origin))
+                    .header("cookie", &self.cookie)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap()
+            });
+            let shown: Vec<(String, String)> = conversation["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    (
+                        m["role"].as_str().unwrap_or_default().to_owned(),
+                        m["text"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let wanted: Vec<(String, String)> = expected
+                .iter()
+                .map(|(role, text)| ((*role).to_owned(), text.clone()))
+                .collect();
+            if shown == wanted {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: the conversation never became {wanted:?}; last: {conversation}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
 }

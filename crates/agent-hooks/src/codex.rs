@@ -15,6 +15,9 @@
 //! - Codex runs `PermissionRequest` *before* its own prompt and shows the entry's
 //!   `statusMessage` until the hook returns; `updatedPermissions` makes Codex fail closed, so
 //!   there is no "always allow" for Codex;
+//! - `SessionEnd` comes when Codex unloads the session: at once when `codex --no-daemon` quits,
+//!   and from the shared app server once no terminal shows the session and it is idle
+//!   (`thread_unload_delay_secs`, a minute by default);
 //! - `transcript_path` names the session's rollout (JSON lines, [`rollout_messages`]); a failed
 //!   turn runs no hook at all, only the rollout records it.
 
@@ -59,8 +62,19 @@ pub const HOOKS: AgentHooks = AgentHooks {
         },
         quick("PostToolUse"),
         quick("Stop"),
+        HookEntry {
+            event: "SessionEnd",
+            timeout_secs: SESSION_END_TIMEOUT_SECS,
+            status_message: None,
+        },
     ],
 };
+
+/// The `SessionEnd` entry's timeout. Codex 0.169 runs a `SessionEnd` hook for at most three
+/// seconds and hashes the entry with that timeout when the user trusts it (an entry saying 10
+/// was recorded as 3), so an entry saying more would show as needing review forever. Ours
+/// hands the event to the host in milliseconds.
+const SESSION_END_TIMEOUT_SECS: u64 = 3;
 
 /// Codex's home: `$CODEX_HOME`, else `~/.codex`.
 pub fn codex_home() -> Result<PathBuf, HooksError> {
