@@ -35,6 +35,9 @@ use serde_json::{json, Value};
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
 /// The canary API key Codex is given: it must show up nowhere of ours.
 const API_KEY_CANARY: &str = "sk-proj-canary-codex-3b7e91d04c5a4f28";
+/// The prompt whose turn the stand-in fails (`response.failed`), and why it says it failed.
+const FAILING_PROMPT: &str = "please fail-turn";
+const MODEL_FAILURE: &str = "the stand-in model is overloaded";
 /// Generous for a loaded machine; each step takes about a second here.
 const STEP_TIMEOUT: Duration = Duration::from_secs(40);
 
@@ -58,17 +61,30 @@ fn serve_model(runtime: &tokio::runtime::Runtime, markers: PathBuf) -> SocketAdd
         async move {
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let item = answer(&request, &markers);
+            let fail = request["input"]
+                .as_array()
+                .and_then(|input| input.last())
+                .is_some_and(|last| last.to_string().contains(FAILING_PROMPT));
             let response = |status: &str, output: Value| {
                 json!({"id": "resp_1", "object": "response", "status": status, "output": output,
                     "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
                         "input_tokens_details": {"cached_tokens": 0},
                         "output_tokens_details": {"reasoning_tokens": 0}}})
             };
-            let events = [
-                json!({"type": "response.created", "response": response("in_progress", json!([]))}),
-                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
-                json!({"type": "response.completed", "response": response("completed", json!([item]))}),
-            ];
+            let mut failed = response("failed", json!([]));
+            failed["error"] = json!({"code": "server_error", "message": MODEL_FAILURE});
+            let events = if fail {
+                vec![
+                    json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+                    json!({"type": "response.failed", "response": failed}),
+                ]
+            } else {
+                vec![
+                    json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+                    json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+                    json!({"type": "response.completed", "response": response("completed", json!([item]))}),
+                ]
+            };
             let body: String = events
                 .iter()
                 .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
@@ -263,7 +279,7 @@ fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
     // The user's own settings: the model provider, and the project already trusted (Codex's
     // first-run folder question; the hooks' review is what the test walks through).
     let config = format!(
-        "{USER_CONFIG}\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"http://{model}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        "{USER_CONFIG}\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"http://{model}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
         project.display()
     );
     std::fs::write(session.path("home/.codex/config.toml"), config).unwrap();
@@ -475,6 +491,22 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         ],
     );
     drop(attached);
+
+    // A turn the model API fails runs no hook in Codex; its rollout says why, and so does the
+    // session's state.
+    session.terminal.type_line(FAILING_PROMPT);
+    let failed = session
+        .wait_listed("error after a failed turn", |r| {
+            r.is_some_and(|r| r["state"]["value"] == "error")
+        })
+        .unwrap();
+    assert!(
+        failed["state"]["title"]
+            .as_str()
+            .unwrap()
+            .contains(MODEL_FAILURE),
+        "{failed}"
+    );
 
     // No host holds the key, then Codex's exit ends the runtime.
     for pid in processes_running("hook-host codex") {

@@ -108,6 +108,16 @@ impl Agent {
         }
     }
 
+    /// For an agent that runs no hook when a turn fails (Codex), how to tell from the end of its
+    /// transcript that the latest turn failed, and why; `None` for one whose hooks say so
+    /// (Claude Code's `StopFailure`).
+    pub fn turn_failure(self) -> Option<fn(&str) -> Option<String>> {
+        match self {
+            Agent::ClaudeCode => None,
+            Agent::Codex => Some(codex::turn_failure),
+        }
+    }
+
     /// The JSON the hook prints for the user's decision.
     pub fn decision_output(self, decision: &Decision) -> Value {
         match self {

@@ -19,7 +19,8 @@
 //!   and from the shared app server once no terminal shows the session and it is idle
 //!   (`thread_unload_delay_secs`, a minute by default);
 //! - `transcript_path` names the session's rollout (JSON lines, [`rollout_messages`]); a failed
-//!   turn runs no hook at all, only the rollout records it.
+//!   turn runs no hook at all (no `Stop`, no failure event), only the rollout records it
+//!   ([`turn_failure`]).
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +28,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::claude_code::{self, Decision, PERMISSION_HOOK_TIMEOUT_SECS, QUICK_HOOK_TIMEOUT_SECS};
-use crate::event::{EventKind, HookEvent};
+use crate::event::{first_line, EventKind, HookEvent, TITLE_CAP};
 use crate::settings::{AgentHooks, HookEntry, HooksError};
 use crate::transcript::{message, Message, Role};
 
@@ -250,6 +251,36 @@ pub fn rollout_messages(line: &str) -> Vec<Message> {
         _ => None,
     };
     said.into_iter().collect()
+}
+
+/// Why the session's latest turn failed, from the end of its rollout `tail`: the last turn
+/// boundary there (`task_started` or `task_complete`) is a `task_complete` with `error.message`.
+/// Codex 0.169 runs no hook when a turn fails (the model API's error, a broken stream), so this
+/// is the only witness; `None` while a turn runs or after one that ended well.
+pub fn turn_failure(tail: &str) -> Option<String> {
+    tail.lines()
+        .rev()
+        .filter(|line| line.contains("\"task_"))
+        .find_map(|line| {
+            let entry: Value = serde_json::from_str(line).ok()?;
+            if entry.get("type").and_then(Value::as_str) != Some("event_msg") {
+                return None;
+            }
+            match entry.pointer("/payload/type").and_then(Value::as_str)? {
+                "task_started" => Some(None),
+                "task_complete" => Some(
+                    entry
+                        .pointer("/payload/error/message")
+                        .and_then(Value::as_str)
+                        .map(|why| {
+                            first_line(&crate::transcript::plain(why), TITLE_CAP)
+                                .unwrap_or_else(|| "The turn failed".to_owned())
+                        }),
+                ),
+                _ => None,
+            }
+        })
+        .flatten()
 }
 
 /// Codex's key for an event in its trust records (`pre_tool_use`).
@@ -507,6 +538,27 @@ mod tests {
             "a changed entry needs review again"
         );
         assert_eq!(trust.problem, None);
+    }
+
+    #[test]
+    fn a_failed_turn_is_read_from_the_rollouts_last_turn_boundary() {
+        let line = |payload: Value| json!({"type": "event_msg", "payload": payload}).to_string();
+        let started = line(json!({"type": "task_started", "turn_id": "b"}));
+        let failed = line(json!({"type": "task_complete", "turn_id": "a",
+            "error": {"message": "We\u{2019}re experiencing high demand\u{1b}[31m\nmore"}}));
+        let ok = line(json!({"type": "task_complete", "turn_id": "a", "last_agent_message": "hi"}));
+        let count = line(json!({"type": "token_count"}));
+        assert_eq!(
+            turn_failure(&[started.clone(), failed.clone(), count].join("\n")).as_deref(),
+            Some("We\u{2019}re experiencing high demand")
+        );
+        assert_eq!(
+            turn_failure(&[failed.clone(), started].join("\n")),
+            None,
+            "a new turn runs"
+        );
+        assert_eq!(turn_failure(&[failed, ok].join("\n")), None);
+        assert_eq!(turn_failure("{\"task_ broken"), None);
     }
 
     #[test]

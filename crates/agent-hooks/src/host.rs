@@ -26,13 +26,20 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
-use crate::board::Board;
+use crate::board::{AgentState, Board};
 use crate::channel::{self, Reply, Request, MAX_LINE};
 use crate::event::{EventKind, HookEvent};
 
 /// How long the host waits for a connected hook's event line. Hooks write it at once; this only
 /// bounds a peer that connects and says nothing.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often a working session of an agent that runs no hook for a failed turn (Codex) has the
+/// end of its transcript read: a failed turn shows as `error` within a second, at the cost of
+/// one small read a second while the session works (none while it waits).
+const TURN_FAILURE_POLL: Duration = Duration::from_secs(1);
+/// How much of the transcript's end that read takes: a turn's end is its last lines.
+const TURN_FAILURE_TAIL_BYTES: u64 = 64 * 1024;
 
 /// What a host serves.
 #[derive(Clone, Debug)]
@@ -128,10 +135,18 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
     let ended = Arc::new(Notify::new());
     let agent_exited = exit_of(config.process.pid);
     tokio::pin!(agent_exited);
+    let turn_failure = config.agent.turn_failure();
+    let mut failure_poll = tokio::time::interval(TURN_FAILURE_POLL);
+    failure_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
             _ = &mut agent_exited => break,
             _ = ended.notified() => break,
+            _ = failure_poll.tick(), if turn_failure.is_some() => {
+                if let Some(failed) = turn_failure {
+                    note_failed_turn(&board, &config, failed).await;
+                }
+            }
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let board = Arc::clone(&board);
@@ -146,6 +161,33 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
     let _ = std::fs::remove_file(&path);
     let _ = tokio::task::spawn_blocking(move || registration.unregister()).await;
     Ok(())
+}
+
+/// While the session works, whether its transcript says the turn failed; if so, the session is
+/// `error` with the agent's reason, as a failure hook would make it.
+async fn note_failed_turn(board: &Board, config: &HostConfig, failed: fn(&str) -> Option<String>) {
+    if board.content().state != AgentState::Working {
+        return;
+    }
+    let Some(path) = board.transcript() else {
+        return;
+    };
+    let reason = tokio::task::spawn_blocking(move || {
+        let (tail, _) = crate::transcript::read_tail(&path, TURN_FAILURE_TAIL_BYTES)?;
+        failed(&String::from_utf8_lossy(&tail))
+    })
+    .await
+    .ok()
+    .flatten();
+    if let Some(reason) = reason {
+        board.apply(&HookEvent {
+            session_id: config.session_id.clone(),
+            cwd: config.cwd.clone(),
+            subagent: false,
+            transcript: None,
+            kind: EventKind::Failed { reason },
+        });
+    }
 }
 
 /// Binds the session's socket; a socket nobody answers on (a host that was killed) is replaced,
