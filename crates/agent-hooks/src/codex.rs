@@ -17,7 +17,7 @@
 //!   there is no "always allow" for Codex;
 //! - `SessionEnd` comes when Codex unloads the session: at once when `codex --no-daemon` quits,
 //!   and from the shared app server once no terminal shows the session and it is idle
-//!   (`thread_unload_delay_secs`, a minute by default);
+//!   (after `thread_unload_delay_secs`: about a minute with 0.169.0's defaults);
 //! - `transcript_path` names the session's rollout (JSON lines, [`rollout_messages`]); a failed
 //!   turn runs no hook at all (no `Stop`, no failure event), only the rollout records it
 //!   ([`turn_failure`]).
