@@ -133,8 +133,9 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
             })?;
             if on {
                 println!(
-                    "Codex approvals wait for your answer in the tray ({}); Codex's status line says it is running hooks meanwhile.",
-                    path.display()
+                    "Codex approvals wait for your answer in the tray ({}); Codex's terminal says \"{}\" meanwhile.",
+                    path.display(),
+                    codex::PERMISSION_STATUS
                 );
             } else {
                 println!("Codex asks for approvals in its terminal; the tray shows them without Approve.");
