@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Per-tool-call cost of Supercode Tray's Claude Code hooks, against two `true` hooks, with the
-real Claude Code CLI, side by side in one run (issue 32, item 7).
+real Claude Code CLI, side by side in one run (issue 32, item 7); with `--agent codex`, the same
+for Codex's hooks with the real Codex CLI (issue 33).
 
-    scripts/bench-claude-hooks.py [--calls 20] [--rounds 5] [--tray target/release/supercode-tray]
+    scripts/bench-claude-hooks.py [--agent codex] [--calls 20] [--rounds 5] [--tray target/release/supercode-tray]
 
 A stand-in of the Messages API (served here) makes each turn N sequential Bash calls (`true`,
 allowed by the settings, so no prompt) and then ends it. Each round runs `claude -p` once per
@@ -10,11 +11,17 @@ configuration, in turn: no hooks; PreToolUse + PostToolUse running the shell bui
 our hooks (`hooks install claude-code`). The cost per tool call of a configuration is its turn
 time minus the no-hooks turn time, divided by N; the medians over the rounds are printed.
 Needs the pinned CLI (scripts/install-deps.sh --test) and a built `supercode-tray`.
+
+Codex: a stand-in of the Responses API makes each turn N sequential `exec_command` calls
+(`true`), run by `codex exec` with approvals and sandbox bypassed (nothing to ask) and hook trust
+bypassed (`--dangerously-bypass-hook-trust`: the hooks are this run's own, in a temp home), so
+each call runs PreToolUse and PostToolUse.
 """
 import argparse, http.server, json, os, shutil, statistics, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLAUDE = os.path.join(ROOT, "tests/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude")
+CODEX = os.path.join(ROOT, "tests/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
 KEY = "sk-ant-api03-bench-key-not-a-secret-0123456789"
 
 
@@ -75,18 +82,102 @@ def standin(calls):
     return server.server_address[1]
 
 
+def codex_standin(calls):
+    """The Responses API: `exec_command` with `true` until the turn has `calls` outputs."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            outputs = sum(1 for i in body.get("input") or [] if i.get("type") == "function_call_output")
+            tools = [t.get("name") for t in body.get("tools") or []]
+            if "exec_command" in tools and outputs < calls:
+                item = {"type": "function_call", "id": f"fc_{outputs}", "call_id": f"call_{outputs}",
+                        "name": "exec_command", "status": "completed", "arguments": json.dumps({"cmd": "true"})}
+            else:
+                item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}
+            usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                     "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+            response = lambda status, output: {"id": "resp_1", "object": "response", "status": status,
+                                               "output": output, "usage": usage}
+            events = [
+                {"type": "response.created", "response": response("in_progress", [])},
+                {"type": "response.output_item.done", "output_index": 0, "item": item},
+                {"type": "response.completed", "response": response("completed", [item])},
+            ]
+            data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            data = json.dumps({"data": [], "models": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1]
+
+
+def codex_homes(args, work, project, base_env):
+    """A Codex home per configuration: the stand-in as the model provider, and its hooks."""
+    port = codex_standin(args.calls)
+    base_env["STANDIN_API_KEY"] = "sk-proj-bench-key-not-a-secret"
+    config = (f'model = "stand-in"\nmodel_provider = "standin"\n'
+              f'[model_providers.standin]\nname = "Stand-in"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+              f'wire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n'
+              f'[projects."{project}"]\ntrust_level = "trusted"\n')
+    true_hook = [{"hooks": [{"type": "command", "command": "true", "timeout": 10}]}]
+    homes = {}
+    for name in ["none", "two true hooks", "supercode hooks"]:
+        home = os.path.join(work, name.replace(" ", "-"))
+        os.makedirs(os.path.join(home, ".codex"))
+        with open(os.path.join(home, ".codex", "config.toml"), "w") as f:
+            f.write(config)
+        if name == "two true hooks":
+            with open(os.path.join(home, ".codex", "hooks.json"), "w") as f:
+                json.dump({"hooks": {"PreToolUse": true_hook, "PostToolUse": true_hook}}, f)
+        if name == "supercode hooks":
+            subprocess.run([args.tray, "hooks", "install", "codex", "--yes"], env={**base_env, "HOME": home},
+                           check=True, stdout=subprocess.DEVNULL)
+        homes[name] = home
+    command = [CODEX, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+               "--dangerously-bypass-hook-trust", "go"]
+    return homes, command
+
+
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--agent", choices=["claude-code", "codex"], default="claude-code")
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tray", default=os.path.join(ROOT, "target/release/supercode-tray"))
     args = parser.parse_args()
-    port = standin(args.calls)
     work = tempfile.mkdtemp(prefix="bench-claude-hooks-")
     project = os.path.join(work, "project")
     os.makedirs(project)
     run_dir = os.path.join(work, "run")
     os.makedirs(run_dir, mode=0o700)
+    if args.agent == "codex":
+        base_env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "XDG_RUNTIME_DIR": run_dir,
+            "SUPERCODE_RUNTIME_DIR": os.path.join(work, "receipts"), "SUPERCODE_SECRET_STORE": "file",
+            "SUPERCODE_SECRET_DIR": os.path.join(work, "secrets"), "SUPERCODE_LOG_DIR": os.path.join(work, "logs"),
+            "SUPERCODE_STATE_DIR": os.path.join(work, "state"), "CANON_HOME": os.path.join(work, "canon"),
+        }
+        homes, command = codex_homes(args, work, project, base_env)
+        return measure(args, work, project, base_env, homes, command)
+    port = standin(args.calls)
     base_env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "XDG_RUNTIME_DIR": run_dir,
         "SUPERCODE_RUNTIME_DIR": os.path.join(work, "receipts"), "SUPERCODE_SECRET_STORE": "file",
@@ -113,13 +204,17 @@ def main():
             subprocess.run([args.tray, "hooks", "install", "claude-code", "--yes"], env={**base_env, "HOME": home},
                            check=True, stdout=subprocess.DEVNULL)
         homes[name] = home
+    return measure(args, work, project, base_env, homes, [CLAUDE, "-p", "go", "--permission-mode", "default"])
+
+
+def measure(args, work, project, base_env, homes, command):
+    """Runs `command` once per configuration per round, in turn; prints the medians."""
     times = {name: [] for name in homes}
     for _ in range(args.rounds):
         for name, home in homes.items():
             start = time.monotonic()
-            subprocess.run([CLAUDE, "-p", "go", "--permission-mode", "default"], cwd=project,
-                           env={**base_env, "HOME": home}, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(command, cwd=project, env={**base_env, "HOME": home}, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             times[name].append(time.monotonic() - start)
     base = statistics.median(times["none"])
     print(f"{args.calls} tool calls per turn, {args.rounds} rounds, medians:")

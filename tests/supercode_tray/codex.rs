@@ -5,18 +5,24 @@
 //! `exec_command` call with `"sandbox_permissions": "require_escalated"` (so Codex asks under
 //! `-a on-request`), and after its output the turn ends with a message.
 //!
-//! The walk: `hooks install codex --yes` → `hooks status` says Codex does not trust them yet →
-//! Codex shows "Hooks need review" and the user trusts them there → `hooks status` says trusted →
-//! the session is listed → `needs-approval` with no Approve while Codex asks in its terminal →
-//! `y` in the terminal → the command ran → `needs-input`; with "answer Codex approvals from the
-//! tray" on, `needs-approval` offers Approve and `act approve` runs the command; Codex's exit
-//! ends the runtime; `hooks remove codex` leaves exactly the user's hooks file and their
+//! The walk: `hooks install codex --yes` → `hooks status` says, in the window's words, that Codex
+//! does not trust them yet → Codex shows "Hooks need review" and the user trusts them there →
+//! `hooks status` says connected → the session is listed → `needs-approval` with no Approve
+//! while Codex asks in its terminal → `y` in the terminal → the command ran → `needs-input`, and
+//! attach shows the conversation from Codex's rollout; with "answer Codex approvals from the
+//! tray" on, `needs-approval` offers Approve while Codex's terminal shows our `statusMessage`, and
+//! `act approve` runs the command, and the same attached page's conversation has the new turn;
+//! closing Codex's terminal ends the runtime (Codex's `SessionEnd`) while Codex's shared app
+//! server still runs; `hooks remove codex` leaves exactly the user's hooks file and their
 //! `config.toml` as Codex left it; the canary API key is in no output, file of ours, or host's
 //! environment.
 //!
-//! Codex runs with `--no-daemon`: by default it starts a shared background app server that
-//! outlives the test (and runs every session's hooks, see `docs/codex.md`). Skipped with a
-//! message when the pinned CLI or tmux is not installed.
+//! Codex runs as users run it, in its default mode: the terminal's `codex` hands the session to
+//! a shared background app server, which runs the hooks and outlives the terminal. The user's
+//! `config.toml` sets `thread_unload_delay_secs = 1` (Codex's own setting, a minute by default)
+//! so the server ends the session a second after its terminal closes; the test stops that server
+//! (by the pids of the processes under its temp home) when it ends. Skipped with a message when
+//! the pinned CLI or tmux is not installed.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -29,6 +35,9 @@ use serde_json::{json, Value};
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
 /// The canary API key Codex is given: it must show up nowhere of ours.
 const API_KEY_CANARY: &str = "sk-proj-canary-codex-3b7e91d04c5a4f28";
+/// The prompt whose turn the stand-in fails (`response.failed`), and why it says it failed.
+const FAILING_PROMPT: &str = "please fail-turn";
+const MODEL_FAILURE: &str = "the stand-in model is overloaded";
 /// Generous for a loaded machine; each step takes about a second here.
 const STEP_TIMEOUT: Duration = Duration::from_secs(40);
 
@@ -52,17 +61,30 @@ fn serve_model(runtime: &tokio::runtime::Runtime, markers: PathBuf) -> SocketAdd
         async move {
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let item = answer(&request, &markers);
+            let fail = request["input"]
+                .as_array()
+                .and_then(|input| input.last())
+                .is_some_and(|last| last.to_string().contains(FAILING_PROMPT));
             let response = |status: &str, output: Value| {
                 json!({"id": "resp_1", "object": "response", "status": status, "output": output,
                     "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
                         "input_tokens_details": {"cached_tokens": 0},
                         "output_tokens_details": {"reasoning_tokens": 0}}})
             };
-            let events = [
-                json!({"type": "response.created", "response": response("in_progress", json!([]))}),
-                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
-                json!({"type": "response.completed", "response": response("completed", json!([item]))}),
-            ];
+            let mut failed = response("failed", json!([]));
+            failed["error"] = json!({"code": "server_error", "message": MODEL_FAILURE});
+            let events = if fail {
+                vec![
+                    json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+                    json!({"type": "response.failed", "response": failed}),
+                ]
+            } else {
+                vec![
+                    json!({"type": "response.created", "response": response("in_progress", json!([]))}),
+                    json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+                    json!({"type": "response.completed", "response": response("completed", json!([item]))}),
+                ]
+            };
             let body: String = events
                 .iter()
                 .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
@@ -116,7 +138,23 @@ struct Session {
     printed: String,
 }
 
+impl Drop for Session {
+    /// Codex's shared app server, started by the test's `codex` from its temp home, outlives the
+    /// terminal: stop it (only the processes whose program is under this temp home).
+    fn drop(&mut self) {
+        let _ = self.terminal.tmux(&["kill-server"]);
+        for pid in self.codex_server() {
+            let _ = Command::new("kill").arg(&pid).status();
+        }
+    }
+}
+
 impl Session {
+    /// The pids of Codex's app server processes of this test's home.
+    fn codex_server(&self) -> Vec<String> {
+        processes_running(&self.path("home/.codex/packages").display().to_string())
+    }
+
     fn path(&self, sub: &str) -> PathBuf {
         self.dir.path().join(sub)
     }
@@ -137,6 +175,17 @@ impl Session {
         self.printed
             .push_str(&String::from_utf8_lossy(&output.stderr));
         output
+    }
+
+    /// `hooks status`'s line for Codex, and its `--json` entry.
+    fn codex_status_text(&mut self) -> String {
+        let output = self.run(&["hooks", "status"]);
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find(|l| l.starts_with("codex "))
+            .unwrap()
+            .to_owned()
     }
 
     fn codex_status(&mut self) -> Value {
@@ -206,8 +255,7 @@ impl Session {
     }
 }
 
-const USER_CONFIG: &str =
-    "# my own Codex settings\nmodel = \"stand-in\"\nmodel_provider = \"standin\"\n";
+const USER_CONFIG: &str = "# my own Codex settings\nmodel = \"stand-in\"\nmodel_provider = \"standin\"\nthread_unload_delay_secs = 1\n";
 const USER_HOOKS: &str =
     r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]}}"#;
 
@@ -231,7 +279,7 @@ fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
     // The user's own settings: the model provider, and the project already trusted (Codex's
     // first-run folder question; the hooks' review is what the test walks through).
     let config = format!(
-        "{USER_CONFIG}\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"http://{model}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        "{USER_CONFIG}\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"http://{model}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
         project.display()
     );
     std::fs::write(session.path("home/.codex/config.toml"), config).unwrap();
@@ -256,7 +304,7 @@ fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nunset CODEX_HOME OPENAI_API_KEY\n{env}cd '{}'\nexec '{}' --no-daemon -a on-request -s workspace-write\n",
+            "#!/bin/sh\nunset CODEX_HOME OPENAI_API_KEY\n{env}cd '{}'\nexec '{}' -a on-request -s workspace-write\n",
             project.display(),
             codex.display()
         ),
@@ -288,9 +336,15 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     assert_eq!(status["trust"]["trusted"], json!([]), "{status}");
     assert_eq!(
         status["trust"]["needsReview"].as_array().unwrap().len(),
-        6,
+        7,
         "{status}"
     );
+    // The text and the JSON say it in the window's words (`connect::agent_view`).
+    let note = status["view"]["trust"].as_str().unwrap().to_owned();
+    assert!(note.starts_with("not trusted in Codex yet"), "{status}");
+    assert_eq!(status["view"]["summary"], "connected", "{status}");
+    let line = session.codex_status_text();
+    assert!(line.contains(&format!("connected; {note}")), "{line}");
 
     // Trust them in Codex, as a user would: its review screen, "Trust all and continue".
     let script = session.path("run-codex.sh").display().to_string();
@@ -328,9 +382,12 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         if status["trust"]["needsReview"] == json!([]) {
             assert_eq!(
                 status["trust"]["trusted"].as_array().unwrap().len(),
-                6,
+                7,
                 "{status}"
             );
+            assert_eq!(status["view"]["trust"], Value::Null, "{status}");
+            let line = session.codex_status_text();
+            assert!(line.starts_with("codex        connected  ("), "{line}");
             break;
         }
         assert!(
@@ -372,6 +429,19 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     assert!(markers.join("marker-1").exists(), "the command ran");
     let id = asking["id"].as_str().unwrap().to_owned();
 
+    // Attach shows the conversation, read from Codex's rollout.
+    let attached = Attached::open(&mut session, &runtime, &id);
+    let marker1 = markers.join("marker-1").display().to_string();
+    attached.wait_conversation(
+        &runtime,
+        "the first turn",
+        &[
+            ("user", "make marker-1".to_owned()),
+            ("tool", format!("Bash: touch {marker1}")),
+            ("assistant", "All done: the marker is there.".to_owned()),
+        ],
+    );
+
     // With the setting on, the hook waits for the tray, and Approve there runs the command.
     let on = session.run(&["hooks", "codex-approvals", "on"]);
     assert!(on.status.success(), "{on:?}");
@@ -388,6 +458,11 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         .filter_map(|a| a["id"].as_str())
         .collect();
     assert_eq!(actions, ["approve", "deny"], "{offered}");
+    // Codex's terminal says why it waits: our entry's `statusMessage`.
+    session.terminal.wait_screen(
+        "Codex shows our statusMessage while the hook waits",
+        agent_hooks::codex::PERMISSION_STATUS,
+    );
     assert!(
         !markers.join("marker-2").exists(),
         "nothing ran before the answer"
@@ -401,6 +476,37 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         markers.join("marker-2").exists(),
         "Approve from the tray ran the command"
     );
+    // The page that stayed open gets the new turn.
+    let marker2 = markers.join("marker-2").display().to_string();
+    attached.wait_conversation(
+        &runtime,
+        "the second turn, live",
+        &[
+            ("user", "make marker-1".to_owned()),
+            ("tool", format!("Bash: touch {marker1}")),
+            ("assistant", "All done: the marker is there.".to_owned()),
+            ("user", "make marker-2".to_owned()),
+            ("tool", format!("Bash: touch {marker2}")),
+            ("assistant", "All done: the marker is there.".to_owned()),
+        ],
+    );
+    drop(attached);
+
+    // A turn the model API fails runs no hook in Codex; its rollout says why, and so does the
+    // session's state.
+    session.terminal.type_line(FAILING_PROMPT);
+    let failed = session
+        .wait_listed("error after a failed turn", |r| {
+            r.is_some_and(|r| r["state"]["value"] == "error")
+        })
+        .unwrap();
+    assert!(
+        failed["state"]["title"]
+            .as_str()
+            .unwrap()
+            .contains(MODEL_FAILURE),
+        "{failed}"
+    );
 
     // No host holds the key, then Codex's exit ends the runtime.
     for pid in processes_running("hook-host codex") {
@@ -410,10 +516,19 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
             "the host's environment has the key"
         );
     }
+    // The terminal closes; Codex's shared server unloads the session and runs `SessionEnd`.
+    assert!(
+        !session.codex_server().is_empty(),
+        "Codex runs in its app server"
+    );
     let _ = session.terminal.tmux(&["kill-server"]);
-    session.wait_listed("the runtime ends with Codex", |r| {
+    session.wait_listed("the runtime ends with Codex's session", |r| {
         r.is_none_or(|r| r["status"] != "running")
     });
+    assert!(
+        !session.codex_server().is_empty(),
+        "the runtime ended by SessionEnd, while Codex's app server still runs"
+    );
 
     // Remove: the user's hooks file is theirs again; config.toml is as Codex left it.
     let config_before = std::fs::read_to_string(session.path("home/.codex/config.toml")).unwrap();
@@ -438,4 +553,107 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         !session.files_text().contains(API_KEY_CANARY),
         "the key in a file of ours"
     );
+}
+
+/// `attach ID --no-open` kept running, and the browser's part done by hand: the one-time link (a
+/// cookie), then the conversation JSON the page shows, through the proxy.
+struct Attached {
+    child: std::process::Child,
+    origin: String,
+    cookie: String,
+}
+
+impl Attached {
+    fn open(session: &mut Session, runtime: &tokio::runtime::Runtime, id: &str) -> Self {
+        use std::io::BufRead;
+        let mut command = Command::new(TRAY);
+        command.args(["attach", id, "--no-open"]);
+        crate::cli::private_env(&mut command, session.dir.path());
+        let mut child = command
+            .env("HOME", session.path("home"))
+            .env("XDG_RUNTIME_DIR", session.path("run"))
+            .env("XDG_CONFIG_HOME", session.path("home/.config"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        let url = url.trim().to_owned();
+        assert!(url.contains("/__attach/"), "first line is the URL: {url:?}");
+        let origin = url[..url.find("/__attach/").unwrap()].to_owned();
+        let cookie = runtime.block_on(async {
+            let link = client().get(&url).send().await.unwrap();
+            assert_eq!(link.status(), 303);
+            let cookie = link.headers()["set-cookie"].to_str().unwrap();
+            cookie.split(';').next().unwrap().to_owned()
+        });
+        Self {
+            child,
+            origin,
+            cookie,
+        }
+    }
+
+    /// Waits until the page's conversation is `expected` (role, text), as the page reloads it.
+    fn wait_conversation(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        what: &str,
+        expected: &[(&str, String)],
+    ) {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let conversation: Value = runtime.block_on(async {
+                client()
+                    .get(format!("{}/api/conversation", self.origin))
+                    .header("cookie", &self.cookie)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap()
+            });
+            let shown: Vec<(String, String)> = conversation["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    (
+                        m["role"].as_str().unwrap_or_default().to_owned(),
+                        m["text"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let wanted: Vec<(String, String)> = expected
+                .iter()
+                .map(|(role, text)| ((*role).to_owned(), text.clone()))
+                .collect();
+            if shown == wanted {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: the conversation never became {wanted:?}; last: {conversation}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
 }

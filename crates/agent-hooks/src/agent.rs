@@ -99,6 +99,25 @@ impl Agent {
         }
     }
 
+    /// How one line of its sessions' transcripts reads as messages (only the format differs:
+    /// [`crate::transcript::conversation`] reads, caps and makes plain for every agent).
+    pub fn transcript_messages(self) -> crate::transcript::LineMessages {
+        match self {
+            Agent::ClaudeCode => crate::transcript::entry_messages,
+            Agent::Codex => codex::rollout_messages,
+        }
+    }
+
+    /// For an agent that runs no hook when a turn fails (Codex), how to tell from the end of its
+    /// transcript that the latest turn failed, and why; `None` for one whose hooks say so
+    /// (Claude Code's `StopFailure`).
+    pub fn turn_failure(self) -> Option<fn(&str) -> Option<String>> {
+        match self {
+            Agent::ClaudeCode => None,
+            Agent::Codex => Some(codex::turn_failure),
+        }
+    }
+
     /// The JSON the hook prints for the user's decision.
     pub fn decision_output(self, decision: &Decision) -> Value {
         match self {

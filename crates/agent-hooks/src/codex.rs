@@ -14,7 +14,13 @@
 //!   write those records: we only read them, to say whether our entries will run;
 //! - Codex runs `PermissionRequest` *before* its own prompt and shows the entry's
 //!   `statusMessage` until the hook returns; `updatedPermissions` makes Codex fail closed, so
-//!   there is no "always allow" for Codex.
+//!   there is no "always allow" for Codex;
+//! - `SessionEnd` comes when Codex unloads the session: at once when `codex --no-daemon` quits,
+//!   and from the shared app server once no terminal shows the session and it is idle
+//!   (after `thread_unload_delay_secs`: about a minute with 0.169.0's defaults);
+//! - `transcript_path` names the session's rollout (JSON lines, [`rollout_messages`]); a failed
+//!   turn runs no hook at all (no `Stop`, no failure event), only the rollout records it
+//!   ([`turn_failure`]).
 
 use std::path::{Path, PathBuf};
 
@@ -22,8 +28,9 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::claude_code::{self, Decision, PERMISSION_HOOK_TIMEOUT_SECS, QUICK_HOOK_TIMEOUT_SECS};
-use crate::event::{EventKind, HookEvent};
+use crate::event::{first_line, EventKind, HookEvent, TITLE_CAP};
 use crate::settings::{AgentHooks, HookEntry, HooksError};
+use crate::transcript::{message, Message, Role};
 
 /// The agent's name on our command line and in receipts' `runtimeKind`.
 pub const AGENT: &str = "codex";
@@ -56,8 +63,19 @@ pub const HOOKS: AgentHooks = AgentHooks {
         },
         quick("PostToolUse"),
         quick("Stop"),
+        HookEntry {
+            event: "SessionEnd",
+            timeout_secs: SESSION_END_TIMEOUT_SECS,
+            status_message: None,
+        },
     ],
 };
+
+/// The `SessionEnd` entry's timeout. Codex 0.169 runs a `SessionEnd` hook for at most three
+/// seconds and hashes the entry with that timeout when the user trusts it (an entry saying 10
+/// was recorded as 3), so an entry saying more would show as needing review forever. Ours
+/// hands the event to the host in milliseconds.
+const SESSION_END_TIMEOUT_SECS: u64 = 3;
 
 /// Codex's home: `$CODEX_HOME`, else `~/.codex`.
 pub fn codex_home() -> Result<PathBuf, HooksError> {
@@ -175,6 +193,94 @@ pub fn set_approvals_from_tray(on: bool) -> std::io::Result<PathBuf> {
         }
     }
     Ok(path)
+}
+
+/// The messages of one line of a Codex rollout: what its terminal shows of the conversation.
+/// Codex 0.169 writes each finished item as `{"type": "event_msg", "payload": {"type":
+/// "item_completed", "item": {...}}}`: the user's `UserMessage` and the agent's `AgentMessage`
+/// (their `content` a list of `{"text": ...}`), a `CommandExecution` (its `command`, the shell's
+/// argument list); and a turn's end as `task_complete`, with `error.message` when it failed.
+/// The rollout's other lines (the model's raw items, instructions, context, token counts) are
+/// not the conversation.
+pub fn rollout_messages(line: &str) -> Vec<Message> {
+    let Ok(entry) = serde_json::from_str::<Value>(line) else {
+        return Vec::new();
+    };
+    if entry.get("type").and_then(Value::as_str) != Some("event_msg") {
+        return Vec::new();
+    }
+    let Some(payload) = entry.get("payload") else {
+        return Vec::new();
+    };
+    let texts = |item: &Value| -> String {
+        item.get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let said = match payload.get("type").and_then(Value::as_str) {
+        Some("item_completed") => {
+            let Some(item) = payload.get("item") else {
+                return Vec::new();
+            };
+            match item.get("type").and_then(Value::as_str) {
+                Some("UserMessage") => message(Role::User, &texts(item)),
+                Some("AgentMessage") => message(Role::Assistant, &texts(item)),
+                Some("CommandExecution") => {
+                    // `["/bin/bash", "-lc", "<the command>"]`: the last argument is what ran.
+                    let command = item
+                        .get("command")
+                        .and_then(Value::as_array)
+                        .and_then(|c| c.last())
+                        .and_then(Value::as_str);
+                    message(
+                        Role::Tool,
+                        &format!("Bash: {}", command.unwrap_or("a command")),
+                    )
+                }
+                _ => None,
+            }
+        }
+        Some("task_complete") => payload
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .and_then(|why| message(Role::Assistant, &format!("The turn failed: {why}"))),
+        _ => None,
+    };
+    said.into_iter().collect()
+}
+
+/// Why the session's latest turn failed, from the end of its rollout `tail`: the last turn
+/// boundary there (`task_started` or `task_complete`) is a `task_complete` with `error.message`.
+/// Codex 0.169 runs no hook when a turn fails (the model API's error, a broken stream), so this
+/// is the only witness; `None` while a turn runs or after one that ended well.
+pub fn turn_failure(tail: &str) -> Option<String> {
+    tail.lines()
+        .rev()
+        .filter(|line| line.contains("\"task_"))
+        .find_map(|line| {
+            let entry: Value = serde_json::from_str(line).ok()?;
+            if entry.get("type").and_then(Value::as_str) != Some("event_msg") {
+                return None;
+            }
+            match entry.pointer("/payload/type").and_then(Value::as_str)? {
+                "task_started" => Some(None),
+                "task_complete" => Some(
+                    entry
+                        .pointer("/payload/error/message")
+                        .and_then(Value::as_str)
+                        .map(|why| {
+                            first_line(&crate::transcript::plain(why), TITLE_CAP)
+                                .unwrap_or_else(|| "The turn failed".to_owned())
+                        }),
+                ),
+                _ => None,
+            }
+        })
+        .flatten()
 }
 
 /// Codex's key for an event in its trust records (`pre_tool_use`).
@@ -432,6 +538,27 @@ mod tests {
             "a changed entry needs review again"
         );
         assert_eq!(trust.problem, None);
+    }
+
+    #[test]
+    fn a_failed_turn_is_read_from_the_rollouts_last_turn_boundary() {
+        let line = |payload: Value| json!({"type": "event_msg", "payload": payload}).to_string();
+        let started = line(json!({"type": "task_started", "turn_id": "b"}));
+        let failed = line(json!({"type": "task_complete", "turn_id": "a",
+            "error": {"message": "We\u{2019}re experiencing high demand\u{1b}[31m\nmore"}}));
+        let ok = line(json!({"type": "task_complete", "turn_id": "a", "last_agent_message": "hi"}));
+        let count = line(json!({"type": "token_count"}));
+        assert_eq!(
+            turn_failure(&[started.clone(), failed.clone(), count].join("\n")).as_deref(),
+            Some("We\u{2019}re experiencing high demand")
+        );
+        assert_eq!(
+            turn_failure(&[failed.clone(), started].join("\n")),
+            None,
+            "a new turn runs"
+        );
+        assert_eq!(turn_failure(&[failed, ok].join("\n")), None);
+        assert_eq!(turn_failure("{\"task_ broken"), None);
     }
 
     #[test]

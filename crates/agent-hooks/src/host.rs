@@ -25,7 +25,8 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::board::Board;
+use crate::agent::Agent;
+use crate::board::{AgentState, Board};
 use crate::channel::{self, Reply, Request, MAX_LINE};
 use crate::event::{EventKind, HookEvent};
 
@@ -33,13 +34,18 @@ use crate::event::{EventKind, HookEvent};
 /// bounds a peer that connects and says nothing.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How often a working session of an agent that runs no hook for a failed turn (Codex) has the
+/// end of its transcript read: a failed turn shows as `error` within a second, at the cost of
+/// one small read a second while the session works (none while it waits).
+const TURN_FAILURE_POLL: Duration = Duration::from_secs(1);
+/// How much of the transcript's end that read takes: a turn's end is its last lines.
+const TURN_FAILURE_TAIL_BYTES: u64 = 64 * 1024;
+
 /// What a host serves.
 #[derive(Clone, Debug)]
 pub struct HostConfig {
-    /// The agent (`claude-code`).
-    pub agent: &'static str,
-    /// A name for people (`Claude Code`).
-    pub display_name: &'static str,
+    /// The agent.
+    pub agent: Agent,
     /// The session id (already checked).
     pub session_id: String,
     /// The session's working directory.
@@ -74,13 +80,14 @@ pub enum HostError {
 /// Runs the host until the agent's process exits or the session ends.
 pub async fn run(config: HostConfig) -> Result<(), HostError> {
     channel::ensure_dir(&config.socket_dir).map_err(HostError::Socket)?;
-    let path = channel::socket_path(&config.socket_dir, config.agent, &config.session_id);
+    let path = channel::socket_path(&config.socket_dir, config.agent.name(), &config.session_id);
     let listener = bind(&path).await?;
     let stop = CancellationToken::new();
     let board = Board::new();
     let token = BearerToken::new(random_token());
     let address = crate::server::serve(
         Arc::clone(&board),
+        config.agent,
         token.expose(),
         config.keep_alive,
         stop.clone(),
@@ -98,7 +105,7 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
                 .unwrap_or_else(|| config.cwd.display().to_string());
             live_runtime::register_live_runtime_for_process(
                 &dir,
-                &format!("{}-{}", config.agent, config.session_id),
+                &format!("{}-{}", config.agent.name(), config.session_id),
                 LiveRuntimeSource {
                     session_id: config.session_id.clone(),
                     workspace: config.cwd.clone(),
@@ -106,8 +113,8 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
                 address,
                 token,
                 LiveRuntimeMetadata {
-                    runtime_kind: config.agent.to_owned(),
-                    display_name: Some(format!("{} · {name}", config.display_name)),
+                    runtime_kind: config.agent.name().to_owned(),
+                    display_name: Some(format!("{} · {name}", config.agent.title())),
                     cwd: Some(config.cwd.clone()),
                     workspace_roots: vec![config.cwd.clone()],
                     ..LiveRuntimeMetadata::default()
@@ -128,10 +135,18 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
     let ended = Arc::new(Notify::new());
     let agent_exited = exit_of(config.process.pid);
     tokio::pin!(agent_exited);
+    let turn_failure = config.agent.turn_failure();
+    let mut failure_poll = tokio::time::interval(TURN_FAILURE_POLL);
+    failure_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
             _ = &mut agent_exited => break,
             _ = ended.notified() => break,
+            _ = failure_poll.tick(), if turn_failure.is_some() => {
+                if let Some(failed) = turn_failure {
+                    note_failed_turn(&board, &config, failed).await;
+                }
+            }
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let board = Arc::clone(&board);
@@ -146,6 +161,33 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
     let _ = std::fs::remove_file(&path);
     let _ = tokio::task::spawn_blocking(move || registration.unregister()).await;
     Ok(())
+}
+
+/// While the session works, whether its transcript says the turn failed; if so, the session is
+/// `error` with the agent's reason, as a failure hook would make it.
+async fn note_failed_turn(board: &Board, config: &HostConfig, failed: fn(&str) -> Option<String>) {
+    if board.content().state != AgentState::Working {
+        return;
+    }
+    let Some(path) = board.transcript() else {
+        return;
+    };
+    let reason = tokio::task::spawn_blocking(move || {
+        let (tail, _) = crate::transcript::read_tail(&path, TURN_FAILURE_TAIL_BYTES)?;
+        failed(&String::from_utf8_lossy(&tail))
+    })
+    .await
+    .ok()
+    .flatten();
+    if let Some(reason) = reason {
+        board.apply(&HookEvent {
+            session_id: config.session_id.clone(),
+            cwd: config.cwd.clone(),
+            subagent: false,
+            transcript: None,
+            kind: EventKind::Failed { reason },
+        });
+    }
 }
 
 /// Binds the session's socket; a socket nobody answers on (a host that was killed) is replaced,

@@ -29,11 +29,14 @@ use tokio::net::TcpListener;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::Agent;
 use crate::board::{Board, Refusal};
 
-/// The status API on `127.0.0.1:0` for `board`, until `stop` is cancelled. Returns the address.
+/// The status API on `127.0.0.1:0` for `board`, a session of `agent`, until `stop` is
+/// cancelled. Returns the address.
 pub async fn serve(
     board: Arc<Board>,
+    agent: Agent,
     token: &str,
     keep_alive: Duration,
     stop: CancellationToken,
@@ -42,6 +45,7 @@ pub async fn serve(
     let address = listener.local_addr()?;
     let state = Arc::new(Api {
         board,
+        agent,
         keep_alive,
         stop: stop.clone(),
     });
@@ -117,8 +121,10 @@ async fn page_style() -> Response {
 
 async fn conversation(State(api): State<Arc<Api>>) -> Response {
     let path = api.board.transcript();
-    let read =
-        tokio::task::spawn_blocking(move || crate::transcript::conversation(path.as_deref()));
+    let messages = api.agent.transcript_messages();
+    let read = tokio::task::spawn_blocking(move || {
+        crate::transcript::conversation(path.as_deref(), messages)
+    });
     match read.await {
         Ok(conversation) => json_response(
             StatusCode::OK,
@@ -134,6 +140,7 @@ async fn conversation(State(api): State<Arc<Api>>) -> Response {
 
 struct Api {
     board: Arc<Board>,
+    agent: Agent,
     keep_alive: Duration,
     stop: CancellationToken,
 }

@@ -8,8 +8,9 @@
 //! ([`plain`]: no control characters, terminal escape sequences or bidirectional overrides).
 //! The page then sets it with `textContent`, never as markup.
 //!
-//! The format read is Claude Code's: JSON lines whose `type` is `user` or `assistant` and whose
-//! `message.content` is a string or a list of blocks (`text`, `tool_use`, `tool_result`…).
+//! Reading, capping and making plain is this one path for every agent; only the parsing of one
+//! line of the agent's format differs ([`crate::agent::Agent::transcript_messages`]): Claude
+//! Code's is [`entry_messages`] here, Codex's rollout is `crate::codex::rollout_messages`.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -81,8 +82,12 @@ pub fn read_tail(path: &Path, max: u64) -> Option<(Vec<u8>, bool)> {
     Some((tail, start > 0))
 }
 
-/// The conversation in the Claude Code transcript at `path`, or why there is none.
-pub fn conversation(path: Option<&Path>) -> Conversation {
+/// The messages of one transcript line, in an agent's format.
+pub type LineMessages = fn(&str) -> Vec<Message>;
+
+/// The conversation in the transcript at `path`, each line read by `line_messages`, or why
+/// there is none.
+pub fn conversation(path: Option<&Path>, line_messages: LineMessages) -> Conversation {
     let Some(path) = path else {
         return unavailable("The session has not named its transcript yet.");
     };
@@ -97,7 +102,7 @@ pub fn conversation(path: Option<&Path>) -> Conversation {
         // The first line read is a part of one.
         lines.next();
     }
-    let mut messages: Vec<Message> = lines.flat_map(entry_messages).collect();
+    let mut messages: Vec<Message> = lines.flat_map(line_messages).collect();
     let truncated = cut || messages.len() > MAX_MESSAGES;
     if messages.len() > MAX_MESSAGES {
         messages.drain(..messages.len() - MAX_MESSAGES);
@@ -116,8 +121,20 @@ fn unavailable(why: &'static str) -> Conversation {
     }
 }
 
-/// The messages of one transcript line: its texts, and the tools it called.
-fn entry_messages(line: &str) -> Vec<Message> {
+/// `text` as a message: made plain, trimmed and capped; `None` when nothing is left.
+pub fn message(role: Role, text: &str) -> Option<Message> {
+    let text = plain(text);
+    let text = text.trim();
+    (!text.is_empty()).then(|| Message {
+        role,
+        text: cap(text, MESSAGE_CAP),
+    })
+}
+
+/// The messages of one line of a Claude Code transcript (JSON lines whose `type` is `user` or
+/// `assistant` and whose `message.content` is a string or a list of blocks: `text`,
+/// `tool_use`, `tool_result`…): its texts, and the tools it called.
+pub fn entry_messages(line: &str) -> Vec<Message> {
     let Ok(entry) = serde_json::from_str::<Value>(line) else {
         return Vec::new();
     };
@@ -129,14 +146,6 @@ fn entry_messages(line: &str) -> Vec<Message> {
     if entry.get("isMeta").and_then(Value::as_bool) == Some(true) {
         return Vec::new();
     }
-    let message = |role, text: &str| {
-        let text = plain(text);
-        let text = text.trim();
-        (!text.is_empty()).then(|| Message {
-            role,
-            text: cap(text, MESSAGE_CAP),
-        })
-    };
     match entry.pointer("/message/content") {
         Some(Value::String(text)) => message(role, text).into_iter().collect(),
         Some(Value::Array(blocks)) => blocks
@@ -225,6 +234,8 @@ mod tests {
         assert!(read_tail(&file, 10).is_some());
         assert!(read_tail(&link, 10).is_none());
         assert!(read_tail(Path::new("t.jsonl"), 10).is_none());
-        assert!(conversation(Some(&link)).unavailable.is_some());
+        assert!(conversation(Some(&link), entry_messages)
+            .unavailable
+            .is_some());
     }
 }

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use agent_hooks::agent::Agent;
 use agent_hooks::codex;
-use agent_hooks::settings::{HooksStatus, Installed, Plan};
-use supercode_core::view::HooksChange;
+use agent_hooks::settings::{HooksStatus, Plan};
+use supercode_core::view::{AgentConnection, CodingAgentView, HooksChange};
 
 use crate::CliError;
 
@@ -133,8 +133,9 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
             })?;
             if on {
                 println!(
-                    "Codex approvals wait for your answer in the tray ({}); Codex's status line says it is running hooks meanwhile.",
-                    path.display()
+                    "Codex approvals wait for your answer in the tray ({}); Codex's terminal says \"{}\" meanwhile.",
+                    path.display(),
+                    codex::PERMISSION_STATUS
                 );
             } else {
                 println!("Codex asks for approvals in its terminal; the tray shows them without Approve.");
@@ -146,7 +147,8 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
             for agent in Agent::ALL {
                 let path = agent.settings_path()?;
                 let status = agent.hooks().status(&path);
-                statuses.push((status, agent.trust(&path)));
+                let view = supercode_core::connect::agent_view(agent, &path);
+                statuses.push((status, agent.trust(&path), view));
             }
             print_status(&statuses, json);
             Ok(())
@@ -181,12 +183,14 @@ fn change(plan: &Plan, yes: bool, question: &str, done: &str) -> Result<(), CliE
     Ok(())
 }
 
-fn print_status(statuses: &[(HooksStatus, Option<codex::Trust>)], json: bool) {
+/// Each agent's state in the window's words (`connect::agent_view`), with what to run.
+fn print_status(statuses: &[(HooksStatus, Option<codex::Trust>, CodingAgentView)], json: bool) {
     if json {
         let agents: Vec<serde_json::Value> = statuses
             .iter()
-            .map(|(status, trust)| {
+            .map(|(status, trust, view)| {
                 let mut value = serde_json::to_value(status).expect("status serializes");
+                value["view"] = serde_json::to_value(view).expect("a view serializes");
                 if let Some(trust) = trust {
                     value["trust"] = serde_json::to_value(trust).expect("trust serializes");
                     value["approvalsFromTray"] = codex::approvals_from_tray().into();
@@ -201,39 +205,20 @@ fn print_status(statuses: &[(HooksStatus, Option<codex::Trust>)], json: bool) {
         );
         return;
     }
-    for (status, trust) in statuses {
+    for (status, trust, view) in statuses {
         let agent = status.agent;
-        let mut state = match (&status.problem, &status.installed) {
-            (Some(problem), _) => format!("cannot tell: {problem}"),
-            (None, Installed::Yes) if status.binary_exists => "connected".to_owned(),
-            (None, Installed::Yes) => format!(
-                "installed, but the hook's program is missing ({}): run `supercode-tray hooks install {agent}` again",
-                status.commands.join(", ")
-            ),
-            (None, Installed::Partly) => format!(
-                "partly installed (missing: {}): run `supercode-tray hooks install {agent}`",
-                status.missing_events.join(", ")
-            ),
-            (None, Installed::No) => {
-                format!("not connected: run `supercode-tray hooks install {agent}`")
-            }
-        };
-        if let Some(trust) = trust.as_ref().filter(|_| status.installed != Installed::No) {
-            if let Some(problem) = &trust.problem {
-                state.push_str(&format!(
-                    "; cannot tell whether Codex trusts them: {problem}"
-                ));
-            } else if trust.needs_review.is_empty() {
-                state.push_str("; trusted in Codex");
-            } else {
-                state = format!(
-                    "{state}; NOT trusted in Codex yet ({}), so Codex does not run them: start Codex and trust them when it says \"Hooks need review\"",
-                    trust.needs_review.join(", ")
-                );
-            }
-            if codex::approvals_from_tray() {
-                state.push_str("; approvals answered from the tray");
-            }
+        let mut state = view.summary.clone();
+        if view.connect.available {
+            state.push_str(&format!(": run `supercode-tray hooks install {agent}`"));
+        }
+        if let Some(note) = &view.trust {
+            state.push_str(&format!("; {note}"));
+        }
+        if trust.is_some()
+            && view.connection != AgentConnection::NotConnected
+            && codex::approvals_from_tray()
+        {
+            state.push_str("; approvals answered from the tray");
         }
         println!("{agent:<12} {state}  ({})", status.settings.display());
     }
@@ -261,8 +246,7 @@ pub fn host(args: HostArgs) -> ExitCode {
     };
     let config = agent_hooks::host::HostConfig {
         receipts,
-        agent: agent.name(),
-        display_name: agent.hooks().display_name,
+        agent,
         session_id: args.session,
         cwd: args.cwd,
         process: live_runtime::ProcessIdentity {

@@ -76,7 +76,8 @@ pub fn agents() -> Vec<CodingAgentView> {
         .collect()
 }
 
-/// One agent's state from its settings file at `path`.
+/// One agent's state from its settings file at `path`: what the window, `hooks status` and
+/// `doctor` say of it, in these words.
 pub fn agent_view(agent: Agent, path: &Path) -> CodingAgentView {
     let status = agent.hooks().status(path);
     let (connection, summary) = connection(&status);
@@ -142,7 +143,7 @@ fn connection(status: &HooksStatus) -> (AgentConnection, String) {
         (None, Installed::Yes) => (
             AgentConnection::Partly,
             format!(
-                "installed, but the hook's program is missing ({}): Connect points them at this one",
+                "installed, but the hook's program is missing ({})",
                 status.commands.join(", ")
             ),
         ),

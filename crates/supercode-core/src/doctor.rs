@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::desktop::{self, Opening};
 use crate::inventory::Sources;
-use crate::view::{IgnoredFile, IgnoredLocation};
+use crate::view::{AgentConnection, IgnoredFile, IgnoredLocation};
 use crate::Locations;
 
 /// How long the secret-store probe may take before doctor calls it hung; longer than the store's
@@ -316,42 +316,44 @@ fn ignored_files(
 /// still there (a hook whose program is gone makes the agent report an error on every event),
 /// and, for Codex, trusted in Codex (it runs no hook the user has not trusted).
 fn agent_hooks(agent: Agent) -> Check {
-    use agent_hooks::settings::Installed;
     let name = agent.title();
     let install = format!("supercode-tray hooks install {}", agent.name());
     let path = match agent.settings_path() {
         Ok(path) => path,
         Err(e) => return Check::warn(name, e.to_string(), "set HOME"),
     };
-    let status = agent.hooks().status(&path);
+    // The sentences are the window's (`connect::agent_view`); doctor adds where and what to run.
+    let view = crate::connect::agent_view(agent, &path);
     let shown = path.display();
-    match (&status.problem, &status.installed) {
-        (Some(problem), _) => Check::warn(
+    let summary = &view.summary;
+    match view.connection {
+        AgentConnection::Problem => Check::warn(
             name,
-            format!("cannot tell whether it is connected: {problem}"),
+            format!("cannot tell whether it is connected: {summary}"),
             format!("fix {shown}, then run `{install}`"),
         ),
-        (None, Installed::No) => Check::ok(
+        AgentConnection::NotConnected => Check::ok(
             name,
-            format!("not connected ({shown} has no hook of ours); to see {name} sessions in the tray: {install}"),
+            format!("{summary} ({shown} has no hook of ours); to see {name} sessions in the tray: {install}"),
         ),
-        (None, Installed::Partly) => Check::warn(
+        // A hook whose program is gone makes the agent report an error on every event.
+        AgentConnection::Partly if !agent.hooks().status(&path).binary_exists => Check::fail(
             name,
-            format!("partly connected: {shown} lacks the hooks for {}", status.missing_events.join(", ")),
-            format!("run `{install}`"),
-        ),
-        (None, Installed::Yes) if !status.binary_exists => Check::fail(
-            name,
-            format!("connected, but the hook's program is missing ({})", status.commands.join(", ")),
+            format!("{summary} in {shown}"),
             format!("run `{install}` with the installed supercode-tray, or `supercode-tray hooks remove {}`", agent.name()),
         ),
-        (None, Installed::Yes) => match crate::connect::trust_note(agent, &status, &path) {
+        AgentConnection::Partly => Check::warn(
+            name,
+            format!("{summary} in {shown}"),
+            format!("run `{install}`"),
+        ),
+        AgentConnection::Connected => match &view.trust {
             Some(note) => Check::warn(
                 name,
-                format!("installed in {shown}, but {note}"),
+                format!("{summary} through {shown}, but {note}"),
                 format!("start {name}; when it says \"Hooks need review\", review them and trust the Supercode Tray entries"),
             ),
-            None => Check::ok(name, format!("connected through {shown}")),
+            None => Check::ok(name, format!("{summary} through {shown}")),
         },
     }
 }

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agent_hooks::agent::Agent;
 use agent_hooks::claude_code::Decision;
 use agent_hooks::event::{EventKind, HookEvent};
 use agent_hooks::host::{self, HostConfig};
@@ -51,8 +52,7 @@ async fn start() -> Scene {
     let sockets = temp.path().join("supercode").join("hooks");
     let agent = ChildGuard::sleep();
     let config = HostConfig {
-        agent: "claude-code",
-        display_name: "Claude Code",
+        agent: Agent::ClaudeCode,
         session_id: "sess-1".into(),
         cwd: PathBuf::from("/work/project"),
         process: agent.identity(),

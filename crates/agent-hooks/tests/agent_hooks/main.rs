@@ -2,6 +2,7 @@
 //! temp directories, a real host serving a real status API over loopback and a real Unix
 //! socket, real processes standing in for the agent.
 
+mod codex;
 mod host;
 mod page;
 mod settings;

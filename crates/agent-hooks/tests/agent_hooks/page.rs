@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_hooks::agent::Agent;
 use agent_hooks::board::Board;
 use agent_hooks::event::{EventKind, HookEvent};
 use agent_hooks::server::{self, CONVERSATION_PATH, PAGE_CSP};
@@ -26,6 +27,7 @@ async fn serve() -> Served {
     let stop = CancellationToken::new();
     let address = server::serve(
         Arc::clone(&board),
+        Agent::ClaudeCode,
         TOKEN,
         Duration::from_secs(30),
         stop.clone(),
