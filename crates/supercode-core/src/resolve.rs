@@ -5,7 +5,8 @@
 //! Names come from records any local program can write, so two runtimes may share one, and a
 //! name may even read like an id. The rule never guesses between candidates:
 //!
-//! 1. the inventory `id` (`lre_…` endpoint, or a catalog id for a catalog entry) or `endpoint`:
+//! 1. the inventory `id` (a catalog id when a catalog entry backs the runtime, otherwise its
+//!    `lre_…` endpoint) or `endpoint`:
 //!    these are what the ID column shows and are unique, so they come first and an id always
 //!    reaches its runtime, whatever names other records take;
 //! 2. otherwise the runtime id, the catalog id or the display name, all together: one runtime
