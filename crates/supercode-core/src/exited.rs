@@ -104,6 +104,22 @@ pub struct LastState {
     pub since: Option<String>,
 }
 
+impl LastState {
+    /// What `shown`'s agent showed, unless nothing (`unknown`, or no state).
+    pub(crate) fn of(shown: &RuntimeView) -> Option<Self> {
+        let state = shown
+            .state
+            .as_ref()
+            .filter(|s| s.value != AgentState::Unknown)?;
+        Some(Self {
+            value: state.value,
+            title: state.title.clone(),
+            detail: state.detail.clone(),
+            since: state.since.clone(),
+        })
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct ExitedFile {
     version: u32,
@@ -153,15 +169,7 @@ impl ExitedRuntime {
         shown: Option<&RuntimeView>,
         exited_at: String,
     ) -> Self {
-        let last_state = shown
-            .and_then(|v| v.state.as_ref())
-            .filter(|s| s.value != AgentState::Unknown)
-            .map(|s| LastState {
-                value: s.value,
-                title: s.title.clone(),
-                detail: s.detail.clone(),
-                since: s.since.clone(),
-            });
+        let last_state = shown.and_then(LastState::of);
         Self {
             id: view.id,
             runtime_id: view.runtime_id,
@@ -278,6 +286,25 @@ pub fn record(state_dir: &Path, dead: Vec<ExitedRuntime>) -> Result<(), CoreErro
         all.truncate(MAX_EXITED);
         *runtimes = all;
         true
+    })
+}
+
+/// Gives each recorded runtime of `states` (by id) that has no last state the one given: what
+/// the app's watcher saw of a runtime whose receipt another process (the CLI's `list`)
+/// reconciled first, and so recorded without it. A last state already there is kept.
+pub fn fill_last_states(
+    state_dir: &Path,
+    states: Vec<(String, LastState)>,
+) -> Result<(), CoreError> {
+    change(state_dir, |runtimes| {
+        let mut changed = false;
+        for runtime in runtimes.iter_mut().filter(|r| r.last_state.is_none()) {
+            if let Some((_, state)) = states.iter().find(|(id, _)| *id == runtime.id) {
+                runtime.last_state = Some(state.clone());
+                changed = true;
+            }
+        }
+        changed
     })
 }
 

@@ -11,7 +11,7 @@ use canon_local::{LocalRuntimeStatus, LockStatus, ReviveCapability};
 use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, ReceiptFiles};
 
 use crate::approvals::ApprovalBoard;
-use crate::exited::{self, ExitedRuntime};
+use crate::exited::{self, ExitedRuntime, LastState};
 use crate::resolve::RuntimeAction;
 use crate::revive::ReviveBlocker;
 use crate::view::{
@@ -149,8 +149,8 @@ impl Sources {
     /// receipts it removed: runtimes that died without unregistering (the watcher tells them).
     /// Each of those that the inventory no longer shows (no catalog entry backs it) is recorded
     /// as exited ([`crate::exited`]), with its agent's last state as `shown` (the watcher's last
-    /// snapshot) showed it. The explicit step that the watcher's pass and `list` take; nothing
-    /// else cleans up.
+    /// snapshot) showed it; one that another process reconciled first gets that state filled
+    /// in. The explicit step that the watcher's pass and `list` take; nothing else cleans up.
     pub fn reconcile(&mut self, locations: &Locations, shown: Option<&Snapshot>) -> Vec<String> {
         let Ok(files) = &mut self.receipts else {
             return Vec::new();
@@ -181,6 +181,27 @@ impl Sources {
                 tracing::warn!("runtimes that stopped unexpectedly were not recorded: {e}");
             }
             self.reread_exited(locations);
+        }
+        // Another process (`list`) may have reconciled, and recorded, a runtime `shown` still
+        // showed running: only this one saw its agent's state, so it fills that in.
+        if let (Some(shown), Ok(recorded)) = (shown, &self.exited) {
+            let states: Vec<(String, LastState)> = recorded
+                .iter()
+                .filter(|r| r.last_state.is_none())
+                .filter_map(|r| {
+                    let was = shown.runtimes.iter().find(|v| {
+                        v.status == RuntimeStatus::Running
+                            && v.endpoint.as_deref() == Some(r.id.as_str())
+                    })?;
+                    Some((r.id.clone(), LastState::of(was)?))
+                })
+                .collect();
+            if !states.is_empty() {
+                if let Err(e) = exited::fill_last_states(&locations.state_dir, states) {
+                    tracing::warn!("the last state of an exited runtime was not recorded: {e}");
+                }
+                self.reread_exited(locations);
+            }
         }
         removed
     }

@@ -200,6 +200,58 @@ async fn the_clis_list_reaping_a_dead_receipt_records_it_for_the_app_issue_31() 
     assert!(!text.contains("cli-gone"), "{text}");
 }
 
+// Proves: when the CLI's `list` reconciles first a killed runtime the app was showing (so it
+// records it without a state, which it never saw), the app's next pass (the inventory's
+// reconciliation with the app's last snapshot, as the watcher runs it) fills in the state the
+// app showed, and the record keeps it across a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_death_the_cli_reaped_first_gets_the_state_the_app_showed_issue_31() {
+    let Some(bin) = tray_binary("a_death_the_cli_reaped_first") else {
+        return;
+    };
+    let fixture = Fixture::new();
+    let mut demo = Demo::start(&bin, &fixture, "raced", "approval");
+    let id = demo.endpoint.clone();
+    let core = fixture.core();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let shown = loop {
+        let snapshot = core.snapshot_with_states().await;
+        let asking = find(&snapshot, &id)
+            .and_then(|r| r.state.as_ref())
+            .is_some_and(|s| s.value == AgentState::NeedsApproval);
+        if asking {
+            break snapshot;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never asked"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    demo.kill();
+
+    let listed = Command::new(&bin)
+        .arg("list")
+        .envs(fixture.child_env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let recorded = fixture.core().snapshot();
+    let view = exited(&recorded, &id).expect("list recorded it");
+    assert!(view.exited.as_ref().unwrap().last_state.is_none());
+
+    let mut sources = supercode_core::inventory::Sources::read(&fixture.locations);
+    let removed = sources.reconcile(&fixture.locations, Some(&shown));
+    assert!(removed.is_empty(), "list had removed the receipt already");
+    let filled = fixture.core().snapshot();
+    let last = exited(&filled, &id)
+        .and_then(|v| v.exited.as_ref())
+        .and_then(|e| e.last_state.as_ref())
+        .expect("the app's pass filled in the state it showed");
+    assert_eq!(last.value, AgentState::NeedsApproval);
+}
+
 // Proves: a broken or hostile record (not JSON; a link) is shown as an ignored file with its
 // reason, is never overwritten (a death is then not recorded: nothing in the file is lost), and
 // the rest of the inventory is listed as usual.
