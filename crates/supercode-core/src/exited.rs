@@ -7,7 +7,7 @@
 //! receipts"), the same rule by which the watcher tells "Runtime stopped unexpectedly". One that
 //! the inventory still shows afterwards (a Canon runtime, as its catalog entry: stale, with
 //! Revive when it can be revived) needs no record; the others get one. Whoever reconciles
-//! records it ([`record_deaths`]): the app's watcher, with the agent's last state it showed, or
+//! records it ([`record`]): the app's watcher, with the agent's last state it showed, or
 //! the CLI's `list` (whether or not the app runs), which never saw a state.
 //!
 //! The record is `<state dir>/exited-runtimes.json`, `{"version":1,"runtimes":[...]}`, newest
@@ -45,7 +45,8 @@ const LOCK_FILE: &str = "exited-runtimes.lock";
 /// file small.
 pub const MAX_EXITED: usize = 50;
 
-/// Largest record file read: [`MAX_EXITED`] records with capped texts fit in far less.
+/// Largest record file read. Writing keeps under it (texts capped, the oldest records dropped
+/// until the file fits), so the record the tray writes is always one it reads back.
 const MAX_FILE_BYTES: u64 = 512 * 1024;
 
 /// The longest text a record keeps (a name, a title, a detail): what the window shows of it.
@@ -360,11 +361,20 @@ fn change(
     if !edit(&mut runtimes) {
         return Ok(());
     }
-    let file = ExitedFile {
+    for runtime in &mut runtimes {
+        runtime.cap();
+    }
+    let mut file = ExitedFile {
         version: 1,
         runtimes,
     };
-    let bytes = serde_json::to_vec_pretty(&file).map_err(|e| io(std::io::Error::other(e)))?;
+    let bytes = loop {
+        let bytes = serde_json::to_vec_pretty(&file).map_err(|e| io(std::io::Error::other(e)))?;
+        if bytes.len() as u64 <= MAX_FILE_BYTES || file.runtimes.len() <= 1 {
+            break bytes;
+        }
+        file.runtimes.pop();
+    };
     write_atomically(state_dir, EXITED_FILE, &bytes).map_err(io)
     // The lock is released as `lock` drops, after the rename.
 }
@@ -429,6 +439,43 @@ mod tests {
         assert!(ignored.reason.contains("version 2"), "{}", ignored.reason);
         assert!(record(dir.path(), vec![dead("lre_x")]).is_err());
         assert_eq!(std::fs::read(&file).unwrap(), wrong, "left as it was");
+    }
+
+    #[test]
+    fn the_record_written_always_fits_what_is_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        // Control characters are written as six-byte escapes: the worst a text can cost.
+        let hostile = "\u{1}".repeat(MAX_TEXT_CHARS * 3);
+        for n in 0..MAX_EXITED {
+            let mut long = dead(&format!("lre_{n}"));
+            long.name = hostile.clone();
+            long.reason = hostile.clone();
+            long.workspace = Some(hostile.clone());
+            long.last_state = Some(LastState {
+                value: AgentState::NeedsInput,
+                title: Some(hostile.clone()),
+                detail: Some(hostile.clone()),
+                since: None,
+            });
+            record(dir.path(), vec![long]).unwrap();
+        }
+        let kept = read(dir.path()).expect("what was written is read back");
+        assert!(
+            !kept.is_empty() && kept.len() < MAX_EXITED,
+            "{}",
+            kept.len()
+        );
+        assert_eq!(
+            kept[0].id,
+            format!("lre_{}", MAX_EXITED - 1),
+            "the newest kept"
+        );
+        assert!(
+            std::fs::metadata(dir.path().join(EXITED_FILE))
+                .unwrap()
+                .len()
+                <= MAX_FILE_BYTES
+        );
     }
 
     #[test]
