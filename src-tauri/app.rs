@@ -652,6 +652,17 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, id: MenuId) {
         }
         // Revive shows its launch command before running: the window asks for confirmation.
         MenuId::Revive(runtime) => open_window(app, Some(Confirm::Revive(runtime))),
+        // Dismiss removes only the tray's record of a runtime already gone: nothing to confirm.
+        MenuId::Dismiss(runtime) => {
+            let runtime = runtime.clone();
+            spawn_tracked(app, move |app| async move {
+                let core = app.state::<Supercode>();
+                if let Err(e) = core.dismiss(&runtime).await {
+                    notify(&app, "Dismiss failed", &e.to_string());
+                }
+            });
+            Ok(())
+        }
         MenuId::Act {
             id,
             action,

@@ -6,6 +6,7 @@ const COMMANDS: &[&str] = &[
     "snapshot",
     "attach",
     "forget",
+    "dismiss",
     "revive_plan",
     "revive",
     "act",

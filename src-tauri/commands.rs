@@ -18,6 +18,7 @@ pub fn handler<R: tauri::Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + 
         runtimes::snapshot,
         runtimes::attach,
         runtimes::forget,
+        runtimes::dismiss,
         runtimes::revive_plan,
         runtimes::revive,
         runtimes::act,

@@ -97,6 +97,8 @@ pub enum MenuId {
     Attach(String),
     /// Open the revive confirmation of the runtime with this inventory id.
     Revive(String),
+    /// Take the exited runtime with this inventory id off the list.
+    Dismiss(String),
     /// Approve the registration of this profile.
     Approve(String),
     /// Invoke an action the runtime's agent offers, without asking first, as chosen from the
@@ -140,6 +142,7 @@ impl MenuId {
         Some(match text.split_once(':') {
             Some(("attach", id)) => Self::Attach(id.to_owned()),
             Some(("revive", id)) => Self::Revive(id.to_owned()),
+            Some(("dismiss", id)) => Self::Dismiss(id.to_owned()),
             Some(("approve", profile)) => Self::Approve(profile.to_owned()),
             Some(("detail", id)) => Self::Detail(id.to_owned()),
             // The action (and the revision) come first: they never hold a `:`, an inventory id
@@ -185,6 +188,7 @@ impl fmt::Display for MenuId {
         match self {
             Self::Attach(id) => write!(f, "attach:{id}"),
             Self::Revive(id) => write!(f, "revive:{id}"),
+            Self::Dismiss(id) => write!(f, "dismiss:{id}"),
             Self::Approve(profile) => write!(f, "approve:{profile}"),
             Self::Act {
                 id,
@@ -278,6 +282,9 @@ impl TrayView {
                 counts.awaiting_approval
             ));
         }
+        if counts.exited > 0 {
+            tooltip.push_str(&format!(", {} exited", counts.exited));
+        }
 
         let item = |id: MenuId, label: String| Entry::Item {
             id,
@@ -312,6 +319,22 @@ impl TrayView {
                 entries.push(item(
                     MenuId::Revive(runtime.id.clone()),
                     format!("Revive {}…", short_name(&runtime.name)),
+                ));
+            }
+        }
+        // Runtimes that stopped unexpectedly and cannot be revived stay until dismissed: seen,
+        // never counted as needing the user.
+        let dismissable: Vec<_> = snapshot
+            .runtimes
+            .iter()
+            .filter(|r| r.dismiss.available)
+            .collect();
+        if !dismissable.is_empty() {
+            entries.push(Entry::Separator);
+            for runtime in dismissable {
+                entries.push(item(
+                    MenuId::Dismiss(runtime.id.clone()),
+                    format!("Dismiss {} (exited)", short_name(&runtime.name)),
                 ));
             }
         }
@@ -913,11 +936,13 @@ mod tests {
             attach: ActionAvailability::yes(),
             forget: ActionAvailability::no("it is running"),
             revive: ActionAvailability::no("it is running"),
+            dismiss: ActionAvailability::dismiss_not_exited(),
             launch_command: None,
             origin: RuntimeOrigin::Receipt,
             catalog_status: None,
             revive_capability: None,
             state: None,
+            exited: None,
         }
     }
 
@@ -1044,11 +1069,55 @@ mod tests {
         assert!(expired.approve.available && !expired.over);
     }
 
+    /// Issue 31, item 8: a runtime that stopped unexpectedly is seen in the menu with Dismiss
+    /// and counted in the tooltip, but never sets the attention icon, even when its agent last
+    /// asked for approval.
+    #[test]
+    fn an_exited_runtime_is_listed_with_dismiss_and_never_needs_you() {
+        use supercode_core::exited::{ExitedRuntime, LastState};
+        let gone = ExitedRuntime {
+            id: "lre_gone".into(),
+            runtime_id: "demo:gone".into(),
+            name: "gone".into(),
+            kind: "demo".into(),
+            workspace: None,
+            profile: None,
+            agent_name: None,
+            pid: Some(4343),
+            started_at: None,
+            exited_at: "2026-12-02T19:00:00Z".into(),
+            reason: "It stopped unexpectedly.".into(),
+            last_state: Some(LastState {
+                value: AgentState::NeedsApproval,
+                title: Some("Run the tests?".into()),
+                detail: None,
+                since: None,
+            }),
+        }
+        .view();
+        let inventory = snapshot(vec![live("alpha"), gone]);
+        assert_eq!(inventory.counts.exited, 1);
+        assert_eq!(inventory.counts.needs_you, 0);
+        let view = TrayView::of(&inventory, ON);
+        assert_eq!(view.state, TrayState::Live, "not the attention icon");
+        assert_eq!(view.tooltip, "Supercode Tray: 1 live, 1 exited");
+        assert_eq!(
+            labels(&view)[..3],
+            ["Attach alpha (demo)", "---", "Dismiss gone (exited)"]
+        );
+        assert!(view.entries.contains(&Entry::Item {
+            id: MenuId::Dismiss("lre_gone".into()),
+            label: "Dismiss gone (exited)".into(),
+            enabled: true
+        }));
+    }
+
     #[test]
     fn menu_ids_parse_back_to_what_built_them() {
         let ids = [
             MenuId::Attach("lre_alpha".into()),
             MenuId::Revive("canon:agent:with:colons".into()),
+            MenuId::Dismiss("lre_gone".into()),
             MenuId::Approve("agent-a".into()),
             MenuId::Act {
                 id: "canon:agent:with:colons".into(),
@@ -1097,6 +1166,7 @@ mod tests {
             SnapshotCounts {
                 running: 1,
                 stale: 1,
+                exited: 0,
                 awaiting_approval: 1,
                 needs_you: 0,
             }

@@ -1,4 +1,4 @@
-//! Commands on runtimes: the inventory snapshot, attach, forget, the revive plan, revive, and the
+//! Commands on runtimes: the inventory snapshot, attach, forget, dismiss, the revive plan, revive, and the
 //! actions a runtime's agent offers (act).
 
 use supercode_core::revive::ReviveRequest;
@@ -39,6 +39,12 @@ pub async fn attach_and_open(core: &Supercode, id: &str) -> Result<(), CommandEr
 #[tauri::command(async)]
 pub fn forget(core: State<'_, Supercode>, id: String) -> Result<(), CommandError> {
     core.forget(&id).map_err(Into::into)
+}
+
+/// Takes an exited runtime off the list (the core refuses one that has not exited).
+#[tauri::command]
+pub async fn dismiss(core: State<'_, Supercode>, id: String) -> Result<(), CommandError> {
+    core.dismiss(&id).await.map(|_| ()).map_err(Into::into)
 }
 
 /// What a revive would run: shown in the confirmation before anything runs.

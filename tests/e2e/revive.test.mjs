@@ -29,6 +29,7 @@ test('revive shows the full plan and brings a killed runtime back as a new proce
     assert.equal(receipt.process.pid, first.pid);
     const catalogId = receipt.metadata.canonRuntimeId;
     assert.match(catalogId ?? '', /^sdk:/, 'the receipt links its canon catalog entry');
+    assert.equal((await runtimeRows(app)).find((row) => row.name === NAME)?.id, catalogId, 'while it runs, its id is the catalog id (issue 31)');
 
     process.kill(first.pid, 'SIGKILL');
     await first.exit;
@@ -74,8 +75,9 @@ test('revive shows the full plan and brings a killed runtime back as a new proce
         const again = await receiptOf(t.env.SUPERCODE_RUNTIME_DIR, `demo:${NAME}`);
         if (again) revivedPids.push(again.process.pid);
         // The catalog may say running (new pid, heartbeat) a moment before the watcher has read
-        // the new receipt: wait for the row that is the new receipt, not the catalog's own.
-        const row = (await runtimeRows(app)).find((r) => r.name === NAME && r.status === 'running' && r.id === again?.endpoint);
+        // the new receipt: wait for the row backed by the new receipt, not the catalog's own.
+        // It keeps the id it had while stopped, the catalog id (issue 31).
+        const row = (await runtimeRows(app)).find((r) => r.name === NAME && r.status === 'running' && r.origin === 'both');
         return again && row ? { receipt: again, row } : undefined;
       },
       REVIVE_TIMEOUT_MS,
@@ -84,6 +86,7 @@ test('revive shows the full plan and brings a killed runtime back as a new proce
     assert.equal(await isRunning(revived.receipt.process.pid), true, 'the revived process is alive');
     assert.notEqual(revived.receipt.endpoint, receipt.endpoint, 'with a fresh endpoint');
     assert.equal(revived.row.badge, 'Running');
+    assert.equal(revived.row.id, catalogId, 'one id from running to stopped to revived');
     assert.deepEqual(await app.findAll('[data-testid="row-error"]'), [], 'no row reports an error');
     await paintedScreenshot(t, app, 'revived');
   } finally {

@@ -103,7 +103,7 @@ test('no token, API key or runtime address reaches the webview, a log or a comma
     await app.waitForElement(`${rowSelector(catalogRow.id)} [data-testid="confirm-revive"] [data-testid="plan-program"]`);
     await (await app.find(`${rowSelector(catalogRow.id)} [data-testid="confirm-revive"] [data-testid="confirm-accept"]`)).click();
     // Running again with a new receipt (the catalog entry alone says running a moment earlier).
-    await waitForRow(app, `${CANON} running again`, CANON, (r) => r.status === 'running' && r.id.startsWith('lre_'), REVIVE_TIMEOUT_MS);
+    await waitForRow(app, `${CANON} running again`, CANON, (r) => r.status === 'running' && r.origin === 'both', REVIVE_TIMEOUT_MS);
     for (const receipt of await readReceipts(t.env.SUPERCODE_RUNTIME_DIR)) {
       addresses.add(receipt.address);
       if (receipt.runtimeId === `demo:${CANON}`) revivedPids.push(receipt.process.pid);

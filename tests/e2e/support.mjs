@@ -174,6 +174,7 @@ export function runtimeRows(app) {
     id: row.dataset.runtimeId,
     name: row.querySelector('.row-name').textContent,
     status: row.dataset.status,
+    origin: row.dataset.origin,
     badge: row.querySelector('[data-testid="runtime-status"]').textContent,
   }));`);
 }

@@ -220,7 +220,7 @@ fn issue_31_an_ambiguous_name_picks_none_and_lists_the_candidates() {
         "a heading and one line per candidate: {message}"
     );
 
-    let forget = home.run(&["forget", &stale.endpoint], &mut printed);
+    let forget = home.run(&["forget", &stale.endpoint, "--yes"], &mut printed);
     assert!(forget.status.success(), "{forget:?}");
     assert!(stdout(&forget).contains("Forgot \"twin\""), "{forget:?}");
     // One runtime has the name now: it is the one.

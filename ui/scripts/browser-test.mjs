@@ -465,7 +465,7 @@ try {
     );
     assert(unnamed.length === 0, `unnamed buttons: ${unnamed.join(" | ")}`);
     const labels = await page.locator('[data-runtime-id="rt-demo-a"] button[data-testid^="action-"]').evaluateAll((bs) => bs.map((b) => b.getAttribute("aria-label")));
-    assert(labels.join(",") === "Attach demo-a,Revive demo-a,Forget demo-a", `labels: ${labels}`);
+    assert(labels.join(",") === "Attach demo-a,Revive demo-a,Forget demo-a,Dismiss demo-a", `labels: ${labels}`);
     await expectClean(page, problems);
     await context.close();
   });

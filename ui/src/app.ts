@@ -170,6 +170,11 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
             () => void refresh(),
             failed,
           ),
+        dismiss: (id) =>
+          backend.dismiss(id).then(
+            () => void refresh(),
+            failed,
+          ),
         revivePlan: (id) => backend.revivePlan(id).catch(failed),
         revive: (id, planDigest, allowEnv) =>
           backend.revive(id, planDigest, allowEnv).then(
@@ -268,10 +273,11 @@ export function mountApp(root: HTMLElement, backend: Backend, options: AppOption
 
   function renderSummary(s: Snapshot): void {
     // The core counts; the window only words it.
-    const { running, stale, awaitingApproval, needsYou } = s.counts;
+    const { running, stale, exited, awaitingApproval, needsYou } = s.counts;
     const parts = [s.runtimes.length === 0 ? "No runtimes" : `${running} running`];
     if (needsYou > 0) parts.push(`${needsYou} ${needsYou === 1 ? "needs" : "need"} you`);
     if (stale > 0) parts.push(`${stale} stale`);
+    if (exited > 0) parts.push(`${exited} exited`);
     if (awaitingApproval > 0) parts.push(`${awaitingApproval} awaiting approval`);
     setText(summary, parts.join(" · "));
   }

@@ -20,6 +20,8 @@ export interface Backend {
   snapshot(): Promise<Snapshot>;
   attach(id: string): Promise<void>;
   forget(id: string): Promise<void>;
+  /** Takes the exited runtime `id` off the list; refused for one that has not exited. */
+  dismiss(id: string): Promise<void>;
   /** What a revive of `id` would run: program, arguments, working directory, environment. */
   revivePlan(id: string): Promise<RevivePlanView>;
   /**
@@ -113,6 +115,7 @@ export const tauriBackend: Backend = {
   snapshot: () => call<Snapshot>("snapshot"),
   attach: (id) => call<void>("attach", { id }),
   forget: (id) => call<void>("forget", { id }),
+  dismiss: (id) => call<void>("dismiss", { id }),
   revivePlan: (id) => call<RevivePlanView>("revive_plan", { id }),
   revive: (id, planDigest, allowEnv) => call<ReviveOutcome>("revive", { id, planDigest, allowEnv }),
   act: (id, action, revision) => call<ActOutcome>("act", { id, action, revision }),

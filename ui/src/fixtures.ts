@@ -43,6 +43,7 @@ export function settle(s: Snapshot): Snapshot {
   const counts: SnapshotCounts = {
     running: s.runtimes.filter((r) => r.status === "running").length,
     stale: s.runtimes.filter((r) => r.status === "stale").length,
+    exited: s.runtimes.filter((r) => r.status === "exited").length,
     awaitingApproval: s.pending.filter((p) => !p.over).length,
     needsYou: s.runtimes.filter((r) => r.state !== null && AGENT_RULES[r.state.value].needsYou).length,
   };
@@ -97,11 +98,13 @@ export function runtime(over: Partial<RuntimeView> & { id: string }): RuntimeVie
     attach: yes,
     forget: never("The runtime is running; only stale receipts can be forgotten."),
     revive: never("Already running."),
+    dismiss: never("Only a runtime that has exited can be dismissed."),
     launchCommand: null,
     origin: "receipt",
     catalogStatus: null,
     reviveCapability: null,
     state: null,
+    exited: null,
     ...over,
   };
 }
@@ -304,7 +307,7 @@ export function demoSnapshot(now: Date = new Date()): Snapshot {
     firstRun: false,
     receiptDir: "/home/dev/.local/share/supercode/receipts",
     canonHome: "/home/dev/.canon",
-    counts: { running: 0, stale: 0, awaitingApproval: 0, needsYou: 0 },
+    counts: { running: 0, stale: 0, exited: 0, awaitingApproval: 0, needsYou: 0 },
   });
 }
 
@@ -319,7 +322,7 @@ export function emptySnapshot(): Snapshot {
     firstRun: true,
     receiptDir: "/home/dev/.local/share/supercode/receipts",
     canonHome: "/home/dev/.canon",
-    counts: { running: 0, stale: 0, awaitingApproval: 0, needsYou: 0 },
+    counts: { running: 0, stale: 0, exited: 0, awaitingApproval: 0, needsYou: 0 },
   });
 }
 

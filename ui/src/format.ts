@@ -82,6 +82,7 @@ const STATUS_LABELS: Record<RuntimeStatus, string> = {
   offline: "Offline",
   manual: "Manual",
   embedded: "Embedded",
+  exited: "Exited",
 };
 
 /** The badge text of a runtime status. */
@@ -183,7 +184,7 @@ export interface CardTime {
  */
 export function cardTime(rt: RuntimeView): CardTime | null {
   const own = parseTime(rt.since);
-  const ownLabel = rt.origin === "catalog" ? "last seen" : "started";
+  const ownLabel = rt.origin === "catalog" ? "last seen" : rt.origin === "exited" ? "exited" : "started";
   const state = rt.state;
   const stateAt = state === null ? null : parseTime(state.since);
   if (state !== null && stateAt !== null && Object.hasOwn(STATE_TIME_LABELS, state.value)) {

@@ -7,7 +7,7 @@ import type { ActOutcome, CodingAgentView, CommandError, DesktopNotice, HooksCha
 import { settle } from "./fixtures";
 
 /** The backend calls a test can fail, hold or inspect. */
-export type MockAction = "snapshot" | "attach" | "forget" | "revivePlan" | "revive" | "act" | "approve" | "reject" | "openLogs" | "codingAgents" | "hooksPlan" | "hooksChange";
+export type MockAction = "snapshot" | "attach" | "forget" | "dismiss" | "revivePlan" | "revive" | "act" | "approve" | "reject" | "openLogs" | "codingAgents" | "hooksPlan" | "hooksChange";
 
 /** One recorded call: the action and its argument (runtime id or profile), if any. */
 export type MockCall = { action: MockAction, arg: string | null, change?: HooksChange, planDigest?: string, allowEnv?: string[], agentAction?: string, revision?: number };
@@ -234,6 +234,15 @@ export class MockBackend implements Backend {
     await this.begin("forget", id);
     const rt = this.runtime(id);
     if (!rt.forget.available) throw { code: "refused", message: rt.forget.reason ?? "Forget is not available." };
+    this.update((s) => {
+      s.runtimes = s.runtimes.filter((r) => r.id !== id);
+    });
+  }
+
+  async dismiss(id: string): Promise<void> {
+    await this.begin("dismiss", id);
+    const rt = this.runtime(id);
+    if (!rt.dismiss.available) throw { code: "refused", message: rt.dismiss.reason ?? "Dismiss is not available." };
     this.update((s) => {
       s.runtimes = s.runtimes.filter((r) => r.id !== id);
     });

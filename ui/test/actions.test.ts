@@ -2,7 +2,7 @@
 // errors, confirmations, and live updates that must not disturb the user.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RELATIVE_TIME_REFRESH_MS } from "../src/app";
-import { agentState, APPROVAL_ACTIONS, demoSnapshot, emptySnapshot, no, runtime } from "../src/fixtures";
+import { agentState, APPROVAL_ACTIONS, demoSnapshot, emptySnapshot, never, no, runtime } from "../src/fixtures";
 import { NOTICE_TIMEOUT_MS } from "../src/views/runtime-row";
 import { mockBackend } from "../src/mock-backend";
 import { byTestId, mount, mountOver, NOW, pendingRow, press, row, shown, visible, type Mounted } from "./helpers";
@@ -287,6 +287,60 @@ describe("forget a runtime known only from Canon", () => {
     click(byTestId(panel, "confirm-accept"));
     await vi.waitFor(() => expect(m!.root.querySelector('[data-runtime-id="sdk:crashed:0123456789abcdef"]')).toBeNull());
     expect(m.mock.calls.filter((c) => c.action === "forget")).toEqual([{ action: "forget", arg: "sdk:crashed:0123456789abcdef" }]);
+  });
+});
+
+// Issue 31, item 8: a runtime that stopped unexpectedly and cannot be revived stays, as exited,
+// with its agent's last state, until dismissed; it never asks for the user.
+describe("an exited runtime", () => {
+  function exited(): ReturnType<typeof runtime> {
+    return runtime({
+      id: "lre_gone",
+      name: "gone-bot",
+      status: "exited",
+      statusReason: "It stopped unexpectedly: its process (PID 4321) ended without unregistering, and the tray cannot relaunch it.",
+      since: new Date(NOW.getTime() - 5 * 60_000).toISOString(),
+      pid: 4321,
+      origin: "exited",
+      attach: never("It has exited."),
+      forget: never("It has exited and its receipt is already gone; dismiss it instead."),
+      revive: never("The tray cannot relaunch it; start it again the way you started it."),
+      dismiss: { available: true, reason: null, applies: true },
+      state: null,
+      exited: {
+        at: new Date(NOW.getTime() - 5 * 60_000).toISOString(),
+        lastState: agentState("needs-approval", { title: "Run <b>the</b> tests?", actions: [], controller: null, observers: null, revision: null }),
+      },
+    });
+  }
+
+  it("shows its status, why, its agent's last state as text and Dismiss only; it is counted as exited, not as needing you", async () => {
+    const s = emptySnapshot();
+    s.runtimes = [exited()];
+    s.counts = { running: 0, stale: 0, exited: 1, awaitingApproval: 0, needsYou: 0 };
+    m = await mount(s);
+    const r = row(m.root, "lre_gone");
+    expect(byTestId(r, "runtime-status").textContent).toBe("Exited");
+    expect(r.textContent).toContain("stopped unexpectedly");
+    const last = byTestId(r, "exited-last");
+    expect(last.textContent).toBe("Last seen: Needs approval: Run <b>the</b> tests?");
+    expect(last.querySelector("b")).toBeNull();
+    expect(r.hasAttribute("data-needs-you")).toBe(false);
+    expect(byTestId(r, "card-time").textContent).toBe("exited 5 min ago");
+    for (const action of ["attach", "revive", "forget"] as const) expect(visible(byTestId(r, `action-${action}`)), action).toBe(false);
+    expect(visible(byTestId(r, "action-dismiss"))).toBe(true);
+    expect(m.root.textContent).toContain("1 exited");
+    expect(m.root.textContent).not.toContain("needs you");
+  });
+
+  it("Dismiss takes it off the list at once, without asking", async () => {
+    const s = emptySnapshot();
+    s.runtimes = [exited(), runtime({ id: "rt-live", name: "live" })];
+    m = await mount(s);
+    click(byTestId(row(m.root, "lre_gone"), "action-dismiss"));
+    await vi.waitFor(() => expect(m!.root.querySelector('[data-runtime-id="lre_gone"]')).toBeNull());
+    expect(m.mock.calls.filter((c) => c.action === "dismiss")).toEqual([{ action: "dismiss", arg: "lre_gone" }]);
+    expect(row(m.root, "rt-live")).toBeTruthy();
   });
 });
 
@@ -610,7 +664,7 @@ describe("a calm list", () => {
     for (const r of m.root.querySelectorAll<HTMLElement>('[data-testid="runtime-row"]')) {
       const id = r.dataset.runtimeId!;
       const view = m.mock.current().runtimes.find((v) => v.id === id)!;
-      for (const action of ["attach", "revive", "forget"] as const) {
+      for (const action of ["attach", "revive", "forget", "dismiss"] as const) {
         expect(visible(byTestId(r, `action-${action}`)), `${id} ${action}`).toBe(view[action].applies);
       }
     }

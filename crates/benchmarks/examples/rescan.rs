@@ -47,7 +47,7 @@ fn main() {
 
     // The first read is reconciled, which removes dead receipts; it also warms the page cache.
     let mut first = Sources::read(&locations);
-    let exited = first.reconcile(&locations);
+    let exited = first.reconcile(&locations, None);
     let listed = first.snapshot(&locations, &approvals).runtimes.len();
     drop(first);
 

@@ -85,6 +85,16 @@ pub enum Command {
         /// The runtime's NAME or ID, as `list` shows them.
         #[arg(value_name = "NAME|ID")]
         id: String,
+        /// Remove what is shown without asking (required when stdin is not a terminal).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Take a runtime that stopped unexpectedly (status `exited`) off the list: it is already
+    /// gone, so this removes only the tray's record of it.
+    Dismiss {
+        /// The runtime's NAME or ID, as `list` shows them.
+        #[arg(value_name = "NAME|ID")]
+        id: String,
     },
     /// Open a live runtime in the browser through the authenticating loopback proxy.
     Attach {
@@ -232,6 +242,20 @@ pub enum CliError {
     /// Installing or removing hooks failed (the settings file was refused or not written).
     #[error(transparent)]
     Hooks(#[from] agent_hooks::settings::HooksError),
+    /// The user answered no to the forget confirmation.
+    #[error("{} was not forgotten", quoted(.name))]
+    NotForgotten {
+        /// The runtime's display name.
+        name: String,
+    },
+    /// `forget` without `--yes` and no terminal to ask on.
+    #[error("{what} without a confirmation: stdin is not a terminal; read what is shown above and run again with --yes ({question})")]
+    NeedsConfirmation {
+        /// What was not done ("not forgetting").
+        what: &'static str,
+        /// The question that would have been asked (record text, escaped when printed).
+        question: String,
+    },
     /// `hooks install|remove` without `--yes` and no terminal to ask on.
     #[error("not changing the settings without a confirmation: stdin is not a terminal; read the change above and run again with --yes ({question})")]
     HooksNeedConfirmation {
@@ -327,11 +351,10 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
         Command::List { json } => {
             output::print_list(&core.reconcile_and_snapshot_with_states().await, json)
         }
-        Command::Forget { id } => {
-            let runtime = core.resolve(&id).await?;
-            let endpoint = runtime.target_for(RuntimeAction::Forget)?;
-            core.forget(endpoint)?;
-            println!("Forgot {} ({}).", quoted(&runtime.name), visible(endpoint));
+        Command::Forget { id, yes } => forget(&core, &id, yes).await?,
+        Command::Dismiss { id } => {
+            let name = core.dismiss(&id).await?;
+            println!("Dismissed {}.", quoted(&name));
         }
         Command::Attach { id, no_open } => attach(&core, &id, no_open).await?,
         Command::Revive { id, yes, allow_env } => revive::run(&core, &id, yes, allow_env).await?,
@@ -390,6 +413,35 @@ async fn dispatch(command: Command) -> Result<(), CliError> {
             unreachable!("handled above")
         }
     }
+    Ok(())
+}
+
+/// `forget NAME|ID [--yes]`: shows what will be removed, asks (`y/N` on a terminal; `--yes`
+/// otherwise), and forgets exactly that receipt or catalog entry.
+async fn forget(core: &Supercode, name_or_id: &str, yes: bool) -> Result<(), CliError> {
+    let plan = core.forget_plan(name_or_id).await?;
+    println!("Forget {} will remove:", quoted(&plan.name));
+    for item in &plan.removes {
+        println!("  - {}", visible(item));
+    }
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let question = format!("Forget {}", quoted(&plan.name));
+    if !yes {
+        use std::io::IsTerminal as _;
+        if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+            return Err(CliError::NeedsConfirmation {
+                what: "not forgetting",
+                question,
+            });
+        }
+        eprint!("{question}? [y/N] ");
+        let _ = std::io::Write::flush(&mut std::io::stderr());
+        if !output::read_yes()? {
+            return Err(CliError::NotForgotten { name: plan.name });
+        }
+    }
+    core.forget(&plan.target)?;
+    println!("Forgot {} ({}).", quoted(&plan.name), visible(&plan.target));
     Ok(())
 }
 

@@ -88,6 +88,9 @@ fn render_list(snapshot: &Snapshot, json: bool) -> String {
             if let Some(asks) = agent_asks(r) {
                 let _ = writeln!(out, "{:<38} {asks}", "");
             }
+            if let Some(last) = last_state(r) {
+                let _ = writeln!(out, "{:<38} {last}", "");
+            }
         }
     }
     for ignored in &snapshot.ignored {
@@ -128,6 +131,18 @@ fn agent_asks(r: &RuntimeView) -> Option<String> {
         (None, Some(actions)) => Some(actions),
         (Some(title), Some(actions)) => Some(format!("{title}  {actions}")),
     }
+}
+
+/// What the agent of an exited runtime last showed (its state, and its title quoted), for the
+/// line under its row; `None` when the tray never saw a state of it.
+fn last_state(r: &RuntimeView) -> Option<String> {
+    let last = r.exited.as_ref()?.last_state.as_ref()?;
+    let state = serde_json::to_value(last.value).ok()?;
+    let mut text = format!("last state: {}", state.as_str()?);
+    if let Some(title) = &last.title {
+        text.push_str(&format!(" {}", quoted(title)));
+    }
+    Some(text)
 }
 
 fn status_text(r: &RuntimeView) -> String {

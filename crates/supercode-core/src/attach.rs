@@ -16,6 +16,7 @@ use attach_proxy::{AttachProxy, AttachUrl};
 use live_runtime::{LiveRuntimeEndpoint, LiveRuntimeRecord, LiveRuntimeStatus, ReceiptScan};
 use tracing::{debug_span, Instrument};
 
+use crate::resolve::RuntimeAction;
 use crate::view::{RuntimeStatus, Snapshot};
 use crate::{CoreError, Locations, Refusal};
 
@@ -46,11 +47,11 @@ impl AttachSessions {
     /// checks the runtime through it; only the first attach reads the keychain (resolving the
     /// receipt once more with it) and starts the proxy.
     pub async fn attach(&self, locations: &Locations, id: &str) -> Result<AttachUrl, CoreError> {
-        let receipts = locations.receipts.clone();
-        let owned = id.to_owned();
+        let (found_in, owned) = (locations.clone(), id.to_owned());
         // Reading receipts touches the disk and /proc: keep it off the async workers.
         let record = tokio::task::spawn_blocking(move || {
-            let record = debug_span!("attach_find").in_scope(|| find_record(&receipts, &owned))?;
+            let record = debug_span!("attach_find")
+                .in_scope(|| find_record(&found_in, &owned, RuntimeAction::Attach))?;
             if let LiveRuntimeStatus::Stale { reason } = &record.status {
                 return Err(CoreError::from(Refusal::StaleReceipt {
                     runtime_id: record.runtime_id.clone(),
@@ -185,26 +186,34 @@ fn shut_down() -> CoreError {
     crate::quitting("start an attach proxy")
 }
 
-/// Finds a live record by its endpoint, or by its runtime id when that is unambiguous.
+/// Finds the live record `action` applies to, from the runtime's endpoint (its one receipt
+/// file read, with every check a listing makes of it: an attach would otherwise cost one file
+/// read per runtime) or any other id or name `list` shows (the inventory's id, a catalog id, a
+/// runtime id), by the one rule of [`crate::resolve`] and the view's
+/// [`RuntimeView::target_for`](crate::view::RuntimeView::target_for). A read: a dead process's
+/// receipt is left for reconciliation.
 pub(crate) fn find_record(
-    receipts: &live_runtime::ReceiptDir,
+    locations: &Locations,
     id: &str,
+    action: RuntimeAction,
 ) -> Result<LiveRuntimeRecord, CoreError> {
-    if let Ok(endpoint) = id.parse::<LiveRuntimeEndpoint>() {
-        // A receipt is saved as `<endpoint>.json`: read that one file, with every check a
-        // listing makes of it, not the whole directory (an attach would otherwise cost one file
-        // read per runtime). A read: a dead process's receipt is left for reconciliation.
-        let file_name = format!("{}.json", endpoint.as_str());
-        return match live_runtime::read_receipt(receipts, &file_name)? {
-            ReceiptScan::Listed(record) => Ok(record),
-            _ => Err(unknown(id)),
-        };
+    let endpoint = match id.parse::<LiveRuntimeEndpoint>() {
+        Ok(endpoint) => endpoint,
+        Err(_) => {
+            let snapshot =
+                crate::inventory::snapshot(locations, &crate::approvals::ApprovalBoard::default());
+            let runtime = crate::resolve::resolve(&snapshot.runtimes, id)?;
+            runtime
+                .target_for(action)?
+                .parse()
+                .map_err(|_| unknown(id))?
+        }
+    };
+    let file_name = format!("{}.json", endpoint.as_str());
+    match live_runtime::read_receipt(&locations.receipts, &file_name)? {
+        ReceiptScan::Listed(record) => Ok(record),
+        _ => Err(unknown(id)),
     }
-    live_runtime::find_live_runtime(receipts, id).map_err(|e| match e {
-        // Its `what` is a description (`runtime id "x"`): the one wording names what was asked.
-        live_runtime::LiveRuntimeReceiptError::NotFound { .. } => unknown(id),
-        other => other.into(),
-    })
 }
 
 /// The one "no such runtime" ([`CoreError::UnknownRuntime`]).

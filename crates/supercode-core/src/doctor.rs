@@ -299,6 +299,7 @@ fn ignored_files(
         let dir = match file.location {
             IgnoredLocation::Receipts => locations.receipts.path(),
             IgnoredLocation::Canon => locations.canon.root(),
+            IgnoredLocation::State => locations.state_dir.as_path(),
         };
         let path = dir.join(&file.file);
         if path == dir {

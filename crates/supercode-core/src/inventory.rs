@@ -11,6 +11,8 @@ use canon_local::{LocalRuntimeStatus, LockStatus, ReviveCapability};
 use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, ReceiptFiles};
 
 use crate::approvals::ApprovalBoard;
+use crate::exited::{self, ExitedRuntime, LastState};
+use crate::resolve::RuntimeAction;
 use crate::revive::ReviveBlocker;
 use crate::view::{
     ActionAvailability, FileWarning, IgnoredFile, IgnoredLocation, PendingState, PendingView,
@@ -68,7 +70,7 @@ pub fn snapshot_with_receipts(
 ) -> (Snapshot, Option<ReceiptFiles>) {
     let mut sources = Sources::read(locations);
     if reconcile {
-        sources.reconcile(locations);
+        sources.reconcile(locations, None);
     }
     let snapshot = sources.snapshot(locations, approvals);
     (snapshot, sources.receipts.ok())
@@ -83,6 +85,8 @@ pub struct Sources {
     /// The receipt directory file by file, or why it cannot be read at all.
     receipts: Result<ReceiptFiles, IgnoredFile>,
     canon: CanonSources,
+    /// The runtimes that stopped unexpectedly ([`crate::exited`]), or why the record was not read.
+    exited: Result<Vec<ExitedRuntime>, IgnoredFile>,
 }
 
 /// `$CANON_HOME` as the inventory uses it. Small (a file per catalog entry, two record files), so
@@ -117,6 +121,7 @@ impl Sources {
         Self {
             receipts: read_receipts(locations),
             canon: CanonSources::read(locations),
+            exited: exited::read(&locations.state_dir),
         }
     }
 
@@ -135,22 +140,75 @@ impl Sources {
                 read_receipts(locations)
             },
             canon: CanonSources::read(locations),
+            exited: exited::read(&locations.state_dir),
         }
     }
 
     /// Reconciles the receipt directory as read ([`ReceiptFiles::reconcile`]): removes the
     /// receipts of processes that exited and adopts foreign receipts. Returns the endpoints whose
     /// receipts it removed: runtimes that died without unregistering (the watcher tells them).
-    /// The explicit step that the watcher's pass and `list` take; nothing else cleans up.
-    pub fn reconcile(&mut self, locations: &Locations) -> Vec<String> {
-        match &mut self.receipts {
-            Ok(files) => files
-                .reconcile(&locations.receipts)
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
-            Err(_) => Vec::new(),
+    /// Each of those that the inventory no longer shows (no catalog entry backs it) is recorded
+    /// as exited ([`crate::exited`]), with its agent's last state as `shown` (the watcher's last
+    /// snapshot) showed it; one that another process reconciled first gets that state filled
+    /// in. The explicit step that the watcher's pass and `list` take; nothing else cleans up.
+    pub fn reconcile(&mut self, locations: &Locations, shown: Option<&Snapshot>) -> Vec<String> {
+        let Ok(files) = &mut self.receipts else {
+            return Vec::new();
+        };
+        let dead: Vec<LiveRuntimeRecord> = files.exited_records().into_iter().cloned().collect();
+        let removed: Vec<String> = files
+            .reconcile(&locations.receipts)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let exited_at = now_rfc3339();
+        let vanished: Vec<ExitedRuntime> = dead
+            .iter()
+            .filter(|record| removed.iter().any(|e| e == record.endpoint.as_str()))
+            .filter(|record| !self.canon.backs(record))
+            .map(|record| {
+                let view = live_view(locations, record, None, false);
+                let shown = shown.and_then(|s| {
+                    s.runtimes
+                        .iter()
+                        .find(|r| r.endpoint.as_deref() == Some(record.endpoint.as_str()))
+                });
+                ExitedRuntime::of(record, view, shown, exited_at.clone())
+            })
+            .collect();
+        if !vanished.is_empty() {
+            if let Err(e) = exited::record(&locations.state_dir, vanished) {
+                tracing::warn!("runtimes that stopped unexpectedly were not recorded: {e}");
+            }
+            self.reread_exited(locations);
         }
+        // Another process (`list`) may have reconciled, and recorded, a runtime `shown` still
+        // showed running: only this one saw its agent's state, so it fills that in.
+        if let (Some(shown), Ok(recorded)) = (shown, &self.exited) {
+            let states: Vec<(String, LastState)> = recorded
+                .iter()
+                .filter(|r| r.last_state.is_none())
+                .filter_map(|r| {
+                    let was = shown.runtimes.iter().find(|v| {
+                        v.status == RuntimeStatus::Running
+                            && v.endpoint.as_deref() == Some(r.id.as_str())
+                    })?;
+                    Some((r.id.clone(), LastState::of(was)?))
+                })
+                .collect();
+            if !states.is_empty() {
+                if let Err(e) = exited::fill_last_states(&locations.state_dir, states) {
+                    tracing::warn!("the last state of an exited runtime was not recorded: {e}");
+                }
+                self.reread_exited(locations);
+            }
+        }
+        removed
+    }
+
+    /// Re-reads the record of exited runtimes after a change to it.
+    pub(crate) fn reread_exited(&mut self, locations: &Locations) {
+        self.exited = exited::read(&locations.state_dir);
     }
 
     /// Re-reads one file of the receipt directory (by bare name) after a change to it.
@@ -206,7 +264,17 @@ impl Sources {
             .map(|p| p.view(approvals))
             .collect();
 
-        let runtimes = merge(locations, live, &self.canon.catalog);
+        let mut runtimes = merge(locations, live, &self.canon.catalog);
+        // An exited runtime is shown until dismissed, unless it is back under the same id.
+        if let Ok(exited) = &self.exited {
+            let shown: HashSet<String> = runtimes.iter().map(|r| r.id.clone()).collect();
+            runtimes.extend(
+                exited
+                    .iter()
+                    .filter(|r| !shown.contains(&r.id))
+                    .map(ExitedRuntime::view),
+            );
+        }
         let first_run = runtimes.is_empty() && !seen_before(&locations.state_dir);
         if !runtimes.is_empty() {
             remember_seen(&locations.state_dir);
@@ -257,6 +325,9 @@ impl Sources {
             }
         };
         ignored.extend(self.canon.ignored.iter().cloned());
+        if let Err(problem) = &self.exited {
+            ignored.push(problem.clone());
+        }
         (live, ignored)
     }
 
@@ -295,6 +366,16 @@ fn read_receipts(locations: &Locations) -> Result<ReceiptFiles, IgnoredFile> {
 }
 
 impl CanonSources {
+    /// Whether a catalog entry backs `record`'s runtime, so the inventory shows it as that entry
+    /// once its receipt is gone.
+    fn backs(&self, record: &LiveRuntimeRecord) -> bool {
+        record
+            .metadata
+            .canon_runtime_id
+            .as_ref()
+            .is_some_and(|id| self.catalog.iter().any(|c| &c.id == id))
+    }
+
     fn read(locations: &Locations) -> Self {
         let catalog = read_catalog(locations);
         let mut ignored = catalog.ignored;
@@ -375,10 +456,18 @@ fn merge(
             .cmp(&rank(b_status))
             .then_with(|| b_since.cmp(&a_since))
     });
+    // The catalog id is the id of the first view (in this order: running, then newest) its
+    // entry backs, so a Canon runtime keeps one id from running to stale to revived; a second
+    // receipt naming the same entry (an old stale one beside its revived successor) keeps its
+    // endpoint, so ids stay unique.
+    let mut claimed: HashSet<&str> = HashSet::new();
     order
         .into_iter()
         .map(|of| match of {
-            ViewOf::Receipt(record, entry) => live_view(locations, record, entry),
+            ViewOf::Receipt(record, entry) => {
+                let owns = entry.is_some_and(|e| claimed.insert(e.id.as_str()));
+                live_view(locations, record, entry, owns)
+            }
             ViewOf::Catalog(entry) => catalog_view(locations, entry),
         })
         .collect()
@@ -401,10 +490,13 @@ fn catalog_status(entry: &CatalogRuntime) -> RuntimeStatus {
     }
 }
 
+/// The view of a live receipt; `owns_catalog_id` gives it its catalog entry's id as its own
+/// (see [`merge`]), otherwise its id is its endpoint.
 fn live_view(
     locations: &Locations,
     record: &LiveRuntimeRecord,
     entry: Option<&CatalogRuntime>,
+    owns_catalog_id: bool,
 ) -> RuntimeView {
     let meta = &record.metadata;
     // A runtime linked to its catalog entry keeps the catalog's name and kind, so it looks the
@@ -447,7 +539,10 @@ fn live_view(
             });
     let workspace = record.source.workspace.display().to_string();
     RuntimeView {
-        id: record.endpoint.as_str().to_owned(),
+        id: match entry {
+            Some(entry) if owns_catalog_id => entry.id.clone(),
+            _ => record.endpoint.as_str().to_owned(),
+        },
         endpoint: Some(record.endpoint.as_str().to_owned()),
         runtime_id: record.runtime_id.clone(),
         catalog_id: entry.map(|e| e.id.clone()),
@@ -475,6 +570,7 @@ fn live_view(
         attach,
         forget,
         revive,
+        dismiss: ActionAvailability::dismiss_not_exited(),
         launch_command,
         origin: if entry.is_some() {
             RuntimeOrigin::Both
@@ -484,6 +580,7 @@ fn live_view(
         catalog_status: entry.map(|e| e.status.clone()),
         revive_capability: entry.map(|e| e.revive_capability.clone()),
         state: None,
+        exited: None,
     }
 }
 
@@ -535,11 +632,13 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
         attach,
         forget: catalog_forget(entry),
         revive,
+        dismiss: ActionAvailability::dismiss_not_exited(),
         launch_command: Some(entry.launch_command.clone()),
         origin: RuntimeOrigin::Catalog,
         catalog_status: Some(entry.status.clone()),
         revive_capability: Some(entry.revive_capability.clone()),
         state: None,
+        exited: None,
     }
 }
 
@@ -788,16 +887,54 @@ fn read_pending(locations: &Locations) -> PendingRead {
     }
 }
 
-/// Removes a stale receipt (by endpoint or runtime id) and its keychain entry, or a stale catalog
-/// entry (by catalog id) as `removeLocalRuntimeEntry` does: its one file under `runtimes/`.
-/// Nothing else: profiles, locks and other entries stay.
+/// Removes a stale receipt (by endpoint, or the id of a runtime it backs) and its keychain
+/// entry, or a stale catalog entry (by catalog id) as `removeLocalRuntimeEntry` does: its one
+/// file under `runtimes/`. Nothing else: profiles, locks and other entries stay.
 pub fn forget(locations: &Locations, id: &str) -> Result<(), CoreError> {
-    let record = match crate::attach::find_record(&locations.receipts, id) {
+    let record = match crate::attach::find_record(locations, id, RuntimeAction::Forget) {
         Err(CoreError::UnknownRuntime { .. }) => return forget_catalog_entry(locations, id),
         other => other?,
     };
     live_runtime::forget_live_runtime(&locations.receipts, &record.endpoint)?;
     Ok(())
+}
+
+/// What forget removes, shown before it runs: the CLI asks about exactly this, and runs forget
+/// on `target`, so what goes is what was shown (refused if it is no longer forgettable then).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForgetPlan {
+    /// What forget is run on: a receipt's endpoint, or a catalog id.
+    pub target: String,
+    /// The runtime's display name.
+    pub name: String,
+    /// Each thing removed, for people (paths and the secret store; nothing secret).
+    pub removes: Vec<String>,
+}
+
+/// What forgetting `runtime` removes, or why it cannot be forgotten (the view's rule).
+pub fn forget_plan(locations: &Locations, runtime: &RuntimeView) -> Result<ForgetPlan, CoreError> {
+    let target = runtime.target_for(RuntimeAction::Forget)?;
+    let removes = match target.parse::<live_runtime::LiveRuntimeEndpoint>() {
+        Ok(endpoint) => vec![
+            format!(
+                "its stale receipt {}",
+                locations.receipts.receipt_path(&endpoint).display()
+            ),
+            format!(
+                "its token, if the {} holds it",
+                locations.receipts.secret_store().describe()
+            ),
+        ],
+        Err(_) => vec![format!(
+            "its Canon catalog entry {} (as @canonmsg/core's removeLocalRuntimeEntry does)",
+            locations.canon.runtime_path(target).display()
+        )],
+    };
+    Ok(ForgetPlan {
+        target: target.to_owned(),
+        name: runtime.name.clone(),
+        removes,
+    })
 }
 
 /// Whether a catalog entry can be forgotten: only one whose process went away without saying so
@@ -865,6 +1002,12 @@ pub struct CanonSummary {
     pub ignored: usize,
     /// One line per file that was used but should be fixed (its mode lets others read it).
     pub warnings: Vec<String>,
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 fn seen_before(state_dir: &Path) -> bool {

@@ -13,6 +13,7 @@
 //! - [`attach`]: proxies per runtime, one-time URLs.
 //! - [`desktop`]: handing a URL to the browser or a folder to the file manager.
 //! - [`revive`]: relaunching a stopped runtime from its recorded launch command.
+//! - [`exited`]: the record of runtimes that stopped unexpectedly, shown until dismissed.
 //! - [`resolve`]: which runtime a name or id means, and what may be asked of it.
 //! - [`approvals`]: carrying pending registrations through approval.
 //! - [`doctor`]: the set-up checks behind `supercode-tray doctor`.
@@ -30,6 +31,7 @@ pub mod connect;
 pub mod desktop;
 pub mod doctor;
 mod error;
+pub mod exited;
 pub mod inventory;
 mod locations;
 pub mod resolve;
@@ -272,8 +274,8 @@ impl Supercode {
         )
     }
 
-    /// What the running runtime `id` (its endpoint, or its runtime id when that is unambiguous)
-    /// offers as `action` now, the question to ask before invoking it included, and the revision
+    /// What the running runtime `id` (its inventory id, endpoint, or a name or runtime id that
+    /// means one runtime) offers as `action` now, the question to ask before invoking it included, and the revision
     /// of the status document that says so, for [`Supercode::act`]: how a process without
     /// subscriptions (the CLI) looks before it acts.
     pub async fn offered(
@@ -285,8 +287,8 @@ impl Supercode {
         logged("look", id, self.agents.offered(&record, action).await)
     }
 
-    /// Invokes `action` on the running runtime `id` (its endpoint, or its runtime id when that is
-    /// unambiguous), chosen from its status document of revision `revision` (the view's
+    /// Invokes `action` on the running runtime `id` (its inventory id, endpoint, or a name or
+    /// runtime id that means one runtime), chosen from its status document of revision `revision` (the view's
     /// `state.revision`, or [`Supercode::offered`]'s): only while the runtime's latest document
     /// asks what that one asked and offers `action`, and with that revision. An action it does
     /// not offer, or chosen from a prompt that has changed since ([`Refusal::PromptChanged`]),
@@ -307,10 +309,12 @@ impl Supercode {
         what: &'static str,
         id: &str,
     ) -> Result<live_runtime::LiveRuntimeRecord, CoreError> {
-        let (receipts, owned) = (self.locations.receipts.clone(), id.to_owned());
-        let record = tokio::task::spawn_blocking(move || attach::find_record(&receipts, &owned))
-            .await
-            .map_err(|source| CoreError::Interrupted { what, source });
+        let (locations, owned) = (self.locations.clone(), id.to_owned());
+        let record = tokio::task::spawn_blocking(move || {
+            attach::find_record(&locations, &owned, resolve::RuntimeAction::Act)
+        })
+        .await
+        .map_err(|source| CoreError::Interrupted { what, source });
         let record = logged(what, id, record.and_then(|r| r))?;
         if let live_runtime::LiveRuntimeStatus::Stale { reason } = &record.status {
             let name = agents::display_name(&record);
@@ -330,6 +334,38 @@ impl Supercode {
     /// Pending registrations, without poll tokens.
     pub fn pending(&self) -> Vec<PendingView> {
         inventory::pending(&self.locations, &self.approvals).0
+    }
+
+    /// What forgetting the runtime `name_or_id` means would remove (by the one rule of
+    /// [`resolve`]), to show before [`Supercode::forget`] runs on the plan's `target`.
+    pub async fn forget_plan(&self, name_or_id: &str) -> Result<inventory::ForgetPlan, CoreError> {
+        let runtime = self.resolve(name_or_id).await?;
+        logged(
+            "forget plan",
+            name_or_id,
+            inventory::forget_plan(&self.locations, &runtime),
+        )
+    }
+
+    /// Takes the exited runtime `name_or_id` means (by the one rule of [`resolve`]) off the
+    /// list, and returns its name: the user has seen it. Refused, with the view's reason, for
+    /// one that has not exited.
+    pub async fn dismiss(&self, name_or_id: &str) -> Result<String, CoreError> {
+        let runtime = self.resolve(name_or_id).await?;
+        let state_dir = self.locations.state_dir.clone();
+        // Locks and rewrites a file: off the async workers.
+        let dismissed = tokio::task::spawn_blocking(move || {
+            let id = runtime.target_for(resolve::RuntimeAction::Dismiss)?;
+            exited::dismiss(&state_dir, id).map(|()| runtime.name)
+        })
+        .await
+        .map_err(|source| CoreError::Interrupted {
+            what: "dismissing the runtime",
+            source,
+        });
+        let name = logged("dismiss", name_or_id, dismissed.and_then(|r| r))?;
+        self.publish();
+        Ok(name)
     }
 
     /// Removes a stale receipt (and its keychain entry); refuses a running one.

@@ -5,7 +5,8 @@
 //! Names come from records any local program can write, so two runtimes may share one, and a
 //! name may even read like an id. The rule never guesses between candidates:
 //!
-//! 1. the inventory `id` (`lre_…` endpoint, or a catalog id for a catalog entry) or `endpoint`:
+//! 1. the inventory `id` (a catalog id when a catalog entry backs the runtime, otherwise its
+//!    `lre_…` endpoint) or `endpoint`:
 //!    these are what the ID column shows and are unique, so they come first and an id always
 //!    reaches its runtime, whatever names other records take;
 //! 2. otherwise the runtime id, the catalog id or the display name, all together: one runtime
@@ -49,6 +50,7 @@ pub fn status_word(status: RuntimeStatus) -> &'static str {
         RuntimeStatus::Offline => "offline",
         RuntimeStatus::Manual => "manual",
         RuntimeStatus::Embedded => "embedded",
+        RuntimeStatus::Exited => "exited",
     }
 }
 
@@ -93,6 +95,8 @@ pub enum RuntimeAction {
     Act,
     /// Relaunch it (the plan decides whether it can be).
     Revive,
+    /// Take an exited runtime off the list.
+    Dismiss,
 }
 
 impl RuntimeView {
@@ -106,6 +110,7 @@ impl RuntimeView {
                     RuntimeAction::Forget => "forgotten",
                     RuntimeAction::Act => "acted on",
                     RuntimeAction::Revive => "revived",
+                    RuntimeAction::Dismiss => "dismissed",
                 },
                 name: self.name.clone(),
                 reason: reason.unwrap_or("It is not running.").to_owned(),
@@ -120,6 +125,8 @@ impl RuntimeView {
             // what runs or why nothing can, in more detail than the view.
             RuntimeAction::Revive if !self.revive.applies => Some(&self.revive),
             RuntimeAction::Revive => return Ok(&self.id),
+            RuntimeAction::Dismiss if self.dismiss.available => return Ok(&self.id),
+            RuntimeAction::Dismiss => Some(&self.dismiss),
         };
         if let Some(availability) = availability.filter(|a| !a.available) {
             return Err(refused(availability.reason.as_deref()));
@@ -161,6 +168,7 @@ mod tests {
             attach: ActionAvailability::yes(),
             forget: ActionAvailability::never("It is running."),
             revive: ActionAvailability::never("It is already running."),
+            dismiss: ActionAvailability::dismiss_not_exited(),
             launch_command: None,
             origin: if live {
                 RuntimeOrigin::Receipt
@@ -170,6 +178,7 @@ mod tests {
             catalog_status: None,
             revive_capability: None,
             state: None,
+            exited: None,
         }
     }
 

@@ -268,7 +268,18 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
     let snapshot_entries = inventory::catalog_runtimes(locations).0;
     // A read: planning changes nothing on disk.
     let list = live_runtime::ReceiptFiles::scan(&locations.receipts)?.list();
-    let record = list.runtimes.iter().find(|r| r.endpoint.as_str() == id);
+    // By endpoint, or (the inventory id of a Canon runtime) a running receipt of the catalog
+    // entry `id`: that one is already running.
+    let record = list
+        .runtimes
+        .iter()
+        .find(|r| r.endpoint.as_str() == id)
+        .or_else(|| {
+            list.runtimes.iter().find(|r| {
+                r.status == LiveRuntimeStatus::Running
+                    && r.metadata.canon_runtime_id.as_deref() == Some(id)
+            })
+        });
     let catalog_id = record
         .and_then(|r| r.metadata.canon_runtime_id.clone())
         .unwrap_or_else(|| id.to_owned());

@@ -22,6 +22,9 @@ pub enum RuntimeStatus {
     Manual,
     /// Runs inside another host process.
     Embedded,
+    /// Stopped unexpectedly, and the tray cannot relaunch it: shown with its last state until
+    /// the user dismisses it (see [`crate::exited`]).
+    Exited,
 }
 
 /// Whether an action applies to a runtime, and why not when it does not.
@@ -87,13 +90,17 @@ pub enum RuntimeOrigin {
     Catalog,
     /// A live receipt linked to its catalog entry.
     Both,
+    /// The tray's record of a runtime that stopped unexpectedly ([`crate::exited`]).
+    Exited,
 }
 
 /// One runtime in the inventory.
 #[derive(Clone, Debug, PartialEq, Serialize, TS)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeView {
-    /// Inventory id: the receipt's opaque endpoint for live runtimes, the catalog id otherwise.
+    /// Inventory id, the same while the runtime is running, stale, revived or exited: its
+    /// catalog id when a catalog entry backs it, otherwise its receipt's opaque endpoint (issue
+    /// 31). Every action takes it; `endpoint` is the receipt it acts on now.
     pub id: String,
     /// The opaque live-runtime endpoint, when a receipt backs this runtime.
     pub endpoint: Option<String>,
@@ -129,6 +136,8 @@ pub struct RuntimeView {
     pub forget: ActionAvailability,
     /// Relaunch it from its recorded launch command.
     pub revive: ActionAvailability,
+    /// Take an exited runtime off the list: applies only to one that has exited.
+    pub dismiss: ActionAvailability,
     /// The command revive would run, shown to the user before it runs.
     pub launch_command: Option<Vec<String>>,
     /// The `status` of the catalog entry behind this runtime exactly as `@canonmsg/core`'s
@@ -147,6 +156,26 @@ pub struct RuntimeView {
     /// What its agent is doing, from the runtime's status API (`docs/runtime-api.md`); `None`
     /// for a runtime that is not running.
     pub state: Option<AgentStateView>,
+    /// When it exited and what its agent last showed; `None` unless its status is `exited`.
+    pub exited: Option<ExitedView>,
+}
+
+/// What is known of a runtime that stopped unexpectedly (status `exited`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "camelCase")]
+pub struct ExitedView {
+    /// When its death was seen (RFC 3339).
+    pub at: String,
+    /// What its agent last showed (state, title, detail, since; no actions), when the tray was
+    /// watching it then. Shown for the record: it needs no one now.
+    pub last_state: Option<AgentStateView>,
+}
+
+impl ActionAvailability {
+    /// Dismiss, on a runtime that has not exited.
+    pub fn dismiss_not_exited() -> Self {
+        Self::never("Only a runtime that has exited can be dismissed.")
+    }
 }
 
 /// What an agent is doing: one of the API's five states, or one the tray derives itself. Its
@@ -332,6 +361,8 @@ pub enum IgnoredLocation {
     Receipts,
     /// `$CANON_HOME`.
     Canon,
+    /// The tray's own state directory.
+    State,
 }
 
 /// A file the inventory ignored, and why.
@@ -556,6 +587,8 @@ pub struct SnapshotCounts {
     pub running: u32,
     /// Runtimes whose record claims a process that is gone.
     pub stale: u32,
+    /// Runtimes that stopped unexpectedly and are shown until dismissed ([`RuntimeStatus::Exited`]).
+    pub exited: u32,
     /// Registrations that have not ended: they wait for the owner, for Canon or for the user
     /// to approve again.
     pub awaiting_approval: u32,
@@ -571,6 +604,7 @@ impl SnapshotCounts {
         Self {
             running: count(with(RuntimeStatus::Running)),
             stale: count(with(RuntimeStatus::Stale)),
+            exited: count(with(RuntimeStatus::Exited)),
             awaiting_approval: count(pending.iter().filter(|p| !p.over).count()),
             needs_you: count(
                 runtimes
@@ -685,7 +719,7 @@ pub struct CodingAgentView {
 }
 
 /// Connect or Disconnect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, TS)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "camelCase")]
 pub enum HooksChange {
     /// Add our hook entries.

@@ -373,6 +373,8 @@ fn pass(
             match plan.apply(locations, &mut current) {
                 Ok(()) => {
                     reread = Some(plan.files);
+                    // The CLI may have recorded or dismissed exited runtimes: one small file.
+                    current.reread_exited(locations);
                     current
                 }
                 Err(FullReadNeeded) => {
@@ -393,7 +395,7 @@ fn pass(
     // processes that exited go, the only place in the app that removes them unasked (an attach,
     // an action or a subscription only reads; forget removes the one it is asked to). What it
     // removed is how the watcher learns of deaths.
-    let removed = current.reconcile(locations);
+    let removed = current.reconcile(locations, last);
     let snapshot = current.snapshot(locations, approvals);
     *sources = Some(current);
     // A runtime seen running whose receipt this pass removed because its process had exited

@@ -43,6 +43,7 @@ fn generated() -> Vec<(String, String)> {
         one::<ControllerKind>(),
         one::<ControllerView>(),
         one::<ErrorCode>(),
+        one::<ExitedView>(),
         one::<FileWarning>(),
         one::<HooksChange>(),
         one::<HooksOutcome>(),

@@ -1,2 +1,2 @@
 // Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
-export type RuntimeStatus = "running" | "stale" | "offline" | "manual" | "embedded";
+export type RuntimeStatus = "running" | "stale" | "offline" | "manual" | "embedded" | "exited";

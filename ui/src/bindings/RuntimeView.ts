@@ -1,13 +1,16 @@
 // Generated from crates/supercode-core/src/view.rs by `UPDATE_BINDINGS=1 cargo test -p supercode-core --test bindings`. Do not edit.
 import type { ActionAvailability } from "./ActionAvailability";
 import type { AgentStateView } from "./AgentStateView";
+import type { ExitedView } from "./ExitedView";
 import type { RuntimeOrigin } from "./RuntimeOrigin";
 import type { RuntimeStatus } from "./RuntimeStatus";
 import type { SourceView } from "./SourceView";
 
 export type RuntimeView = { 
 /**
- * Inventory id: the receipt's opaque endpoint for live runtimes, the catalog id otherwise.
+ * Inventory id, the same while the runtime is running, stale, revived or exited: its
+ * catalog id when a catalog entry backs it, otherwise its receipt's opaque endpoint (issue
+ * 31). Every action takes it; `endpoint` is the receipt it acts on now.
  */
 id: string, 
 /**
@@ -79,6 +82,10 @@ forget: ActionAvailability,
  */
 revive: ActionAvailability, 
 /**
+ * Take an exited runtime off the list: applies only to one that has exited.
+ */
+dismiss: ActionAvailability, 
+/**
  * The command revive would run, shown to the user before it runs.
  */
 launchCommand: Array<string> | null, 
@@ -103,4 +110,8 @@ origin: RuntimeOrigin,
  * What its agent is doing, from the runtime's status API (`docs/runtime-api.md`); `None`
  * for a runtime that is not running.
  */
-state: AgentStateView | null, };
+state: AgentStateView | null, 
+/**
+ * When it exited and what its agent last showed; `None` unless its status is `exited`.
+ */
+exited: ExitedView | null, };

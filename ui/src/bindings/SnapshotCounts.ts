@@ -9,6 +9,10 @@ running: number,
  */
 stale: number, 
 /**
+ * Runtimes that stopped unexpectedly and are shown until dismissed ([`RuntimeStatus::Exited`]).
+ */
+exited: number, 
+/**
  * Registrations that have not ended: they wait for the owner, for Canon or for the user
  * to approve again.
  */

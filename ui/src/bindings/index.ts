@@ -10,6 +10,7 @@ export type { CommandError } from "./CommandError";
 export type { ControllerKind } from "./ControllerKind";
 export type { ControllerView } from "./ControllerView";
 export type { ErrorCode } from "./ErrorCode";
+export type { ExitedView } from "./ExitedView";
 export type { FileWarning } from "./FileWarning";
 export type { HooksChange } from "./HooksChange";
 export type { HooksOutcome } from "./HooksOutcome";

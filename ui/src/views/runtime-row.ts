@@ -16,7 +16,7 @@ function focusLost(): boolean {
 }
 
 /** The row actions that talk to the backend. */
-export type RuntimeAction = "attach" | "forget" | "revive" | "act";
+export type RuntimeAction = "attach" | "forget" | "revive" | "dismiss" | "act";
 
 /**
  * How long a success message (an action's outcome: "Started review-bot (pid 4242).") stays
@@ -35,6 +35,8 @@ export function asksFirst(action: AgentActionView): boolean {
 export interface RuntimeActions {
   attach(id: string): Promise<void>;
   forget(id: string): Promise<void>;
+  /** Takes an exited runtime off the list (only the tray's record of it goes). */
+  dismiss(id: string): Promise<void>;
   /** What a revive would run, shown before it runs. */
   revivePlan(id: string): Promise<RevivePlanView>;
   /** Revives from the plan that was shown (its digest), with the variables the user allowed. */
@@ -55,6 +57,7 @@ const BUSY_LABELS: Record<RuntimeAction, string> = {
   attach: "Opening…",
   forget: "Forgetting…",
   revive: "Reviving…",
+  dismiss: "Dismissing…",
   act: "Sending…",
 };
 
@@ -66,6 +69,7 @@ const ROW_ACTIONS: readonly { action: RowAction; label: string; variant: Variant
   { action: "attach", label: "Attach", variant: "primary" },
   { action: "revive", label: "Revive", variant: "secondary" },
   { action: "forget", label: "Forget", variant: "secondary" },
+  { action: "dismiss", label: "Dismiss", variant: "secondary" },
 ];
 
 /** The view of one runtime. */
@@ -98,6 +102,9 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   private readonly attachBtn: ActionButton;
   private readonly reviveBtn: ActionButton;
   private readonly forgetBtn: ActionButton;
+  private readonly dismissBtn: ActionButton;
+  /** What the agent of an exited runtime last showed, and when it exited. */
+  private readonly lastEl: HTMLParagraphElement;
   private readonly confirmRevive: ConfirmPanel;
   private readonly confirmForget: ConfirmPanel;
   /** What forget removes: the receipt, or (a runtime known only from Canon) Canon's record of it. */
@@ -144,6 +151,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.profileSep = h("span", { class: "sep", text: "·", attrs: { "aria-hidden": "true" } });
     this.profileEl = h("span", { class: "profile" });
     this.reasonEl = h("p", { class: "row-reason" });
+    this.lastEl = h("p", { class: "row-last", attrs: { "data-testid": "exited-last" } });
     this.sinceEl = h("time", { class: "since", attrs: { "data-testid": "card-time" } });
 
     this.stateIcon = h("span", { class: "agent-state-icon" });
@@ -179,6 +187,8 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.attachBtn = new ActionButton("action-attach", () => void this.run("attach"));
     this.reviveBtn = new ActionButton("action-revive", () => this.openConfirm("revive"));
     this.forgetBtn = new ActionButton("action-forget", () => this.openConfirm("forget"));
+    // Dismiss only takes the tray's record of a runtime already gone off the list: no confirmation.
+    this.dismissBtn = new ActionButton("action-dismiss", () => void this.run("dismiss"));
 
     this.planStatus = h("p", { class: "plan-status", attrs: { "data-testid": "plan-status", role: "status" } });
     this.planBox = h("div", { class: "plan", attrs: { "data-testid": "revive-plan" } });
@@ -235,8 +245,9 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
       ),
       h("p", { class: "row-meta" }, this.kindEl, this.workspaceSep, this.workspaceEl, this.profileSep, this.profileEl),
       this.reasonEl,
+      this.lastEl,
       this.agentBox,
-      h("div", { class: "row-foot" }, this.sinceEl, h("div", { class: "actions" }, this.attachBtn.root, this.reviveBtn.root, this.forgetBtn.root)),
+      h("div", { class: "row-foot" }, this.sinceEl, h("div", { class: "actions" }, this.attachBtn.root, this.reviveBtn.root, this.forgetBtn.root, this.dismissBtn.root)),
       this.confirmAct.slot.anchor,
       this.confirmRevive.slot.anchor,
       this.confirmForget.slot.anchor,
@@ -257,6 +268,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     const name = rt.name;
     setAttr(this.root, "data-runtime-id", rt.id);
     setAttr(this.root, "data-status", statusTone(rt.status));
+    setAttr(this.root, "data-origin", rt.origin);
     setText(this.nameEl, name);
     setAttr(this.nameEl, "title", name);
     this.badge.className = `badge tone-${statusTone(rt.status)}`;
@@ -274,6 +286,9 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
 
     setText(this.reasonEl, rt.statusReason ?? "");
     show(this.reasonEl, rt.statusReason !== null && rt.statusReason !== "");
+    const last = lastStateText(rt);
+    setText(this.lastEl, last ?? "");
+    show(this.lastEl, last !== null);
     this.renderAgent(rt);
     // One status word: an agent's state, when known, says more than "Running" and never
     // contradicts it ("Error" beside "Running", issue 31); the dot still says it runs.
@@ -489,7 +504,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   }
 
   private actionButton(action: RowAction): ActionButton {
-    return { attach: this.attachBtn, revive: this.reviveBtn, forget: this.forgetBtn }[action];
+    return { attach: this.attachBtn, revive: this.reviveBtn, forget: this.forgetBtn, dismiss: this.dismissBtn }[action];
   }
 
   private buttonFor(action: RowAction): HTMLButtonElement {
@@ -666,7 +681,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
   }
 
   private focusAfterMessage(): void {
-    const shownButtons = [this.attachBtn, this.reviveBtn, this.forgetBtn].filter((b) => !b.root.hidden);
+    const shownButtons = [this.attachBtn, this.reviveBtn, this.forgetBtn, this.dismissBtn].filter((b) => !b.root.hidden);
     const target = shownButtons.find((b) => b.button.getAttribute("aria-disabled") !== "true") ?? shownButtons[0];
     if (target) target.button.focus({ preventScroll: true });
     else this.actions.settleFocus();
@@ -680,7 +695,7 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
     this.update(this.rt);
     // Revive and forget start from a confirmation that just closed: keep focus
     // on the (now busy) button that opened it rather than losing it to <body>.
-    if (action !== "attach") this.buttonFor(action).focus();
+    if (action === "revive" || action === "forget") this.buttonFor(action).focus();
     let reviewAgain: string | null = null;
     try {
       if (action === "revive") {
@@ -688,6 +703,8 @@ export class RuntimeRow implements KeyedView<RuntimeView> {
         this.setNotice(outcome.message);
       } else if (action === "attach") {
         await this.actions.attach(this.rt.id);
+      } else if (action === "dismiss") {
+        await this.actions.dismiss(this.rt.id);
       } else {
         await this.actions.forget(this.rt.id);
       }
@@ -788,6 +805,15 @@ export class ConfirmPanel {
     // A destructive confirmation starts on Cancel, a constructive one on its action.
     (this.variant === "danger" ? this.cancel : this.confirm).focus();
   }
+}
+
+/** What the agent of an exited runtime last showed ("Last seen: Needs approval: Run the tests?"), or `null`. */
+export function lastStateText(rt: RuntimeView): string | null {
+  const last = rt.exited?.lastState ?? null;
+  if (last === null) return rt.exited === null ? null : "Its agent's last state was not seen.";
+  const label = agentLabel(last.value);
+  if (label === null) return "Its agent's last state was not seen.";
+  return last.title === null ? `Last seen: ${label}` : `Last seen: ${label}: ${last.title}`;
 }
 
 /** The forget confirmation's words for what goes and what stays, by where the runtime is known from. */

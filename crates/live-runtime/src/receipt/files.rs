@@ -63,6 +63,7 @@ enum FileState {
     Exited {
         endpoint: LiveRuntimeEndpoint,
         pid: u32,
+        record: Box<LiveRuntimeRecord>,
     },
 }
 
@@ -140,11 +141,16 @@ impl ReceiptFiles {
             .files
             .iter()
             .filter_map(|(name, state)| match state {
-                FileState::Exited { endpoint, pid } => Some((
+                FileState::Exited {
+                    endpoint,
+                    pid,
+                    record,
+                } => Some((
                     name.clone(),
                     Some(Scan::Exited {
                         endpoint: endpoint.clone(),
                         pid: *pid,
+                        record: record.clone(),
                     }),
                 )),
                 // Adopting needs the document, which the cache does not keep: read it again
@@ -195,13 +201,36 @@ impl ReceiptFiles {
             Scan::Ignored(ignored) => {
                 self.files.insert(name, FileState::Ignored(ignored));
             }
-            Scan::Exited { endpoint, pid } => {
-                self.files.insert(name, FileState::Exited { endpoint, pid });
+            Scan::Exited {
+                endpoint,
+                pid,
+                record,
+            } => {
+                self.files.insert(
+                    name,
+                    FileState::Exited {
+                        endpoint,
+                        pid,
+                        record,
+                    },
+                );
             }
             Scan::Gone { .. } | Scan::NotAReceipt => {
                 self.files.remove(&name);
             }
         }
+    }
+
+    /// What the receipts of processes that exited said, as last read: the receipts
+    /// [`ReceiptFiles::reconcile`] removes, for whoever tells the user of those deaths.
+    pub fn exited_records(&self) -> Vec<&LiveRuntimeRecord> {
+        self.files
+            .values()
+            .filter_map(|state| match state {
+                FileState::Exited { record, .. } => Some(&**record),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The names of the listed receipts that record process `pid`, as the runtime's process or

@@ -185,7 +185,7 @@ pub fn find_live_runtime(dir: &ReceiptDir, runtime_id: &str) -> Result<LiveRunti
 pub fn forget_live_runtime(dir: &ReceiptDir, endpoint: &LiveRuntimeEndpoint) -> Result<()> {
     let valid = match scan_endpoint(dir, endpoint)? {
         // Its process is gone: removed as reconciliation removes a dead process's receipt.
-        Scan::Exited { endpoint, pid } => {
+        Scan::Exited { endpoint, pid, .. } => {
             return remove_dead(dir, &receipt_file_name(&endpoint), &endpoint, pid)
                 .map(|_| ())
                 .map_err(|reason| LiveRuntimeReceiptError::Invalid {

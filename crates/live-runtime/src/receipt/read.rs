@@ -80,6 +80,8 @@ pub(super) enum Scan {
     Exited {
         endpoint: LiveRuntimeEndpoint,
         pid: u32,
+        /// What the receipt said, for whoever tells the user of the death.
+        record: Box<LiveRuntimeRecord>,
     },
     /// No file under the name. `exited_pid`: reconciliation found its process exited, and the
     /// receipt is gone now (removed by it, or by someone else first).
@@ -179,11 +181,11 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
         Ok(None) => return Scan::Gone { exited_pid: None },
         Err(refused) => return ignored(refused.reason),
     };
-    let (mut object, fields) = match parse_receipt(file_name, bytes) {
+    let (mut object, mut fields) = match parse_receipt(file_name, bytes) {
         Ok(parsed) => parsed,
         Err(reason) => return ignored(reason),
     };
-    let token = fields.token.map(Sensitive::new);
+    let token = fields.token.take().map(Sensitive::new);
     let endpoint: LiveRuntimeEndpoint = match fields.endpoint.parse() {
         Ok(endpoint) => endpoint,
         Err(e) => return ignored(e.to_string()),
@@ -207,8 +209,24 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
     if pid == 0 {
         return ignored("its process pid is 0".into());
     }
+    let exited = |fields: &ReceiptFields| Scan::Exited {
+        endpoint: endpoint.clone(),
+        pid,
+        record: Box::new(LiveRuntimeRecord {
+            endpoint: endpoint.clone(),
+            runtime_id: fields.runtime_id.clone(),
+            source: fields.source.clone(),
+            metadata: fields.metadata.clone(),
+            pid,
+            server_pid: fields.server.as_ref().map(|s| s.pid),
+            registered_at: format_rfc3339(registered),
+            status: LiveRuntimeStatus::Stale {
+                reason: format!("PID {pid} has exited"),
+            },
+        }),
+    };
     let Some(now) = ProcessIdentity::of(pid) else {
-        return Scan::Exited { endpoint, pid };
+        return exited(&fields);
     };
     // A runtime served by another process (a host) ends when that process does: nothing serves
     // its address any more. It is exited like one whose own process exited,
@@ -224,7 +242,7 @@ pub(super) fn scan_file(dir: &ReceiptDir, file_name: &str, looked: Option<fs::Fi
                 .is_alive()
             });
             if !alive {
-                return Scan::Exited { endpoint, pid };
+                return exited(&fields);
             }
             Some(server.pid)
         }

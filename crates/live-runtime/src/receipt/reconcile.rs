@@ -50,7 +50,7 @@ pub(super) fn reconcile_scan(
         })
     };
     match scan {
-        Scan::Exited { endpoint, pid } => match remove_dead(dir, file_name, &endpoint, pid) {
+        Scan::Exited { endpoint, pid, .. } => match remove_dead(dir, file_name, &endpoint, pid) {
             Ok(removed) => (
                 Scan::Gone {
                     exited_pid: Some(pid),

@@ -217,6 +217,8 @@ impl Latest {
 /// itself, so that a rewritten receipt (after a `404`, the only way to be asked again) restarts it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Generation {
+    /// The runtime's inventory id, which its alerts carry.
+    id: String,
     pid: u32,
     registered_at: Option<String>,
     /// The receipt file's inode and modification time.
@@ -231,6 +233,7 @@ impl Generation {
     fn is_of(&self, runtime: &RuntimeView) -> bool {
         runtime.status == RuntimeStatus::Running
             && runtime.origin != RuntimeOrigin::Catalog
+            && runtime.id == self.id
             && runtime.pid == Some(self.pid)
             && runtime.since == self.registered_at
             && runtime.name == self.name
@@ -350,6 +353,7 @@ impl Agents {
                 )
             });
         Some(Generation {
+            id: runtime.id.clone(),
             pid: runtime.pid?,
             registered_at: runtime.since.clone(),
             file,
@@ -482,6 +486,8 @@ struct Subscription {
     inner: Arc<Inner>,
     options: AgentOptions,
     endpoint: String,
+    /// The runtime's inventory id, which its alerts carry.
+    id: String,
     task: u64,
     name: String,
     source: LiveRuntimeSource,
@@ -526,6 +532,7 @@ impl Subscription {
             options,
             inner,
             endpoint,
+            id: generation.id.clone(),
             task,
             name: generation.name.clone(),
             source: LiveRuntimeSource {
@@ -740,7 +747,7 @@ impl Subscription {
         let revision = self.view.revision;
         if let Some(sink) = self.inner.sink() {
             sink(CoreEvent::AgentAlert {
-                id: self.endpoint.clone(),
+                id: self.id.clone(),
                 name: self.name.clone(),
                 state,
                 title: self.view.title.clone(),

@@ -24,7 +24,12 @@ fn a_live_receipt_linked_to_its_catalog_entry_is_one_view_with_origin_both() {
     assert_eq!(snapshot.runtimes.len(), 1, "{:#?}", snapshot.runtimes);
     let view = &snapshot.runtimes[0];
     assert_eq!(view.origin, RuntimeOrigin::Both);
-    assert_eq!(view.id, registration.endpoint().to_string());
+    // Issue 31: its id is the catalog's, which it keeps once stale or revived.
+    assert_eq!(view.id, catalog_id);
+    assert_eq!(
+        view.endpoint.as_deref(),
+        Some(registration.endpoint().as_str())
+    );
     assert_eq!(view.catalog_id.as_deref(), Some(catalog_id.as_str()));
     assert_eq!(view.status, RuntimeStatus::Running);
     assert_eq!(view.profile.as_deref(), Some("ada"));
@@ -318,7 +323,11 @@ async fn issue_30_resolving_and_reading_leave_a_dead_receipt_and_list_reconciles
     assert!(path.exists(), "a read removed the dead runtime's receipt");
 
     let listed = core.reconcile_and_snapshot_with_states().await;
-    assert!(find(&listed, &endpoint).is_none());
+    // Issue 31: what list reconciled away is shown as exited until dismissed.
+    assert_eq!(
+        find(&listed, &endpoint).map(|r| r.status),
+        Some(RuntimeStatus::Exited)
+    );
     assert!(
         !path.exists(),
         "list's reconciliation left the dead receipt"

@@ -19,6 +19,7 @@ mod attach;
 mod canary;
 mod connect;
 mod doctor;
+mod exited;
 mod forget;
 mod incremental;
 mod inventory;

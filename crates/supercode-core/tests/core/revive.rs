@@ -101,6 +101,8 @@ fn revive_flow_child() {
     assert_eq!(running.origin, RuntimeOrigin::Both);
     assert_eq!(running.pid, Some(demo.id()));
     let catalog_id = running.catalog_id.clone().unwrap();
+    // Issue 31: one id from running to stale to revived, the catalog's.
+    assert_eq!(running.id, catalog_id);
     assert!(!running.revive.available);
 
     // Refused while it runs, by either id.
@@ -126,6 +128,7 @@ fn revive_flow_child() {
         RuntimeOrigin::Catalog,
         "the dead receipt is gone"
     );
+    assert_eq!(stale.id, catalog_id);
     assert!(stale.revive.available, "{:?}", stale.revive);
     assert!(stale
         .status_reason
@@ -154,6 +157,8 @@ fn revive_flow_child() {
     record_pid(&fx, new_pid);
     assert_ne!(new_pid, old_pid);
     assert_eq!(revived.origin, RuntimeOrigin::Both);
+    assert_eq!(revived.id, catalog_id, "the same id once revived");
+    assert_ne!(revived.endpoint.as_deref(), Some(endpoint.as_str()));
     assert!(
         outcome.message.contains(&format!("PID {new_pid}")),
         "{outcome:?}"

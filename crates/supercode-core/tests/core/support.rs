@@ -317,10 +317,9 @@ pub fn accepts(address: SocketAddr) -> bool {
 }
 
 pub fn find<'a>(snapshot: &'a Snapshot, id: &str) -> Option<&'a RuntimeView> {
-    snapshot
-        .runtimes
-        .iter()
-        .find(|r| r.id == id || r.catalog_id.as_deref() == Some(id))
+    snapshot.runtimes.iter().find(|r| {
+        r.id == id || r.catalog_id.as_deref() == Some(id) || r.endpoint.as_deref() == Some(id)
+    })
 }
 
 /// Every core event the sink received, with when it arrived.

@@ -14,6 +14,12 @@ use supercode_core::CoreEvent;
 
 use crate::support::{find, recorder, register, wait_until, Fixture, RuntimeProcess, TIMEOUT};
 
+/// Whether `snapshot` shows `id` as no longer running: a runtime that died stays, as exited,
+/// until dismissed (issue 31).
+fn exited(snapshot: &supercode_core::view::Snapshot, id: &str) -> bool {
+    find(snapshot, id).is_some_and(|r| r.status == RuntimeStatus::Exited)
+}
+
 /// What "promptly" means here: well inside the reconcile tick, so only the file watch or the
 /// pidfd can explain it, yet loose enough for a loaded CI machine.
 fn prompt() -> Duration {
@@ -85,7 +91,7 @@ fn a_sigkilled_runtime_leaves_the_inventory_via_its_pidfd_before_the_tick_and_is
     let start = Instant::now();
     runtime.kill();
     let (at, _) = events.wait_for_snapshot("the dead runtime to leave", TIMEOUT, |s| {
-        find(s, &runtime.endpoint).is_none()
+        exited(s, &runtime.endpoint)
     });
 
     let latency = at - start;
@@ -153,9 +159,8 @@ fn a_sigkilled_host_ends_its_runtime_via_its_pidfd_before_the_tick() {
 
     let start = Instant::now();
     host.kill();
-    let (at, _) = events.wait_for_snapshot("the hosted runtime to leave", TIMEOUT, |s| {
-        find(s, &id).is_none()
-    });
+    let (at, _) =
+        events.wait_for_snapshot("the hosted runtime to leave", TIMEOUT, |s| exited(s, &id));
     let latency = at - start;
     eprintln!("host SIGKILL -> gone from the inventory: {latency:?}");
     assert!(
@@ -195,7 +200,7 @@ fn a_read_leaves_a_dead_runtimes_receipt_to_the_watcher_which_tells_the_death_on
         "the read lists the dead runtime"
     );
     events.wait_for_snapshot("the dead runtime to leave", TIMEOUT, |s| {
-        find(s, &runtime.endpoint).is_none()
+        exited(s, &runtime.endpoint)
     });
     events.drain();
     assert_eq!(
