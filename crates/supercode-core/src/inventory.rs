@@ -7,13 +7,13 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use canon_local::{LocalRuntimeStatus, LockStatus, ReviveCapability};
+use canon_local::{LocalRuntimeStatus, ReviveCapability};
 use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, ReceiptFiles};
 
 use crate::approvals::ApprovalBoard;
 use crate::exited::{self, ExitedRuntime, LastState};
 use crate::resolve::RuntimeAction;
-use crate::revive::ReviveBlocker;
+use crate::revive;
 use crate::view::{
     ActionAvailability, FileWarning, IgnoredFile, IgnoredLocation, PendingState, PendingView,
     RuntimeOrigin, RuntimeStatus, RuntimeView, SecretStoreKindView, SecretStoreView, Snapshot,
@@ -415,6 +415,25 @@ impl PendingEntry {
     }
 }
 
+/// The name a runtime is shown by, everywhere: its agent's name (the receipt's, else its
+/// catalog entry's), else the name the runtime gave itself, else its Canon profile, else its id.
+/// A runtime linked to its catalog entry so looks the same running (receipt and entry) or
+/// stopped (entry only); a caller with only the receipt at hand passes no entry.
+pub(crate) fn display_name(
+    record: Option<&LiveRuntimeRecord>,
+    entry: Option<&CatalogRuntime>,
+) -> String {
+    let meta = record.map(|r| &r.metadata);
+    meta.and_then(|m| m.agent_name.clone())
+        .or_else(|| entry.and_then(|e| e.agent_name.clone()))
+        .or_else(|| meta.and_then(|m| m.display_name.clone()))
+        .or_else(|| meta.and_then(|m| m.profile.clone()))
+        .or_else(|| entry.and_then(|e| e.profile.clone()))
+        .or_else(|| record.map(|r| r.runtime_id.clone()))
+        .or_else(|| entry.map(|e| e.id.clone()))
+        .unwrap_or_default()
+}
+
 fn merge(
     locations: &Locations,
     live: Vec<&LiveRuntimeRecord>,
@@ -499,15 +518,7 @@ fn live_view(
     owns_catalog_id: bool,
 ) -> RuntimeView {
     let meta = &record.metadata;
-    // A runtime linked to its catalog entry keeps the catalog's name and kind, so it looks the
-    // same whether it is running (receipt) or stopped (catalog entry only).
-    let name = meta
-        .agent_name
-        .clone()
-        .or_else(|| entry.and_then(|e| e.agent_name.clone()))
-        .or_else(|| meta.display_name.clone())
-        .or_else(|| meta.profile.clone())
-        .unwrap_or_else(|| record.runtime_id.clone());
+    let name = display_name(Some(record), entry);
     let status = live_status(record);
     let (status_reason, attach, forget) = match &record.status {
         LiveRuntimeStatus::Running => (
@@ -521,13 +532,7 @@ fn live_view(
             ActionAvailability::yes(),
         ),
     };
-    let revive = match (&record.status, entry) {
-        (LiveRuntimeStatus::Running, _) => {
-            ReviveBlocker::availability(Err(ReviveBlocker::AlreadyRunning))
-        }
-        (LiveRuntimeStatus::Stale { .. }, Some(entry)) => revive_availability(locations, entry),
-        (LiveRuntimeStatus::Stale { .. }, None) => supervisor_revive(record),
-    };
+    let revive = revive::availability_of_receipt(locations, record, entry);
     let launch_command =
         entry
             .map(|e| e.launch_command.clone())
@@ -584,15 +589,6 @@ fn live_view(
     }
 }
 
-fn supervisor_revive(record: &LiveRuntimeRecord) -> ActionAvailability {
-    match &record.metadata.supervisor {
-        live_runtime::LiveRuntimeSupervisor::LaunchCommand { .. } => ActionAvailability::yes(),
-        live_runtime::LiveRuntimeSupervisor::Manual => {
-            ReviveBlocker::availability(Err(ReviveBlocker::Manual))
-        }
-    }
-}
-
 fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
     let status = catalog_status(entry);
     let status_reason = match (status, entry.pid) {
@@ -607,12 +603,8 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
         ),
         _ => ActionAvailability::never("It is not running."),
     };
-    let revive = revive_availability(locations, entry);
-    let name = entry
-        .agent_name
-        .clone()
-        .or_else(|| entry.profile.clone())
-        .unwrap_or_else(|| entry.id.clone());
+    let revive = revive::availability(locations, entry);
+    let name = display_name(None, Some(entry));
     RuntimeView {
         id: entry.id.clone(),
         endpoint: None,
@@ -640,55 +632,6 @@ fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> RuntimeView {
         state: None,
         exited: None,
     }
-}
-
-/// Whether a catalog entry can be revived now, and why not, as the Revive button shows it.
-pub fn revive_availability(locations: &Locations, entry: &CatalogRuntime) -> ActionAvailability {
-    ReviveBlocker::availability(revive_check(locations, entry))
-}
-
-/// Whether a catalog entry can be revived now: its status and revive capability as the package
-/// derives them, its launch command and its profile's lock. Revive refuses with the same reason.
-pub fn revive_check(locations: &Locations, entry: &CatalogRuntime) -> Result<(), ReviveBlocker> {
-    if entry.status == LocalRuntimeStatus::Running {
-        return Err(ReviveBlocker::AlreadyRunning);
-    }
-    match &entry.revive_capability {
-        ReviveCapability::Revivable => {}
-        ReviveCapability::MissingProfile => {
-            return Err(ReviveBlocker::MissingProfile {
-                profile: entry.profile.clone().unwrap_or_default(),
-            })
-        }
-        ReviveCapability::Embedded => return Err(ReviveBlocker::Embedded),
-        ReviveCapability::Manual => return Err(ReviveBlocker::Manual),
-        ReviveCapability::Other(other) => {
-            return Err(ReviveBlocker::UnknownCapability {
-                capability: other.clone(),
-            })
-        }
-    }
-    if entry.launch_command.is_empty() {
-        return Err(ReviveBlocker::NoLaunchCommand);
-    }
-    if let Some(profile) = &entry.profile {
-        match canon_local::is_profile_locked(&locations.canon, profile) {
-            LockStatus::Locked { pid } => {
-                return Err(ReviveBlocker::ProfileInUse {
-                    profile: profile.clone(),
-                    pid,
-                })
-            }
-            LockStatus::Untrusted { reason } => {
-                return Err(ReviveBlocker::LockUnreadable {
-                    profile: profile.clone(),
-                    reason,
-                })
-            }
-            LockStatus::Available => {}
-        }
-    }
-    Ok(())
 }
 
 /// Catalog entries with the package's derived state, and the files that were skipped.
@@ -958,11 +901,7 @@ fn forget_catalog_entry(locations: &Locations, id: &str) -> Result<(), CoreError
             query: id.to_owned(),
         });
     };
-    let name = entry
-        .agent_name
-        .clone()
-        .or_else(|| entry.profile.clone())
-        .unwrap_or_else(|| entry.id.clone());
+    let name = display_name(None, Some(&entry));
     let refused = |reason: String| {
         CoreError::from(crate::error::Refusal::NotAvailable {
             action: "forgotten",

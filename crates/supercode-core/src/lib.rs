@@ -317,7 +317,7 @@ impl Supercode {
         .map_err(|source| CoreError::Interrupted { what, source });
         let record = logged(what, id, record.and_then(|r| r))?;
         if let live_runtime::LiveRuntimeStatus::Stale { reason } = &record.status {
-            let name = agents::display_name(&record);
+            let name = inventory::display_name(Some(&record), None);
             return logged(
                 what,
                 id,

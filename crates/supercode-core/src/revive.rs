@@ -26,10 +26,11 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use live_runtime::{LiveRuntimeStatus, LiveRuntimeSupervisor};
+use canon_local::{LocalRuntimeStatus, LockStatus, ReviveCapability};
+use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus, LiveRuntimeSupervisor};
 use sha2::{Digest, Sha256};
 
-use crate::inventory::{self, CatalogRuntime};
+use crate::inventory::{self, display_name, CatalogRuntime};
 use crate::view::{ActionAvailability, PlanEnvVar, ReviveOutcome, RevivePlanView};
 use crate::{CoreError, Locations, Refusal};
 use allowed_env::{allow_reason, is_valid_name, AllowedEnv};
@@ -139,6 +140,75 @@ impl ReviveBlocker {
             Err(why) => ActionAvailability::no(why.to_string()),
         }
     }
+}
+
+/// Whether a catalog entry can be revived now, and why not, as the Revive button shows it.
+pub(crate) fn availability(locations: &Locations, entry: &CatalogRuntime) -> ActionAvailability {
+    ReviveBlocker::availability(check(locations, entry))
+}
+
+/// The same for a runtime with a receipt: a running one never; a stale one linked to its catalog
+/// entry as that entry; a stale one without one from the launch command its receipt recorded.
+pub(crate) fn availability_of_receipt(
+    locations: &Locations,
+    record: &LiveRuntimeRecord,
+    entry: Option<&CatalogRuntime>,
+) -> ActionAvailability {
+    let check = match (&record.status, entry, &record.metadata.supervisor) {
+        (LiveRuntimeStatus::Running, ..) => Err(ReviveBlocker::AlreadyRunning),
+        (LiveRuntimeStatus::Stale { .. }, Some(entry), _) => return availability(locations, entry),
+        (LiveRuntimeStatus::Stale { .. }, None, LiveRuntimeSupervisor::LaunchCommand { .. }) => {
+            Ok(())
+        }
+        (LiveRuntimeStatus::Stale { .. }, None, LiveRuntimeSupervisor::Manual) => {
+            Err(ReviveBlocker::Manual)
+        }
+    };
+    ReviveBlocker::availability(check)
+}
+
+/// Whether a catalog entry can be revived now: its status and revive capability as the package
+/// derives them, its launch command and its profile's lock. Revive refuses with the same reason.
+pub(crate) fn check(locations: &Locations, entry: &CatalogRuntime) -> Result<(), ReviveBlocker> {
+    if entry.status == LocalRuntimeStatus::Running {
+        return Err(ReviveBlocker::AlreadyRunning);
+    }
+    match &entry.revive_capability {
+        ReviveCapability::Revivable => {}
+        ReviveCapability::MissingProfile => {
+            return Err(ReviveBlocker::MissingProfile {
+                profile: entry.profile.clone().unwrap_or_default(),
+            })
+        }
+        ReviveCapability::Embedded => return Err(ReviveBlocker::Embedded),
+        ReviveCapability::Manual => return Err(ReviveBlocker::Manual),
+        ReviveCapability::Other(other) => {
+            return Err(ReviveBlocker::UnknownCapability {
+                capability: other.clone(),
+            })
+        }
+    }
+    if entry.launch_command.is_empty() {
+        return Err(ReviveBlocker::NoLaunchCommand);
+    }
+    if let Some(profile) = &entry.profile {
+        match canon_local::is_profile_locked(&locations.canon, profile) {
+            LockStatus::Locked { pid } => {
+                return Err(ReviveBlocker::ProfileInUse {
+                    profile: profile.clone(),
+                    pid,
+                })
+            }
+            LockStatus::Untrusted { reason } => {
+                return Err(ReviveBlocker::LockUnreadable {
+                    profile: profile.clone(),
+                    reason,
+                })
+            }
+            LockStatus::Available => {}
+        }
+    }
+    Ok(())
 }
 
 /// Why a revived runtime did not come up.
@@ -286,20 +356,20 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
     if let Some(entry) = snapshot_entries.iter().find(|c| c.id == catalog_id) {
         if record.is_some_and(|r| r.status == LiveRuntimeStatus::Running) {
             return Err(Refusal::AlreadyRunning {
-                name: display_name(entry),
+                name: display_name(None, Some(entry)),
             }
             .into());
         }
-        if let Err(why) = inventory::revive_check(locations, entry) {
+        if let Err(why) = check(locations, entry) {
             return Err(Refusal::CannotRevive {
-                name: display_name(entry),
+                name: display_name(None, Some(entry)),
                 why,
             }
             .into());
         }
         return resolve(Recorded {
             id,
-            name: display_name(entry),
+            name: display_name(None, Some(entry)),
             argv: &entry.launch_command,
             cwd: Path::new(&entry.cwd),
             env: &BTreeMap::new(),
@@ -315,7 +385,7 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
     };
     if record.status == LiveRuntimeStatus::Running {
         return Err(Refusal::AlreadyRunning {
-            name: record.runtime_id.clone(),
+            name: display_name(Some(&record), None),
         }
         .into());
     }
@@ -323,11 +393,7 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
         LiveRuntimeSupervisor::LaunchCommand { argv, cwd, env } if !argv.is_empty() => {
             resolve(Recorded {
                 id,
-                name: record
-                    .metadata
-                    .display_name
-                    .clone()
-                    .unwrap_or_else(|| record.runtime_id.clone()),
+                name: display_name(Some(&record), None),
                 argv,
                 cwd,
                 env,
@@ -461,14 +527,6 @@ fn is_executable(path: &Path) -> bool {
     {
         meta.is_file()
     }
-}
-
-fn display_name(entry: &CatalogRuntime) -> String {
-    entry
-        .agent_name
-        .clone()
-        .or_else(|| entry.profile.clone())
-        .unwrap_or_else(|| entry.id.clone())
 }
 
 /// The plan for `id` as the window and the CLI show it, with what is refused and why.

@@ -43,6 +43,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::inventory::display_name;
 use crate::view::{
     ActOutcome, AgentActionView, AgentState, AgentStateView, RuntimeOrigin, RuntimeStatus,
     RuntimeView, Snapshot,
@@ -836,16 +837,6 @@ async fn resolve_off_thread(
     .map_err(CoreError::from)
 }
 
-/// A runtime's display name as the inventory shows it.
-pub(crate) fn display_name(record: &LiveRuntimeRecord) -> String {
-    let meta = &record.metadata;
-    meta.agent_name
-        .clone()
-        .or_else(|| meta.display_name.clone())
-        .or_else(|| meta.profile.clone())
-        .unwrap_or_else(|| record.runtime_id.clone())
-}
-
 /// The names an action is told by in its errors: the runtime's display name and the action as
 /// the user may read it (sanitized, since a shell may pass any text).
 struct Asked {
@@ -856,7 +847,7 @@ struct Asked {
 impl Asked {
     fn new(record: &LiveRuntimeRecord, action: &str) -> Self {
         Self {
-            name: display_name(record),
+            name: display_name(Some(record), None),
             action: document::clean(action, false, document::LABEL_CAP),
         }
     }
