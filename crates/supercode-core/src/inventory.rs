@@ -147,8 +147,8 @@ impl Sources {
     /// Reconciles the receipt directory as read ([`ReceiptFiles::reconcile`]): removes the
     /// receipts of processes that exited and adopts foreign receipts. Returns the endpoints whose
     /// receipts it removed: runtimes that died without unregistering (the watcher tells them).
-    /// Each of those that the inventory no longer shows (no catalog entry backs it) is recorded
-    /// as exited ([`crate::exited`]), with its agent's last state as `shown` (the watcher's last
+    /// Each of those that the inventory no longer shows (no catalog entry backs it, and no host
+    /// serves it) is recorded as exited ([`crate::exited`]), with its agent's last state as `shown` (the watcher's last
     /// snapshot) showed it; one that another process reconciled first gets that state filled
     /// in. The explicit step that the watcher's pass and `list` take; nothing else cleans up.
     pub fn reconcile(&mut self, locations: &Locations, shown: Option<&Snapshot>) -> Vec<String> {
@@ -166,6 +166,11 @@ impl Sources {
             .iter()
             .filter(|record| removed.iter().any(|e| e == record.endpoint.as_str()))
             .filter(|record| !self.canon.backs(record))
+            // A hosted continuation (a Claude Code or Codex session, served by its host) ends
+            // with its agent, however the agent ends (its terminal closed, a kill): its host
+            // removes the receipt then. Reaped here only when this pass came first, it is not a
+            // crash to keep on the list either.
+            .filter(|record| record.server_pid.is_none())
             .map(|record| {
                 let view = live_view(locations, record, None, false);
                 let shown = shown.and_then(|s| {
