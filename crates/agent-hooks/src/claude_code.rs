@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::choice::Choice;
 use crate::event::{
     cap, first_line, valid_session_id, EventKind, HookEvent, DETAIL_CAP, MAX_PATH, MAX_SESSION_ID,
     TITLE_CAP,
@@ -89,6 +90,15 @@ pub fn settings_path() -> Result<PathBuf, HooksError> {
 pub fn attended(env_value: Option<&str>) -> bool {
     env_value == Some("1")
 }
+
+/// The user's choice to answer unattended sessions' (`claude -p`, sessions other tools run)
+/// permission requests from the tray too: their hook then waits for the tray's answer as an
+/// interactive session's does. Off by default: a script would then wait for a human, where
+/// without a decision Claude Code denies at once and the script goes on.
+pub const UNATTENDED_FROM_TRAY: Choice = Choice {
+    file: "claude-code-unattended-from-tray",
+    text: "Permission requests of unattended Claude Code sessions (claude -p) wait for an answer from Supercode Tray while this file exists.\n",
+};
 
 /// The environment variable [`attended`] reads.
 pub const ATTENDED_VAR: &str = "CLAUDE_CODE_SESSION_ATTENDED";
