@@ -16,7 +16,13 @@
 //! API key is in no output, receipt, log, settings file, or the host's environment.
 //!
 //! The user's own hook runs beside ours throughout, and `hooks remove` leaves exactly the
-//! user's settings. Skipped with a message when the pinned CLI or tmux is not installed.
+//! user's settings.
+//!
+//! Beside the walk, one test each for the rest of the issue: two sessions at once, a subagent
+//! (the stand-in delegates, and holds chosen answers back so the test sees the session while
+//! the subagent works), "Always allow", and `claude -p` answered from the tray when the user
+//! chose so. They log what Claude Code sent through a hook of the user's own, as a witness.
+//! Skipped with a message when the pinned CLI or tmux is not installed.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
