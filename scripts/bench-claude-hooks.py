@@ -1,21 +1,41 @@
 #!/usr/bin/env python3
-"""Per-tool-call cost of Supercode Tray's Claude Code hooks, against two `true` hooks, with the
-real Claude Code CLI, side by side in one run (issue 32, item 7); with `--agent codex`, the same
-for Codex's hooks with the real Codex CLI (issue 33).
+"""What Supercode Tray's Claude Code hooks cost, with the real Claude Code CLI, side by side in
+one run (issue 32); with `--agent codex`, part 1 for Codex's hooks with the real Codex CLI
+(issue 33).
 
-    scripts/bench-claude-hooks.py [--agent codex] [--calls 20] [--rounds 5] [--tray target/release/supercode-tray]
+    scripts/bench-claude-hooks.py [--agent codex] [--calls 20] [--calls-low 2] [--rounds 5]
+                                  [--latency-rounds 20] [--tray target/release/supercode-tray]
 
-A stand-in of the Messages API (served here) makes each turn N sequential Bash calls (`true`,
-allowed by the settings, so no prompt) and then ends it. Each round runs `claude -p` once per
-configuration, in turn: no hooks; PreToolUse + PostToolUse running the shell builtin `true`;
-our hooks (`hooks install claude-code`). The cost per tool call of a configuration is its turn
-time minus the no-hooks turn time, divided by N; the medians over the rounds are printed.
+1. Per tool call and per turn. A stand-in of the Messages API (served here) makes each turn N
+   sequential Bash calls (`true`, allowed by the settings, so no prompt) and then ends it. Each
+   round runs `claude -p` per configuration, in turn, once with `--calls-low` calls and once with
+   `--calls`: no hooks; PreToolUse + PostToolUse running the shell builtin `true`; our hooks
+   (`hooks install claude-code`). Per tool call: the slope between the two turn lengths, minus
+   the no-hooks slope; per turn: what the short turn adds beyond its calls (for us a new session
+   each time: the host's start, SessionStart, UserPromptSubmit, Stop, SessionEnd). Medians over
+   the rounds.
+   Codex: a stand-in of the Responses API makes each turn N sequential `exec_command` calls
+   (`true`), run by `codex exec` with approvals and sandbox bypassed (nothing to ask) and hook
+   trust bypassed (`--dangerously-bypass-hook-trust`: the hooks are this run's own, in a temp
+   home), so each call runs PreToolUse and PostToolUse.
+2. Latency, with `hooks claude-code-unattended on` so that a `claude -p` turn's one Bash call
+   (`date +%s%N > FILE`, not allowed by the settings) waits for the tray: from the
+   PermissionRequest (a hook of the user's own beside ours writes the time it starts) to
+   `supercode-tray events --json` printing the session as needs-approval; and from starting
+   `supercode-tray act ID approve` to the command running (the time it wrote). p50 and p99 over
+   the rounds (with 20 rounds, p99 is the slowest).
+   Then our share alone, with this script playing the agent (the same hook and host; no Claude
+   Code): our hook's start -> `events` shows its request; `act` -> the waiting hook prints the
+   decision, each request timed alone. In the real walk the PermissionRequest follows the
+   tool's PreToolUse by a few milliseconds, so the core's least time between two states one
+   runtime shows (`supercode_core::agents::PUBLISH_INTERVAL`, 100 ms) holds it back; the rest of
+   the difference is Claude Code's (starting an event's hooks, reading a decision, starting the
+   tool).
+3. An idle session's host: started by our hook for a SessionStart whose agent process is this
+   script (the host cannot tell), then left alone: CPU ticks over 10 s, threads and VmRSS. Its
+   token goes to the OS keychain when there is a session bus (under scripts/test-env.sh, a
+   private one), as a user's does, else to the file store.
 Needs the pinned CLI (scripts/install-deps.sh --test) and a built `supercode-tray`.
-
-Codex: a stand-in of the Responses API makes each turn N sequential `exec_command` calls
-(`true`), run by `codex exec` with approvals and sandbox bypassed (nothing to ask) and hook trust
-bypassed (`--dangerously-bypass-hook-trust`: the hooks are this run's own, in a temp home), so
-each call runs PreToolUse and PostToolUse.
 """
 import argparse, http.server, json, os, shutil, statistics, subprocess, sys, tempfile, threading, time
 
@@ -25,7 +45,8 @@ CODEX = os.path.join(ROOT, "tests/codex/node_modules/@openai/codex-linux-x64/ven
 KEY = "sk-ant-api03-bench-key-not-a-secret-0123456789"
 
 
-def standin(calls):
+def standin(config):
+    """Serves the stand-in; `config` (calls per turn, the Bash command) may change between runs."""
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -40,9 +61,9 @@ def standin(calls):
                 1 for m in body.get("messages", []) if isinstance(m.get("content"), list)
                 for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
             tools = [t.get("name") for t in body.get("tools") or []]
-            if "Bash" in tools and results < calls:
+            if "Bash" in tools and results < config["calls"]:
                 block = {"type": "tool_use", "id": f"toolu_{results}", "name": "Bash", "input": {}}
-                delta = {"type": "input_json_delta", "partial_json": json.dumps({"command": "true", "description": "Nothing"})}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps({"command": config["command"], "description": "Nothing"})}
                 stop = "tool_use"
             else:
                 block, delta, stop = {"type": "text", "text": ""}, {"type": "text_delta", "text": "Done."}, "end_turn"
@@ -82,8 +103,8 @@ def standin(calls):
     return server.server_address[1]
 
 
-def codex_standin(calls):
-    """The Responses API: `exec_command` with `true` until the turn has `calls` outputs."""
+def codex_standin(config):
+    """The Responses API: `exec_command` with `true` until the turn has `config["calls"]` outputs."""
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -94,7 +115,7 @@ def codex_standin(calls):
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             outputs = sum(1 for i in body.get("input") or [] if i.get("type") == "function_call_output")
             tools = [t.get("name") for t in body.get("tools") or []]
-            if "exec_command" in tools and outputs < calls:
+            if "exec_command" in tools and outputs < config["calls"]:
                 item = {"type": "function_call", "id": f"fc_{outputs}", "call_id": f"call_{outputs}",
                         "name": "exec_command", "status": "completed", "arguments": json.dumps({"cmd": "true"})}
             else:
@@ -129,9 +150,9 @@ def codex_standin(calls):
     return server.server_address[1]
 
 
-def codex_homes(args, work, project, base_env):
+def codex_homes(args, config, work, project, base_env):
     """A Codex home per configuration: the stand-in as the model provider, and its hooks."""
-    port = codex_standin(args.calls)
+    port = codex_standin(config)
     base_env["STANDIN_API_KEY"] = "sk-proj-bench-key-not-a-secret"
     config = (f'model = "stand-in"\nmodel_provider = "standin"\n'
               f'[model_providers.standin]\nname = "Stand-in"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
@@ -156,36 +177,219 @@ def codex_homes(args, work, project, base_env):
     return homes, command
 
 
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
+
+
+def latency(args, config, base_env, work, project):
+    """Part 2: PermissionRequest -> events shows it, and act -> the tool runs, in ms."""
+    home = os.path.join(work, "latency")
+    os.makedirs(os.path.join(home, ".claude"))
+    asked, ran = os.path.join(work, "asked"), os.path.join(work, "ran")
+    with open(os.path.join(home, ".claude.json"), "w") as f:
+        json.dump({"hasCompletedOnboarding": True, "customApiKeyResponses": {"approved": [KEY[-20:]], "rejected": []},
+                   "projects": {project: {"hasTrustDialogAccepted": True}}}, f)
+    with open(os.path.join(home, ".claude", "settings.json"), "w") as f:
+        json.dump({"hooks": {"PermissionRequest": [{"hooks": [{"type": "command", "command": f"date +%s%N > {asked}"}]}]}}, f)
+    env = {**base_env, "HOME": home, "XDG_CONFIG_HOME": os.path.join(home, ".config")}
+    subprocess.run([args.tray, "hooks", "install", "claude-code", "--yes"], env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([args.tray, "hooks", "claude-code-unattended", "on"], env=env, check=True, stdout=subprocess.DEVNULL)
+    config.update(calls=1, command=f"date +%s%N > {ran}")
+    events = subprocess.Popen([args.tray, "events", "--json"], env=env, stdout=subprocess.PIPE, text=True)
+    lines = []  # (receipt time in ns, the session id asking, or None)
+    seen = threading.Condition()
+
+    def read():
+        for line in events.stdout:
+            now = time.time_ns()
+            event = json.loads(line)
+            asking = None
+            for runtime in event.get("snapshot", {}).get("runtimes", []):
+                if (runtime.get("state") or {}).get("value") == "needs-approval":
+                    asking = runtime["endpoint"]
+            with seen:
+                lines.append((now, asking))
+                seen.notify_all()
+
+    threading.Thread(target=read, daemon=True).start()
+    to_events, to_tool = [], []
+    for _ in range(args.latency_rounds):
+        for path in (asked, ran):
+            if os.path.exists(path):
+                os.remove(path)
+        with seen:
+            start = len(lines)
+        claude = subprocess.Popen([CLAUDE, "-p", "go", "--permission-mode", "default"], cwd=project, env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        with seen:
+            if not seen.wait_for(lambda: any(a for _, a in lines[start:]), timeout=30):
+                sys.exit("the request never showed in events")
+            shown, endpoint = next((t, a) for t, a in lines[start:] if a)
+        while not os.path.exists(asked) or not open(asked).read().strip():
+            time.sleep(0.001)
+        to_events.append((shown - int(open(asked).read())) / 1e6)
+        acted = time.time_ns()
+        subprocess.run([args.tray, "act", endpoint, "approve"], env=env, check=True, stdout=subprocess.DEVNULL)
+        claude.wait(timeout=30)
+        to_tool.append((int(open(ran).read()) - acted) / 1e6)
+    events.terminate()
+    subprocess.run([args.tray, "hooks", "claude-code-unattended", "off"], env=env, check=True, stdout=subprocess.DEVNULL)
+    return to_events, to_tool
+
+
+def our_share(args, base_env, work):
+    """Part 2 without Claude Code: this script plays the agent (CLAUDE_PID is its own pid) and
+    times our hook's start -> `events` shows the event, and `act` -> the waiting hook prints the
+    decision, in ms."""
+    env = {**base_env, "HOME": os.path.join(work, "share"), "XDG_CONFIG_HOME": os.path.join(work, "share", ".config"),
+           "CLAUDE_PID": str(os.getpid())}
+    subprocess.run([args.tray, "hooks", "claude-code-unattended", "on"], env=env, check=True, stdout=subprocess.DEVNULL)
+
+    def event(name, **fields):
+        return json.dumps({"session_id": "bench-share", "cwd": work, "hook_event_name": name, **fields})
+
+    def hook(name, **fields):
+        subprocess.run([args.tray, "hook", "claude-code"], env=env, input=event(name, **fields), text=True, check=True)
+
+    hook("SessionStart")
+    events = subprocess.Popen([args.tray, "events", "--json"], env=env, stdout=subprocess.PIPE, text=True)
+    lines, seen = [], threading.Condition()
+
+    def read():
+        for line in events.stdout:
+            now = time.time_ns()
+            with seen:
+                lines.append((now, line))
+                seen.notify_all()
+
+    threading.Thread(target=read, daemon=True).start()
+    to_events, to_decision = [], []
+    for i in range(args.latency_rounds):
+        command = f"bench-{i}-command"
+        started = time.time_ns()
+        waiting = subprocess.Popen([args.tray, "hook", "claude-code"], env=env, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        waiting.stdin.write(event("PermissionRequest", tool_name="Bash", tool_input={"command": command}))
+        waiting.stdin.close()
+        with seen:
+            if not seen.wait_for(lambda: any(command in line for _, line in lines), timeout=30):
+                sys.exit("the request never showed in events")
+            shown, line = next((t, line) for t, line in lines if command in line)
+        to_events.append((shown - started) / 1e6)
+        endpoint = next(r["endpoint"] for r in json.loads(line)["snapshot"]["runtimes"]
+                        if (r.get("state") or {}).get("detail") == command)
+        acted = time.time_ns()
+        act = subprocess.Popen([args.tray, "act", endpoint, "approve"], env=env, stdout=subprocess.DEVNULL)
+        waiting.stdout.readline()
+        to_decision.append((time.time_ns() - acted) / 1e6)
+        act.wait()
+        waiting.wait()
+        hook("PostToolUse", tool_name="Bash")
+        # Past the core's least time between two shown states (PUBLISH_INTERVAL, 100 ms), so
+        # the next request is timed alone.
+        time.sleep(0.2)
+    hook("SessionEnd")
+    events.terminate()
+    return to_events, to_decision
+
+
+def idle_host(args, base_env, work):
+    """Part 3: an idle session's host: CPU ticks over 10 s, threads, VmRSS (kB)."""
+    env = {**base_env, "HOME": os.path.join(work, "latency"), "CLAUDE_PID": str(os.getpid())}
+    # A user's host keeps its token in the OS keychain: use it when there is a session bus (run
+    # under scripts/test-env.sh for a private one), else the file store.
+    store = "file"
+    if os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+        del env["SUPERCODE_SECRET_STORE"]
+        env["DBUS_SESSION_BUS_ADDRESS"] = os.environ["DBUS_SESSION_BUS_ADDRESS"]
+        store = "keychain"
+    event = {"session_id": "bench-idle", "cwd": work, "hook_event_name": "SessionStart", "source": "startup"}
+    subprocess.run([args.tray, "hook", "claude-code"], env=env, input=json.dumps(event), text=True, check=True)
+    host = None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"hook-host" in cmdline and b"bench-idle" in cmdline:
+            host = pid
+    if host is None:
+        sys.exit("no host started")
+
+    def ticks():
+        fields = open(f"/proc/{host}/stat").read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    time.sleep(1)
+    before = ticks()
+    time.sleep(10)
+    used = ticks() - before
+    status = dict(line.split(":", 1) for line in open(f"/proc/{host}/status").read().splitlines() if ":" in line)
+    end = {**event, "hook_event_name": "SessionEnd"}
+    subprocess.run([args.tray, "hook", "claude-code"], env=env, input=json.dumps(end), text=True, check=True)
+    return used, status["Threads"].strip(), status["VmRSS"].strip(), store
+
+
+def turn_costs(args, config, base_env, project, homes, command):
+    """Per tool call and per turn, for each configuration in `homes` (part 1)."""
+    # Each configuration runs turns of `--calls-low` and of `--calls` calls in every round: the
+    # difference is what each further tool call costs (our hooks' per-call share), what is left
+    # of the short turn is the per-turn share (a new session: the host's start, SessionStart,
+    # UserPromptSubmit, Stop, SessionEnd).
+    counts = (args.calls_low, args.calls)
+    times = {(name, n): [] for name in homes for n in counts}
+    for _ in range(args.rounds):
+        for name, home in homes.items():
+            for n in counts:
+                config["calls"] = n
+                start = time.monotonic()
+                subprocess.run(command, cwd=project, env={**base_env, "HOME": home},
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=True)
+                times[(name, n)].append(time.monotonic() - start)
+    turn = {key: statistics.median(values) * 1000 for key, values in times.items()}
+    per_call = {name: (turn[(name, args.calls)] - turn[(name, args.calls_low)]) / (args.calls - args.calls_low)
+                for name in homes}
+    print(f"turns of {args.calls_low} and {args.calls} tool calls, {args.rounds} rounds, medians:")
+    for name in homes:
+        extra_call = per_call[name] - per_call["none"]
+        extra_turn = (turn[(name, args.calls_low)] - turn[("none", args.calls_low)]) - args.calls_low * extra_call
+        print(f"  {name:16} turn {turn[(name, args.calls)]:7.0f} ms   per tool call {extra_call:+6.1f} ms"
+              f"   per turn {extra_turn:+7.1f} ms")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--agent", choices=["claude-code", "codex"], default="claude-code")
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--calls-low", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--latency-rounds", type=int, default=20)
     parser.add_argument("--tray", default=os.path.join(ROOT, "target/release/supercode-tray"))
     args = parser.parse_args()
+    config = {"calls": args.calls, "command": "true"}
     work = tempfile.mkdtemp(prefix="bench-claude-hooks-")
     project = os.path.join(work, "project")
     os.makedirs(project)
     run_dir = os.path.join(work, "run")
     os.makedirs(run_dir, mode=0o700)
-    if args.agent == "codex":
-        base_env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "XDG_RUNTIME_DIR": run_dir,
-            "SUPERCODE_RUNTIME_DIR": os.path.join(work, "receipts"), "SUPERCODE_SECRET_STORE": "file",
-            "SUPERCODE_SECRET_DIR": os.path.join(work, "secrets"), "SUPERCODE_LOG_DIR": os.path.join(work, "logs"),
-            "SUPERCODE_STATE_DIR": os.path.join(work, "state"), "CANON_HOME": os.path.join(work, "canon"),
-        }
-        homes, command = codex_homes(args, work, project, base_env)
-        return measure(args, work, project, base_env, homes, command)
-    port = standin(args.calls)
     base_env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "XDG_RUNTIME_DIR": run_dir,
         "SUPERCODE_RUNTIME_DIR": os.path.join(work, "receipts"), "SUPERCODE_SECRET_STORE": "file",
         "SUPERCODE_SECRET_DIR": os.path.join(work, "secrets"), "SUPERCODE_LOG_DIR": os.path.join(work, "logs"),
         "SUPERCODE_STATE_DIR": os.path.join(work, "state"), "CANON_HOME": os.path.join(work, "canon"),
+    }
+    if args.agent == "codex":
+        homes, command = codex_homes(args, config, work, project, base_env)
+        turn_costs(args, config, base_env, project, homes, command)
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    port = standin(config)
+    base_env.update({
         "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": KEY,
         "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
+    })
     homes = {}
     allow = {"permissions": {"allow": ["Bash(true)", "Bash(true:*)"]}}
     true_hook = [{"hooks": [{"type": "command", "command": "true"}]}]
@@ -204,24 +408,16 @@ def main():
             subprocess.run([args.tray, "hooks", "install", "claude-code", "--yes"], env={**base_env, "HOME": home},
                            check=True, stdout=subprocess.DEVNULL)
         homes[name] = home
-    return measure(args, work, project, base_env, homes, [CLAUDE, "-p", "go", "--permission-mode", "default"])
-
-
-def measure(args, work, project, base_env, homes, command):
-    """Runs `command` once per configuration per round, in turn; prints the medians."""
-    times = {name: [] for name in homes}
-    for _ in range(args.rounds):
-        for name, home in homes.items():
-            start = time.monotonic()
-            subprocess.run(command, cwd=project, env={**base_env, "HOME": home}, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-            times[name].append(time.monotonic() - start)
-    base = statistics.median(times["none"])
-    print(f"{args.calls} tool calls per turn, {args.rounds} rounds, medians:")
-    for name, values in times.items():
-        turn = statistics.median(values)
-        extra = (turn - base) / args.calls * 1000
-        print(f"  {name:16} turn {turn * 1000:7.0f} ms   per tool call {extra:+6.1f} ms")
+    turn_costs(args, config, base_env, project, homes, [CLAUDE, "-p", "go", "--permission-mode", "default"])
+    to_events, to_tool = latency(args, config, base_env, work, project)
+    print(f"latency, {args.latency_rounds} rounds, p50 / p99:")
+    print(f"  PermissionRequest -> events shows it   {percentile(to_events, 50):6.1f} / {percentile(to_events, 99):6.1f} ms")
+    print(f"  act approve -> the tool runs           {percentile(to_tool, 50):6.1f} / {percentile(to_tool, 99):6.1f} ms")
+    hook_to_events, act_to_decision = our_share(args, base_env, work)
+    print(f"  our share: our hook starts -> events     {percentile(hook_to_events, 50):6.1f} / {percentile(hook_to_events, 99):6.1f} ms")
+    print(f"  our share: act -> the hook prints allow  {percentile(act_to_decision, 50):6.1f} / {percentile(act_to_decision, 99):6.1f} ms")
+    ticks, threads, rss, store = idle_host(args, base_env, work)
+    print(f"idle host ({store} secret store): {ticks} CPU ticks in 10 s, {threads} threads, VmRSS {rss}")
     shutil.rmtree(work, ignore_errors=True)
 
 

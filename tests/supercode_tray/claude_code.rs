@@ -16,11 +16,18 @@
 //! API key is in no output, receipt, log, settings file, or the host's environment.
 //!
 //! The user's own hook runs beside ours throughout, and `hooks remove` leaves exactly the
-//! user's settings. Skipped with a message when the pinned CLI or tmux is not installed.
+//! user's settings.
+//!
+//! Beside the walk, one test each for the rest of the issue: two sessions at once, a subagent
+//! (the stand-in delegates, and holds chosen answers back so the test sees the session while
+//! the subagent works), "Always allow", and `claude -p` answered from the tray when the user
+//! chose so. They log what Claude Code sent through a hook of the user's own, as a witness.
+//! Skipped with a message when the pinned CLI or tmux is not installed.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::terminal::{have_tmux, processes_running, Terminal};
@@ -38,30 +45,83 @@ fn claude_binary() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-/// The stand-in Messages API: a tool call for each prompt naming a marker, then text.
-fn serve_model(runtime: &tokio::runtime::Runtime, markers: PathBuf) -> SocketAddr {
+/// The stand-in Messages API, and the hold it puts on the end of a delegating turn.
+struct StandIn {
+    address: SocketAddr,
+    /// How many answers are held back (see [`answer`]): a delegating turn's closing text waits
+    /// until the test releases it, so the test sees the session between its subagent's end and
+    /// the turn's end.
+    held: tokio::sync::watch::Receiver<usize>,
+    release: Arc<tokio::sync::Semaphore>,
+    /// What each request got.
+    log: PathBuf,
+}
+
+impl StandIn {
+    /// Waits until `count` answers have been held back in all.
+    fn wait_held(&self, runtime: &tokio::runtime::Runtime, count: usize) {
+        let mut held = self.held.clone();
+        runtime
+            .block_on(async {
+                tokio::time::timeout(STEP_TIMEOUT, held.wait_for(|held| *held >= count))
+                    .await
+                    .map(|_| ())
+            })
+            .unwrap_or_else(|_| {
+                panic!(
+                    "the stand-in's held request {count} never came; requests:\n{}",
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                )
+            });
+    }
+
+    /// Lets one held answer go.
+    fn release_one(&self) {
+        self.release.add_permits(1);
+    }
+}
+
+/// Serves the stand-in Messages API (see [`answer`]) on loopback; `markers` gets its log.
+fn serve_model(runtime: &tokio::runtime::Runtime, markers: PathBuf) -> StandIn {
     use axum::body::Bytes;
     use axum::response::IntoResponse;
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let address = listener.local_addr().unwrap();
+    let (held_tx, held) = tokio::sync::watch::channel(0usize);
+    let held_tx = Arc::new(held_tx);
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let gate = Arc::clone(&release);
+    let log = markers.join("requests.log");
     let handler = move |body: Bytes| {
         let markers = markers.clone();
+        let (held_tx, gate) = (Arc::clone(&held_tx), Arc::clone(&gate));
         async move {
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let answer = answer(&request, &markers);
+            let (answer, hold) = answer(&request, &markers);
             // What each request got, for a failure's message.
             let line = format!(
-                "tools={} stream={} last={:.300} -> {}\n",
-                request["tools"].as_array().map_or(0, Vec::len),
+                "tools={} stream={} last user message ends={} -> {}{}\n",
+                request["tools"]
+                    .as_array()
+                    .map(|t| t
+                        .iter()
+                        .filter_map(|t| t["name"].as_str())
+                        .collect::<Vec<_>>()
+                        .join(","))
+                    .unwrap_or_default(),
                 request["stream"],
                 request["messages"]
                     .as_array()
-                    .and_then(|m| m.last())
-                    .map(|m| m["content"].to_string())
+                    .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+                    .map(|m| {
+                        let text = m["content"].to_string();
+                        text[text.len().saturating_sub(300)..].to_owned()
+                    })
                     .unwrap_or_default(),
-                answer.1
+                answer.1,
+                if hold { " (held)" } else { "" },
             );
             use std::io::Write as _;
             if let Ok(mut log) = std::fs::OpenOptions::new()
@@ -70,6 +130,10 @@ fn serve_model(runtime: &tokio::runtime::Runtime, markers: PathBuf) -> SocketAdd
                 .open(markers.join("requests.log"))
             {
                 let _ = log.write_all(line.as_bytes());
+            }
+            if hold {
+                held_tx.send_modify(|held| *held += 1);
+                gate.acquire().await.unwrap().forget();
             }
             if request["stream"] == true {
                 ([("content-type", "text/event-stream")], sse(&answer)).into_response()
@@ -93,56 +157,115 @@ fn serve_model(runtime: &tokio::runtime::Runtime, markers: PathBuf) -> SocketAdd
     runtime.spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    address
+    StandIn {
+        address,
+        held,
+        release,
+        log,
+    }
 }
 
-/// A content block and a stop reason: the tool call, or (once its result is in, or for any
-/// side request without tools) the closing text.
-fn answer(request: &Value, markers: &Path) -> (Value, &'static str) {
+/// Claude Code's tool for running a subagent (2.1.328 calls it `Agent`; older ones `Task`).
+const SUBAGENT_TOOL: &str = "Agent";
+
+/// The stand-in's script, by the latest thing said in the conversation (the last user message's
+/// last tool result or text, leaving out the reminders Claude Code adds): "make marker-N" gets
+/// one Bash call `touch <markers>/marker-N`; "delegate marker-N" gets one call of the subagent
+/// tool, whose prompt "make marker-N as a subagent" gets the Bash call from the subagent; a
+/// tool's result, a subagent's report (`<task-notification>`) and any side request without
+/// tools get the closing text. The closing text after a subagent's Bash call and after a
+/// delegating call is held back (the `bool`) until the test releases it, so the test sees the
+/// session while its subagent is at work and while only the main agent is.
+fn answer(request: &Value, markers: &Path) -> ((Value, &'static str), bool) {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
-    // The last user message (Claude Code may put a system message after it).
-    let last = messages
-        .iter()
+    // A message's blocks; a plain string (a subagent's first prompt) is one text block.
+    let blocks_of = |message: &Value| -> Vec<Value> {
+        match &message["content"] {
+            Value::String(text) => vec![json!({"type": "text", "text": text})],
+            Value::Array(blocks) => blocks.clone(),
+            _ => Vec::new(),
+        }
+    };
+    let users: Vec<&Value> = messages.iter().filter(|m| m["role"] == "user").collect();
+    let subagent = users.first().is_some_and(|first| {
+        blocks_of(first).iter().any(|b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("as a subagent"))
+        })
+    });
+    let latest = users
+        .last()
+        .map(|last| blocks_of(last))
+        .unwrap_or_default()
+        .into_iter()
         .rev()
-        .find(|m| m["role"] == "user")
-        .cloned()
+        .find(|b| {
+            b["type"] == "tool_result"
+                || b["text"].as_str().is_some_and(|t| {
+                    !t.trim_start().starts_with("<system-reminder>")
+                        || t.contains("<task-notification>")
+                })
+        })
         .unwrap_or(Value::Null);
-    let blocks = last["content"].as_array().cloned().unwrap_or_default();
-    let has_bash = request["tools"]
-        .as_array()
-        .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
-    let prompt: String = blocks
-        .iter()
-        .filter(|b| b["type"] == "text")
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let has_tool = |name: &str| {
+        request["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == name))
+    };
+    let closing = |held: bool| {
+        (
+            (
+                json!({"type": "text", "text": "All done: the marker is there.\nAnything else?"}),
+                "end_turn",
+            ),
+            held,
+        )
+    };
+    if let Some(id) = latest["tool_use_id"].as_str() {
+        return closing(
+            id.starts_with("toolu_agent_") || (subagent && id.starts_with("toolu_marker-")),
+        );
+    }
+    let prompt = latest["text"].as_str().unwrap_or_default();
     let marker = prompt
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
         .rfind(|w| w.starts_with("marker-"));
-    // Each marker gets one call (its id names the marker); once the conversation holds that
-    // call's result, however Claude Code orders its blocks, the turn ends.
-    let answered = |marker: &str| {
+    // Each call's id names its marker: a marker whose call was answered gets the closing text.
+    let answered = |id: &str| {
         messages.iter().any(|m| {
-            m["content"].as_array().is_some_and(|blocks| {
-                blocks.iter().any(|b| {
-                    b["type"] == "tool_result" && b["tool_use_id"] == format!("toolu_{marker}")
-                })
-            })
+            blocks_of(m)
+                .iter()
+                .any(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
         })
     };
-    match (has_bash, marker.filter(|m| !answered(m))) {
-        (true, Some(marker)) => (
-            json!({"type": "tool_use", "id": format!("toolu_{marker}"), "name": "Bash", "input": {
-                "command": format!("touch {}", markers.join(marker).display()),
-                "description": format!("Create {marker}")
-            }}),
-            "tool_use",
+    match marker {
+        _ if prompt.contains("<task-notification>") => closing(false),
+        // Claude Code may put a call's result before the prompt's text in one message.
+        Some(marker) if answered(&format!("toolu_agent_{marker}")) => closing(true),
+        Some(marker) if answered(&format!("toolu_{marker}")) => closing(subagent),
+        Some(marker) if prompt.contains("delegate marker-") && has_tool(SUBAGENT_TOOL) => (
+            (
+                json!({"type": "tool_use", "id": format!("toolu_agent_{marker}"), "name": SUBAGENT_TOOL, "input": {
+                    "description": format!("Make {marker}"),
+                    "prompt": format!("make {marker} as a subagent"),
+                    "subagent_type": "general-purpose"
+                }}),
+                "tool_use",
+            ),
+            false,
         ),
-        _ => (
-            json!({"type": "text", "text": "All done: the marker is there.\nAnything else?"}),
-            "end_turn",
+        Some(marker) if prompt.contains("make marker-") && has_tool("Bash") => (
+            (
+                json!({"type": "tool_use", "id": format!("toolu_{marker}"), "name": "Bash", "input": {
+                    "command": format!("touch {}", markers.join(marker).display()),
+                    "description": format!("Create {marker}")
+                }}),
+                "tool_use",
+            ),
+            false,
         ),
+        _ => closing(false),
     }
 }
 
@@ -195,6 +318,8 @@ struct Session {
     /// The stand-in's log of what each request got (shown when a step fails).
     requests_log: Option<PathBuf>,
     printed: String,
+    /// The test's own tmux server name.
+    server: String,
 }
 
 impl Session {
@@ -209,6 +334,7 @@ impl Session {
         command
             .env("HOME", self.path("home"))
             .env("XDG_RUNTIME_DIR", self.path("run"))
+            .env("XDG_CONFIG_HOME", self.path("home/.config"))
             .env_remove("CLAUDE_CONFIG_DIR");
         command
     }
@@ -224,14 +350,118 @@ impl Session {
 
     /// The Claude Code runtime in `list --json`, when there is one.
     fn listed(&mut self) -> Option<Value> {
+        self.listed_all().into_iter().next()
+    }
+
+    /// Every Claude Code runtime in `list --json`.
+    fn listed_all(&mut self) -> Vec<Value> {
         let output = self.run(&["list", "--json"]);
         assert!(output.status.success(), "{output:?}");
         let list: Value = serde_json::from_slice(&output.stdout).unwrap();
         list["runtimes"]
-            .as_array()?
-            .iter()
-            .find(|r| r.to_string().contains("claude-code"))
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r.to_string().contains("claude-code"))
             .cloned()
+            .collect()
+    }
+
+    /// Waits until `check` holds for every Claude Code runtime listed at once, and returns them.
+    fn wait_all_listed(&mut self, what: &str, check: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let listed = self.listed_all();
+            if check(&listed) {
+                return listed;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: never happened; last list: {listed:#?}\n{}",
+                self.evidence()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What a failed step shows: the screen and what the stand-in answered.
+    fn evidence(&self) -> String {
+        format!(
+            "screen:\n{}\nrequests:\n{}",
+            self.terminal.screen(),
+            self.requests_log
+                .as_ref()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .unwrap_or_default()
+        )
+    }
+
+    /// True while a hook of this session's Claude Code runs.
+    fn hooks_running(&self) -> bool {
+        self.hooks() > 0
+    }
+
+    /// How many of our hook processes this session's Claude Code runs now (other tests' run in
+    /// parallel; the shell Claude Code runs each through is not counted).
+    fn hooks(&self) -> usize {
+        let home = format!("HOME={}\0", self.path("home").display());
+        processes_running(" hook claude-code")
+            .iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.starts_with(TRAY.as_bytes()))
+                    && std::fs::read(format!("/proc/{pid}/environ"))
+                        .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&home))
+            })
+            .count()
+    }
+
+    /// Waits until the user's logging hook has seen `count` main-agent `Stop`s and our hooks for
+    /// them are done, leaving only `waiting` (permission requests held for the tray).
+    fn wait_stops_taken_in(&self, log: &Path, count: usize, waiting: usize) {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let stops = logged_events(log)
+                .iter()
+                .filter(|e| e["hook_event_name"] == "Stop")
+                .count();
+            if stops >= count && self.hooks() == waiting {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the turn's end was never taken in ({stops} stops, {} hooks)\n{}",
+                self.hooks(),
+                self.evidence()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Answers the terminal's permission dialog with "1" (yes).
+    fn answer_yes_in(&self, terminal: &Terminal) {
+        terminal.wait_screen("the terminal's dialog", "Do you want to proceed?");
+        // Claude Code's dialog ignores keys for a moment after it opens (as against a stray
+        // key): a person reads it first; so does this, and presses again if the key came early.
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        while terminal.screen().contains("Do you want to proceed?") {
+            assert!(
+                Instant::now() < deadline,
+                "the terminal's dialog took no answer"
+            );
+            std::thread::sleep(Duration::from_millis(700));
+            terminal.keys(&["1"]);
+        }
+    }
+
+    /// A second terminal for a second Claude Code in the same HOME (its own tmux server).
+    fn second_terminal(&self) -> Terminal {
+        Terminal::new(
+            format!("{}-b", self.server),
+            "claude",
+            STEP_TIMEOUT,
+            Duration::from_millis(200),
+        )
     }
 
     fn wait_listed(&mut self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
@@ -243,12 +473,8 @@ impl Session {
             }
             assert!(
                 Instant::now() < deadline,
-                "{what}: never happened; last list: {listed:?}\nscreen:\n{}\nrequests:\n{}",
-                self.terminal.screen(),
-                self.requests_log
-                    .as_ref()
-                    .and_then(|p| std::fs::read_to_string(p).ok())
-                    .unwrap_or_default()
+                "{what}: never happened; last list: {listed:?}\n{}",
+                self.evidence()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -280,31 +506,45 @@ impl Session {
     }
 }
 
-/// Starts Claude Code in tmux and waits for its prompt.
+/// Starts Claude Code in the session's tmux and waits for its prompt.
 fn launch(session: &Session) {
+    launch_in(session, &session.terminal);
+}
+
+/// Starts Claude Code in `terminal`, with the session's HOME and stand-in, and waits for its prompt.
+fn launch_in(session: &Session, terminal: &Terminal) {
     let script = session.path("run-claude.sh");
-    session.terminal.start(&script.display().to_string());
-    session
-        .terminal
-        .wait_screen("Claude Code starts", "manual mode on");
+    terminal.start(&script.display().to_string());
+    terminal.wait_screen("Claude Code starts", "manual mode on");
 }
 
 /// The session's directories, Claude Code's first-run state and its launch script; not started.
-fn prepare_session(claude: &Path, model: SocketAddr) -> Session {
+/// `test` names the test's tmux server (tests run in parallel).
+fn prepare_session(test: &str, claude: &Path, model: &StandIn, markers: &Path) -> Session {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
+    let server = format!("supercode-test-{}-{test}", std::process::id());
     let session = Session {
-        requests_log: None,
+        requests_log: Some(markers.join("requests.log")),
         terminal: Terminal::new(
-            format!("supercode-test-{}", std::process::id()),
+            server.clone(),
             "claude",
             STEP_TIMEOUT,
             Duration::from_millis(200),
         ),
         printed: String::new(),
+        server,
         dir,
     };
-    for sub in ["home/.claude", "project", "markers", "canon", "run"] {
+    let model = model.address;
+    for sub in [
+        "home/.claude",
+        "home/.config",
+        "project",
+        "markers",
+        "canon",
+        "run",
+    ] {
         std::fs::create_dir_all(session.path(sub)).unwrap();
     }
     std::fs::set_permissions(session.path("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -324,6 +564,10 @@ fn prepare_session(claude: &Path, model: SocketAddr) -> Session {
     for (name, value) in [
         ("HOME", session.path("home").display().to_string()),
         ("XDG_RUNTIME_DIR", session.path("run").display().to_string()),
+        (
+            "XDG_CONFIG_HOME",
+            session.path("home/.config").display().to_string(),
+        ),
         (
             "SUPERCODE_RUNTIME_DIR",
             session.path("receipts").display().to_string(),
@@ -468,8 +712,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     let markers = markers_dir.path().to_path_buf();
     let model = serve_model(&runtime, markers.clone());
 
-    let mut session = prepare_session(&claude, model);
-    session.requests_log = Some(markers.join("requests.log"));
+    let mut session = prepare_session("walk", &claude, &model, &markers);
     // The user's own settings and hook, which must keep working beside ours and stay after
     // `hooks remove`: it counts the tool calls Claude Code makes.
     let own_hook_log = session.path("own-hook.log");
@@ -566,24 +809,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     session.wait_listed("needs-approval a third time", |r| {
         r["state"]["value"] == "needs-approval"
     });
-    session
-        .terminal
-        .wait_screen("the terminal's dialog", "Do you want to proceed?");
-    // Claude Code's dialog ignores keys for a moment after it opens (as against a stray key): a
-    // person reads it first; so does this test, and presses again if the key came too early.
-    let deadline = Instant::now() + STEP_TIMEOUT;
-    while session
-        .terminal
-        .screen()
-        .contains("Do you want to proceed?")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the terminal's dialog took no answer"
-        );
-        std::thread::sleep(Duration::from_millis(700));
-        session.terminal.tmux(&["send-keys", "-t", "claude", "1"]);
-    }
+    session.answer_yes_in(&session.terminal);
     session.wait_listed("needs-approval cleared by the terminal", |r| {
         r["state"]["value"] != "needs-approval"
     });
@@ -626,7 +852,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
         let _ = Command::new("kill").args(["-KILL", &pid]).status();
     }
     let deadline = Instant::now() + STEP_TIMEOUT;
-    while !processes_running(" hook claude-code").is_empty() {
+    while session.hooks_running() {
         assert!(
             Instant::now() < deadline,
             "the waiting hook outlived its host"
@@ -645,19 +871,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
         !markers.join("marker-5").exists(),
         "nothing was decided for the user"
     );
-    let deadline = Instant::now() + STEP_TIMEOUT;
-    while session
-        .terminal
-        .screen()
-        .contains("Do you want to proceed?")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the terminal's dialog took no answer"
-        );
-        std::thread::sleep(Duration::from_millis(700));
-        session.terminal.tmux(&["send-keys", "-t", "claude", "1"]);
-    }
+    session.answer_yes_in(&session.terminal);
     session.wait_listed("a new host after the next hook", |r| {
         r["state"]["value"] == "needs-input"
     });
@@ -737,5 +951,369 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
     assert_eq!(
         left, users_own,
         "hooks remove left exactly the user's own settings"
+    );
+}
+
+/// Writes the user's own settings with a hook of theirs that appends every event's input to
+/// `events.jsonl` (what Claude Code really sent, as a witness), then installs ours beside it.
+fn install_with_event_log(session: &mut Session) -> PathBuf {
+    let log = session.path("events.jsonl");
+    let logger = json!([{ "hooks": [{
+        "type": "command",
+        "command": format!("cat >> '{0}'; echo >> '{0}'", log.display())
+    }] }]);
+    let mut hooks = serde_json::Map::new();
+    for event in [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PermissionRequest",
+        "Notification",
+        "Stop",
+        "SubagentStart",
+        "SubagentStop",
+        "SessionEnd",
+    ] {
+        hooks.insert(event.to_owned(), logger.clone());
+    }
+    std::fs::write(
+        session.path("home/.claude/settings.json"),
+        json!({ "model": "stand-in", "hooks": hooks }).to_string(),
+    )
+    .unwrap();
+    let install = session.run(&["hooks", "install", "claude-code", "--yes"]);
+    assert!(install.status.success(), "{install:?}");
+    log
+}
+
+/// The events the user's logging hook saw, in order.
+fn logged_events(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Skips (or, under `scripts/test-env.sh`, fails) without the pinned Claude Code and tmux.
+fn claude_or_skip() -> Option<PathBuf> {
+    match (claude_binary(), have_tmux()) {
+        (Some(claude), true) => Some(claude),
+        _ => {
+            let why =
+                "the pinned Claude Code CLI or tmux is missing; run scripts/install-deps.sh --test";
+            assert!(std::env::var_os(crate::REQUIRE_AGENTS).is_none(), "{why}");
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+/// The state of the one Claude Code runtime, which must be the only one listed.
+fn only_state(session: &mut Session) -> Value {
+    let listed = session.listed_all();
+    assert_eq!(listed.len(), 1, "one session, one runtime: {listed:#?}");
+    listed[0]["state"].clone()
+}
+
+// Issue 32, "a subagent's events do not flip the session's state wrongly". In 2.1.328 a
+// subagent (the `Agent` tool) runs in the background beside the main agent, whose turn goes on
+// and ends while the subagent works; the subagent's report comes back as a new turn.
+#[test]
+fn issue_32_a_subagents_events_do_not_flip_the_sessions_state() {
+    let Some(claude) = claude_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let markers_dir = tempfile::tempdir().unwrap();
+    let markers = markers_dir.path().to_path_buf();
+    let model = serve_model(&runtime, markers.clone());
+    let mut session = prepare_session("subagent", &claude, &model, &markers);
+    let log = install_with_event_log(&mut session);
+    launch(&session);
+
+    // The subagent asks; the main agent's turn goes on and ends meanwhile.
+    session.terminal.type_line("delegate marker-s1");
+    let asking = session.wait_listed("the subagent's request", |r| {
+        r["state"]["value"] == "needs-approval"
+    });
+    let s1 = markers.join("marker-s1");
+    assert_eq!(asking["state"]["detail"], format!("touch {}", s1.display()));
+    let id = asking["endpoint"].as_str().unwrap().to_owned();
+    model.wait_held(&runtime, 1);
+    model.release_one();
+    session.wait_stops_taken_in(&log, 1, 1);
+    let state = only_state(&mut session);
+    assert_eq!(
+        state["value"], "needs-approval",
+        "the main agent's end does not answer its subagent's request: {state}"
+    );
+    // Approved from the tray: the subagent's command runs, and the session is working while
+    // the subagent is, though the main agent's turn has ended.
+    let approve = session.run(&["act", &id, "approve"]);
+    assert!(approve.status.success(), "{approve:?}");
+    model.wait_held(&runtime, 2);
+    assert!(s1.exists(), "the subagent's approved command ran");
+    let state = only_state(&mut session);
+    assert_eq!(state["value"], "working", "{state}");
+    // Its report starts the main agent's next turn, whose end waits for the user.
+    model.release_one();
+    session.wait_listed("the report's turn ends", |r| {
+        r["state"]["value"] == "needs-input"
+    });
+
+    // What Claude Code sent, as the user's own hook saw it: the requests came from the
+    // subagent, the main agent's turns ended while it ran, and its end was a `SubagentStop`.
+    let events = logged_events(&log);
+    let named = |name: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["hook_event_name"] == name)
+            .collect()
+    };
+    let requests = named("PermissionRequest");
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert!(
+        requests.iter().all(|e| e["agent_id"].is_string()),
+        "{requests:#?}"
+    );
+    assert!(named("Stop").iter().all(|e| e["agent_id"].is_null()));
+    assert!(
+        named("Stop")
+            .iter()
+            .any(|e| e["background_tasks"][0]["status"] == "running"),
+        "{events:#?}"
+    );
+    assert_eq!(named("SubagentStop").len(), 1, "{events:#?}");
+}
+
+// Issue 32, "Always allow": the action sends Claude Code's own suggestions back as
+// `updatedPermissions`, its label names all of them, and the next identical call is not asked.
+#[test]
+fn issue_32_always_allow_from_the_tray_and_the_next_call_is_not_asked() {
+    let Some(claude) = claude_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let markers_dir = tempfile::tempdir().unwrap();
+    let markers = markers_dir.path().to_path_buf();
+    let model = serve_model(&runtime, markers.clone());
+    let mut session = prepare_session("always", &claude, &model, &markers);
+    let log = install_with_event_log(&mut session);
+    let settings_path = session.path("home/.claude/settings.json");
+    let installed = std::fs::read(&settings_path).unwrap();
+    launch(&session);
+
+    session.terminal.type_line("make marker-1");
+    let asking = session.wait_listed("needs-approval", |r| {
+        r["state"]["value"] == "needs-approval"
+    });
+    // 2.1.328 suggests, for a command writing outside the project, access to its directory and
+    // the accept-edits mode, both for the session; the label says both.
+    let always = asking["state"]["actions"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["id"] == "always"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no always-allow action: {asking:#}"));
+    let label = always["label"].as_str().unwrap_or_default();
+    assert!(
+        label.starts_with("Always allow (session): accept edits + access to /"),
+        "{always:#}"
+    );
+    let id = asking["endpoint"].as_str().unwrap().to_owned();
+    let act = session.run(&["act", &id, "always"]);
+    assert!(act.status.success(), "{act:?}");
+    session.wait_listed("the turn ends", |r| r["state"]["value"] == "needs-input");
+    assert!(markers.join("marker-1").exists(), "the allowed command ran");
+
+    // The next identical request is not asked: no PermissionRequest, never needs-approval.
+    session.terminal.type_line("make marker-2");
+    session.wait_stops_taken_in(&log, 2, 0);
+    assert!(markers.join("marker-2").exists(), "the second command ran");
+    let state = only_state(&mut session);
+    assert_eq!(state["value"], "needs-input", "{state}");
+    let events = logged_events(&log);
+    let requests: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["hook_event_name"] == "PermissionRequest")
+        .collect();
+    assert_eq!(requests.len(), 1, "only the first call asked: {events:#?}");
+    let second = events
+        .iter()
+        .find(|e| e["hook_event_name"] == "PreToolUse" && e["tool_use_id"] == "toolu_marker-2")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(
+        second["permission_mode"], "acceptEdits",
+        "as the label said"
+    );
+    // Claude Code kept the updates for the session only: nothing was written to its settings,
+    // and our entries (and the user's) are exactly as installed.
+    assert_eq!(std::fs::read(&settings_path).unwrap(), installed);
+    assert!(!session.path("project/.claude/settings.local.json").exists());
+    assert!(!session.path("project/.claude/settings.json").exists());
+}
+
+// Issue 32, "two sessions at once": two Claude Codes of the user in two terminals are two
+// runtimes, each with its own state; answering one's request leaves the other's waiting.
+#[test]
+fn issue_32_two_sessions_at_once_are_two_runtimes_answered_apart() {
+    let Some(claude) = claude_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let markers_dir = tempfile::tempdir().unwrap();
+    let markers = markers_dir.path().to_path_buf();
+    let model = serve_model(&runtime, markers.clone());
+    let mut session = prepare_session("two", &claude, &model, &markers);
+    let install = session.run(&["hooks", "install", "claude-code", "--yes"]);
+    assert!(install.status.success(), "{install:?}");
+    let second = session.second_terminal();
+    launch(&session);
+    launch_in(&session, &second);
+
+    session.terminal.type_line("make marker-a1");
+    second.type_line("make marker-b1");
+    let (a1, b1) = (markers.join("marker-a1"), markers.join("marker-b1"));
+    let asks = |runtime: &Value, marker: &Path| {
+        runtime["state"]["value"] == "needs-approval"
+            && runtime["state"]["detail"] == format!("touch {}", marker.display())
+    };
+    let find = |listed: &[Value], marker: &Path| -> Option<Value> {
+        listed
+            .iter()
+            .find(|r| r["state"]["detail"] == format!("touch {}", marker.display()))
+            .cloned()
+    };
+    let both = session.wait_all_listed("both ask at once", |listed| {
+        listed.len() == 2
+            && listed.iter().any(|r| asks(r, &a1))
+            && listed.iter().any(|r| asks(r, &b1))
+    });
+    let (a, b) = (find(&both, &a1).unwrap(), find(&both, &b1).unwrap());
+    assert_ne!(a["endpoint"], b["endpoint"]);
+    assert_ne!(a["source"]["sessionId"], b["source"]["sessionId"]);
+    assert_ne!(a["pid"], b["pid"]);
+    let (a_id, b_id) = (
+        a["endpoint"].as_str().unwrap().to_owned(),
+        b["endpoint"].as_str().unwrap().to_owned(),
+    );
+
+    // Approve A: A's command runs and its turn ends; B still asks, with its own actions.
+    let approve = session.run(&["act", &a_id, "approve"]);
+    assert!(approve.status.success(), "{approve:?}");
+    let after = session.wait_all_listed("A's turn ends", |listed| {
+        listed.len() == 2
+            && listed
+                .iter()
+                .any(|r| r["endpoint"] == a_id.as_str() && r["state"]["value"] == "needs-input")
+    });
+    assert!(a1.exists(), "A's approved command ran");
+    let b_now = after
+        .iter()
+        .find(|r| r["endpoint"] == b_id.as_str())
+        .unwrap();
+    assert!(asks(b_now, &b1), "B still asks: {b_now:#}");
+    assert!(
+        b_now["state"]["actions"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|a| a["id"] == "approve")),
+        "{b_now:#}"
+    );
+    assert!(!b1.exists(), "A's answer did not touch B");
+    // A's approval cannot be spent on B again, nor B's on A.
+    let again = session.run(&["act", &a_id, "approve"]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+
+    // Deny B: its command never runs, and A is untouched.
+    let deny = session.run(&["act", &b_id, "deny", "--yes"]);
+    assert!(deny.status.success(), "{deny:?}");
+    session.wait_all_listed("B's turn ends after the denial", |listed| {
+        listed.len() == 2 && listed.iter().all(|r| r["state"]["value"] == "needs-input")
+    });
+    assert!(!b1.exists(), "the denied command did not run");
+    drop(second);
+}
+
+// Issue 32: a script's session (`claude -p`) gets no decision from the tray unless the user chose
+// to answer unattended sessions from the tray (`hooks claude-code-unattended on`); then its
+// request waits for the tray like an interactive one, and off again it is denied at once.
+#[test]
+fn issue_32_claude_p_waits_for_the_tray_only_when_the_user_chose_so() {
+    let Some(claude) = claude_or_skip() else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let markers_dir = tempfile::tempdir().unwrap();
+    let markers = markers_dir.path().to_path_buf();
+    let model = serve_model(&runtime, markers.clone());
+    let mut session = prepare_session("unattended", &claude, &model, &markers);
+    let install = session.run(&["hooks", "install", "claude-code", "--yes"]);
+    assert!(install.status.success(), "{install:?}");
+    let chosen = |session: &mut Session| {
+        let status = session.run(&["hooks", "status", "--json"]);
+        let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+        status["agents"][0]["unattendedFromTray"].clone()
+    };
+    assert_eq!(chosen(&mut session), false, "off by default");
+
+    let on = session.run(&["hooks", "claude-code-unattended", "on"]);
+    assert!(on.status.success(), "{on:?}");
+    assert_eq!(chosen(&mut session), true);
+    let status = session.run(&["hooks", "status"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout)
+            .contains("unattended sessions (claude -p) answered from the tray"),
+        "{status:?}"
+    );
+    let mut script = Command::new(session.path("run-claude.sh"))
+        .args(["-p", "make marker-p1"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let p1 = markers.join("marker-p1");
+    let asking = session.wait_listed("the script's request waits for the tray", |r| {
+        r["state"]["value"] == "needs-approval"
+    });
+    assert_eq!(asking["state"]["detail"], format!("touch {}", p1.display()));
+    assert!(script.try_wait().unwrap().is_none(), "the script waits");
+    let id = asking["endpoint"].as_str().unwrap().to_owned();
+    let approve = session.run(&["act", &id, "approve"]);
+    assert!(approve.status.success(), "{approve:?}");
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    let finished = loop {
+        if let Some(status) = script.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the approved script never finished"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(finished.success(), "{:?}", script.wait_with_output());
+    assert!(p1.exists(), "the approved command ran");
+
+    // Off again: denied at once, as without the hooks.
+    let off = session.run(&["hooks", "claude-code-unattended", "off"]);
+    assert!(off.status.success(), "{off:?}");
+    assert_eq!(chosen(&mut session), false);
+    let started = Instant::now();
+    let script = Command::new(session.path("run-claude.sh"))
+        .args(["-p", "make marker-p2"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(script.status.success(), "{script:?}");
+    assert!(
+        started.elapsed() < STEP_TIMEOUT / 2,
+        "claude -p waited: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        !markers.join("marker-p2").exists(),
+        "nobody allowed the script's command"
     );
 }

@@ -73,9 +73,9 @@ impl Agent {
     }
 
     /// True when this event's hook waits for the tray's decision. Claude Code: a permission
-    /// request of an attended session (its terminal dialog is open meanwhile). Codex: only when
-    /// the user chose to answer Codex approvals from the tray, because its prompt waits for the
-    /// hook.
+    /// request of an attended session (its terminal dialog is open meanwhile), or of any session
+    /// when the user chose to answer unattended ones from the tray too. Codex: only when the user
+    /// chose to answer Codex approvals from the tray, because its prompt waits for the hook.
     pub fn waits_for_tray(self, event: &HookEvent) -> bool {
         if !matches!(event.kind, EventKind::PermissionRequest { .. }) {
             return false;
@@ -83,6 +83,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => {
                 claude_code::attended(std::env::var(claude_code::ATTENDED_VAR).ok().as_deref())
+                    || claude_code::UNATTENDED_FROM_TRAY.is_on()
             }
             Agent::Codex => codex::approvals_from_tray(),
         }

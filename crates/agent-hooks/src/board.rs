@@ -5,18 +5,24 @@
 //! The rules, from the events alone (never guessed from a screen):
 //! - a new session is `idle`; a prompt, a tool starting or finishing make it `working`;
 //! - a permission request makes it `needs-approval` with Approve, Deny and, when the agent
-//!   suggests permission updates, "Always allow …"; only a request whose hook waits for the tray
-//!   offers them (an unattended session's is shown without actions);
+//!   suggests permission updates, "Always allow …" (naming every update it sends); only a
+//!   request whose hook waits for the tray offers them (an unattended session's is shown
+//!   without actions);
 //! - the end of a turn, or the agent asking the user, makes it `needs-input`; a failed turn
-//!   makes it `error`;
+//!   makes it `error`; a turn that ends while its subagents still work in the background keeps
+//!   it `working` (they report back to the agent, which goes on by itself);
 //! - a subagent's events never make the session `idle` or `needs-input` (the session is still
-//!   working while its subagent is), and never clear the session's own pending request.
+//!   working while its subagent is);
+//! - while a request waits for the user, only the agent that asked (the session's own agent or
+//!   one subagent; they run at the same time) moves the session on: another one's events change
+//!   neither the state nor the request.
 //!
-//! The terminal answering first: any later event of the session (the tool's `PostToolUse`, a new
-//! prompt, the end of the turn) or the waiting hook ending (Claude Code stops it when the user
-//! says no) means the request was answered there; the pending request is dropped, the hook is
-//! told "no decision", and a late answer from the tray is refused with "already answered in the
-//! terminal". A decision is only ever sent for the request the tray was shown.
+//! The terminal answering first: any later event of the agent that asked (the tool's
+//! `PostToolUse`, a new prompt, the end of the turn) or the waiting hook ending (Claude Code stops
+//! it when the user says no) means the request was answered there; the pending request is
+//! dropped, the hook is told "no decision", and a late answer from the tray is refused with
+//! "already answered in the terminal". A decision is only ever sent for the request the tray was
+//! shown.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -114,6 +120,8 @@ pub enum Refusal {
 struct Pending {
     /// Which request this is, so a hook that ends late cannot clear a newer one.
     seq: u64,
+    /// The subagent that asked, or `None` for the session's own agent: only its events settle it.
+    agent: Option<String>,
     tool: String,
     responder: oneshot::Sender<Decision>,
     suggestions: Option<serde_json::Value>,
@@ -197,21 +205,27 @@ impl Board {
     pub fn apply(&self, event: &HookEvent) {
         let mut inner = self.lock();
         note_transcript(&mut inner, event);
-        let settles = !event.subagent
+        let settles = inner
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.agent == event.subagent)
             && !matches!(
                 event.kind,
                 EventKind::Other | EventKind::SessionStart | EventKind::PermissionRequest { .. }
             );
         let mut settled = false;
-        if settles && inner.pending.take().is_some() {
+        if settles {
             // Dropping the responder tells the waiting hook: no decision from us.
+            inner.pending = None;
             inner.answered_in_terminal = true;
             settled = true;
         }
-        if event.subagent && inner.pending.is_some() {
-            // The session still waits for the user: a subagent's work does not hide the prompt.
+        if inner.pending.is_some() {
+            // The session still waits for the user: another agent's work does not hide the
+            // prompt (and its end does not answer it).
             return;
         }
+        let subagent = event.subagent.is_some();
         let next = match &event.kind {
             EventKind::SessionStart => Some(idle()),
             EventKind::Prompt => Some(working("Thinking", None)),
@@ -219,7 +233,7 @@ impl Board {
             // The tool the terminal allowed has run: say who answered, so a late answer from
             // the tray is told why it is not offered any more.
             EventKind::ToolDone if settled => Some(working(ANSWERED_IN_TERMINAL, None)),
-            EventKind::ToolDone if !event.subagent => Some(working("Thinking", None)),
+            EventKind::ToolDone if !subagent => Some(working("Thinking", None)),
             EventKind::ToolDone => None,
             EventKind::PermissionRequest { tool, detail, .. } => Some(Content {
                 state: AgentState::NeedsApproval,
@@ -227,7 +241,14 @@ impl Board {
                 detail: detail.clone(),
                 actions: Vec::new(),
             }),
-            EventKind::NeedsInput { .. } | EventKind::Failed { .. } if event.subagent => None,
+            EventKind::NeedsInput { .. }
+            | EventKind::Failed { .. }
+            | EventKind::Delegated { .. }
+                if subagent =>
+            {
+                None
+            }
+            EventKind::Delegated { title } => Some(working(title, None)),
             EventKind::NeedsInput { title } => Some(Content {
                 state: AgentState::NeedsInput,
                 title: title
@@ -274,6 +295,7 @@ impl Board {
         inner.answered_in_terminal = false;
         inner.pending = Some(Pending {
             seq,
+            agent: event.subagent.clone(),
             tool: tool.clone(),
             responder,
             suggestions: suggestions.clone(),
@@ -438,7 +460,7 @@ impl Drop for ObserverGuard {
 
 /// A subagent's events may name the subagent's own transcript: only the session's count.
 fn note_transcript(inner: &mut Inner, event: &HookEvent) {
-    if !event.subagent && event.transcript.is_some() {
+    if event.subagent.is_none() && event.transcript.is_some() {
         inner.transcript.clone_from(&event.transcript);
     }
 }
@@ -495,7 +517,7 @@ mod tests {
         HookEvent {
             session_id: "s".into(),
             cwd: PathBuf::from("/w"),
-            subagent: false,
+            subagent: None,
             transcript: None,
             kind,
         }
@@ -586,14 +608,14 @@ mod tests {
         let mut sub = event(EventKind::NeedsInput {
             title: Some("sub done".into()),
         });
-        sub.subagent = true;
+        sub.subagent = Some("a1".into());
         board.apply(&sub);
         let mut sub_tool = event(EventKind::ToolStart {
             tool: "Read".into(),
             title: "Reading".into(),
             detail: None,
         });
-        sub_tool.subagent = true;
+        sub_tool.subagent = Some("a1".into());
         board.apply(&sub_tool);
         assert_eq!(board.content().state, AgentState::NeedsApproval);
         assert_eq!(
@@ -604,5 +626,61 @@ mod tests {
         assert!(waiting.decision.try_recv().is_err());
         board.act("deny", None).unwrap();
         assert_eq!(waiting.decision.try_recv().unwrap(), Decision::Deny);
+    }
+
+    fn from(agent: &str, kind: EventKind) -> HookEvent {
+        HookEvent {
+            subagent: Some(agent.into()),
+            ..event(kind)
+        }
+    }
+
+    // Issue 32: a subagent runs beside the session's own agent; each settles only its own request.
+    #[test]
+    fn only_the_agent_that_asked_settles_its_request() {
+        let board = Board::new();
+        let mut waiting = board
+            .request_approval(&from("a1", permission().kind))
+            .unwrap();
+        // The main agent goes on meanwhile, and its turn ends while the subagent works.
+        board.apply(&event(EventKind::ToolDone));
+        board.apply(&event(EventKind::Delegated {
+            title: "Subagent: Make it".into(),
+        }));
+        board.apply(&from("a2", EventKind::ToolDone));
+        assert_eq!(board.content().state, AgentState::NeedsApproval);
+        assert!(waiting.decision.try_recv().is_err(), "still waiting");
+        // The subagent's own next event: the terminal answered it.
+        board.apply(&from("a1", EventKind::ToolDone));
+        assert!(matches!(
+            waiting.decision.try_recv(),
+            Err(oneshot::error::TryRecvError::Closed)
+        ));
+        assert_eq!(board.content().state, AgentState::Working);
+        assert_eq!(board.content().title, ANSWERED_IN_TERMINAL);
+        assert_eq!(board.act("approve", None), Err(Refusal::AnsweredInTerminal));
+        // The session's own request is settled by the session, not by a subagent.
+        let mut main = board.request_approval(&permission()).unwrap();
+        board.apply(&from("a1", EventKind::ToolDone));
+        assert!(main.decision.try_recv().is_err());
+        board.act("approve", None).unwrap();
+        assert_eq!(main.decision.try_recv().unwrap(), Decision::Allow);
+    }
+
+    #[test]
+    fn a_turn_that_ends_with_subagents_at_work_is_still_working() {
+        let board = Board::new();
+        board.apply(&event(EventKind::Prompt));
+        board.apply(&event(EventKind::Delegated {
+            title: "Subagent: Make it".into(),
+        }));
+        assert_eq!(board.content().state, AgentState::Working);
+        assert_eq!(board.content().title, "Subagent: Make it");
+        // Their report comes back as a new turn, whose end waits for the user.
+        board.apply(&event(EventKind::Prompt));
+        board.apply(&event(EventKind::NeedsInput {
+            title: Some("Done".into()),
+        }));
+        assert_eq!(board.content().state, AgentState::NeedsInput);
     }
 }

@@ -6,8 +6,13 @@
 //! Facts this relies on, checked with the real CLI (2.1.328, see `docs/claude-code.md`):
 //! - every hook gets `session_id`, `cwd`, `hook_event_name` (and `transcript_path`) on stdin;
 //!   tool events add `tool_name` and `tool_input`, `PermissionRequest` adds
-//!   `permission_suggestions`, `Stop` adds `last_assistant_message`, subagents' events add
-//!   `agent_id`;
+//!   `permission_suggestions`, `Stop` adds `last_assistant_message`, and the events of a
+//!   subagent (its tools, its permission requests) add its `agent_id`;
+//! - a subagent (the `Agent` tool) runs in the background: the main agent's turn goes on and
+//!   may end while it works (its `Stop` lists it in `background_tasks` with `"type":
+//!   "subagent"`, `"status": "running"`); the subagent's end is `SubagentStop` (never `Stop`), and
+//!   its report comes back to the main agent as a new turn (`UserPromptSubmit` with a
+//!   `<task-notification>`);
 //! - hooks run as `sh -c <command>` children of the Claude Code process, whose pid is in
 //!   `CLAUDE_PID`; `CLAUDE_CODE_SESSION_ATTENDED` is `1` in an interactive session and `0` under
 //!   `claude -p`;
@@ -19,8 +24,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::choice::Choice;
 use crate::event::{
-    cap, first_line, valid_session_id, EventKind, HookEvent, DETAIL_CAP, MAX_PATH, TITLE_CAP,
+    cap, first_line, valid_session_id, EventKind, HookEvent, DETAIL_CAP, MAX_PATH, MAX_SESSION_ID,
+    TITLE_CAP,
 };
 use crate::settings::{AgentHooks, HookEntry, HooksError};
 
@@ -84,6 +91,15 @@ pub fn attended(env_value: Option<&str>) -> bool {
     env_value == Some("1")
 }
 
+/// The user's choice to answer unattended sessions' (`claude -p`, sessions other tools run)
+/// permission requests from the tray too: their hook then waits for the tray's answer as an
+/// interactive session's does. Off by default: a script would then wait for a human, where
+/// without a decision Claude Code denies at once and the script goes on.
+pub const UNATTENDED_FROM_TRAY: Choice = Choice {
+    file: "claude-code-unattended-from-tray",
+    text: "Permission requests of unattended Claude Code sessions (claude -p) wait for an answer from Supercode Tray while this file exists.\n",
+};
+
 /// The environment variable [`attended`] reads.
 pub const ATTENDED_VAR: &str = "CLAUDE_CODE_SESSION_ATTENDED";
 /// The environment variable naming the Claude Code process.
@@ -97,7 +113,11 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
     let text = |key: &str| object.get(key).and_then(Value::as_str);
     let session_id = text("session_id").filter(|id| valid_session_id(id))?;
     let cwd = text("cwd").filter(|c| c.len() <= MAX_PATH && c.starts_with('/'))?;
-    let subagent = object.get("agent_id").is_some_and(|a| !a.is_null());
+    let subagent = object
+        .get("agent_id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(|id| cap(id, MAX_SESSION_ID));
     let tool = || cap(text("tool_name").unwrap_or("a tool"), TITLE_CAP);
     let input = object.get("tool_input");
     let kind = match text("hook_event_name")? {
@@ -136,12 +156,15 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
             },
             _ => EventKind::Other,
         },
-        "Stop" => EventKind::NeedsInput {
-            title: text("last_assistant_message")
-                .and_then(|m| first_line(m, TITLE_CAP))
-                .or_else(|| {
-                    text("transcript_path").and_then(|p| last_assistant_text(Path::new(p)))
-                }),
+        "Stop" => match delegated(object.get("background_tasks")) {
+            Some(title) => EventKind::Delegated { title },
+            None => EventKind::NeedsInput {
+                title: text("last_assistant_message")
+                    .and_then(|m| first_line(m, TITLE_CAP))
+                    .or_else(|| {
+                        text("transcript_path").and_then(|p| last_assistant_text(Path::new(p)))
+                    }),
+            },
         },
         "StopFailure" => EventKind::Failed {
             reason: ["error", "reason", "message"]
@@ -166,6 +189,32 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
             .map(PathBuf::from),
         kind,
     })
+}
+
+/// What the subagents still running in the background do, from a `Stop`'s `background_tasks`,
+/// or `None` when none runs. Only subagents count: they report back to the main agent when they
+/// end, so the session goes on by itself. A background shell (a dev server) may never end and
+/// does not come back, so with only those the session waits for the user.
+fn delegated(tasks: Option<&Value>) -> Option<String> {
+    let running: Vec<&Value> = tasks?
+        .as_array()?
+        .iter()
+        .filter(|t| t.get("type").and_then(Value::as_str) == Some("subagent"))
+        .filter(|t| t.get("status").and_then(Value::as_str) == Some("running"))
+        .collect();
+    match running.as_slice() {
+        [] => None,
+        [one] => Some(
+            one.get("description")
+                .and_then(Value::as_str)
+                .and_then(|d| first_line(d, TITLE_CAP))
+                .map_or_else(
+                    || "1 subagent at work".to_owned(),
+                    |d| cap(&format!("Subagent: {d}"), TITLE_CAP),
+                ),
+        ),
+        many => Some(format!("{} subagents at work", many.len())),
+    }
 }
 
 /// The largest part of a transcript read, from its end: the last assistant message is near it.
@@ -216,30 +265,66 @@ fn tool_detail(input: Option<&Value>) -> Option<String> {
     .map(|text| cap(text, DETAIL_CAP))
 }
 
-/// "Always allow …" from Claude Code's first suggestion, in its own words where it has them.
+/// "Always allow …" saying everything the suggestions do, since all of them are sent back: where
+/// it lasts (`session`, or the settings it is saved in), then each mode (`accept edits`), rule
+/// (`Bash(touch:*)`) and directory (`access to /w`), broadest first because clients cap labels
+/// (64 characters). 2.1.328 suggests, for a command writing outside the project, a directory
+/// *and* the accept-edits mode: a label naming only the directory would hide the mode change.
 fn always_label(suggestions: &Value) -> String {
-    let first = suggestions.as_array().and_then(|a| a.first());
-    let rule = first
-        .and_then(|s| s.get("rules"))
-        .and_then(Value::as_array)
-        .and_then(|r| r.first());
-    let directories = first
-        .and_then(|s| s.get("directories"))
-        .and_then(Value::as_array)
-        .and_then(|d| d.first())
-        .and_then(Value::as_str);
-    let text = if let Some(rule) = rule {
-        let tool = rule.get("toolName").and_then(Value::as_str).unwrap_or("it");
-        match rule.get("ruleContent").and_then(Value::as_str) {
-            Some(content) => format!("Always allow {tool}({content})"),
-            None => format!("Always allow {tool}"),
+    let (mut modes, mut rules, mut dirs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lasts: Vec<&str> = Vec::new();
+    for suggestion in suggestions.as_array().into_iter().flatten() {
+        let field = |key: &str| suggestion.get(key).and_then(Value::as_str);
+        let list = |key: &str| {
+            suggestion
+                .get(key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        match field("type") {
+            Some("setMode") => modes.push(match field("mode") {
+                Some("acceptEdits") => "accept edits".to_owned(),
+                Some(mode) => format!("{mode} mode"),
+                None => "a mode".to_owned(),
+            }),
+            Some("addRules" | "replaceRules") => {
+                for rule in list("rules") {
+                    let tool = rule.get("toolName").and_then(Value::as_str).unwrap_or("it");
+                    rules.push(match rule.get("ruleContent").and_then(Value::as_str) {
+                        Some(content) => format!("{tool}({content})"),
+                        None => tool.to_owned(),
+                    });
+                }
+            }
+            Some("addDirectories") => {
+                for dir in list("directories") {
+                    if let Some(dir) = dir.as_str() {
+                        dirs.push(format!("access to {dir}"));
+                    }
+                }
+            }
+            Some(other) => rules.push(other.to_owned()),
+            None => continue,
         }
-    } else if let Some(dir) = directories {
-        format!("Always allow access to {dir}")
-    } else {
+        let lasts_for = match field("destination") {
+            Some("session") | None => "session",
+            Some("localSettings") => "this project, local",
+            Some("projectSettings") => "this project",
+            Some("userSettings") => "everywhere",
+            Some(_) => "Claude Code's settings",
+        };
+        if !lasts.contains(&lasts_for) {
+            lasts.push(lasts_for);
+        }
+    }
+    let parts: Vec<String> = modes.into_iter().chain(rules).chain(dirs).collect();
+    let text = if parts.is_empty() {
         "Always allow".to_owned()
+    } else {
+        format!("Always allow ({}): {}", lasts.join(", "), parts.join(" + "))
     };
-    cap(&text, 80)
+    cap(&text, TITLE_CAP)
 }
 
 /// A decision the user made for a `PermissionRequest`.
@@ -330,8 +415,33 @@ mod tests {
         };
         assert_eq!(tool, "Bash");
         assert_eq!(detail.as_deref(), Some("touch x"));
-        assert_eq!(always_label.as_deref(), Some("Always allow access to /w"));
+        assert_eq!(
+            always_label.as_deref(),
+            Some("Always allow (session): access to /w")
+        );
         assert!(suggestions.is_some());
+    }
+
+    // Issue 32: all the suggestions go back, so the label names all of them (2.1.328 suggests a
+    // directory and the accept-edits mode for a command writing outside the project).
+    #[test]
+    fn the_always_label_says_everything_the_suggestions_do() {
+        let label = |suggestions: Value| always_label(&suggestions);
+        assert_eq!(
+            label(json!([
+                {"type": "addDirectories", "directories": ["/tmp/m"], "destination": "session"},
+                {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+            ])),
+            "Always allow (session): accept edits + access to /tmp/m"
+        );
+        assert_eq!(
+            label(
+                json!([{"type": "addRules", "behavior": "allow", "destination": "localSettings",
+                "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}, {"toolName": "Read"}]}])
+            ),
+            "Always allow (this project, local): Bash(npm test:*) + Read"
+        );
+        assert_eq!(label(json!([])), "Always allow");
     }
 
     #[test]
@@ -408,6 +518,51 @@ mod tests {
         std::os::unix::fs::symlink(&transcript, &link).unwrap();
         assert_eq!(last_assistant_text(&link), None, "a link is not followed");
         assert_eq!(last_assistant_text(Path::new("relative.jsonl")), None);
+    }
+
+    // As 2.1.328 sends them (issue 32): a subagent's events carry its id; the main agent's
+    // `Stop` lists the subagents still running in the background.
+    #[test]
+    fn subagents_events_name_them_and_a_stop_while_they_run_is_not_the_end() {
+        let request = parse(&json!({
+            "session_id": "s", "cwd": "/w", "hook_event_name": "PermissionRequest",
+            "agent_id": "a3391a16c2db666c6", "agent_type": "general-purpose",
+            "tool_name": "Bash", "tool_input": {"command": "touch x"}
+        }))
+        .unwrap();
+        assert_eq!(request.subagent.as_deref(), Some("a3391a16c2db666c6"));
+        let stop = |tasks: Value| {
+            parse(&json!({
+                "session_id": "s", "cwd": "/w", "hook_event_name": "Stop",
+                "last_assistant_message": "Started it.", "background_tasks": tasks
+            }))
+            .unwrap()
+        };
+        let running = json!({"id": "a1", "type": "subagent", "status": "running",
+            "description": "Make marker-s1", "agent_type": "general-purpose"});
+        let event = stop(json!([running]));
+        assert_eq!(event.subagent, None);
+        assert_eq!(
+            event.kind,
+            EventKind::Delegated {
+                title: "Subagent: Make marker-s1".into()
+            }
+        );
+        assert_eq!(
+            stop(json!([running, running])).kind,
+            EventKind::Delegated {
+                title: "2 subagents at work".into()
+            }
+        );
+        // A background shell (a dev server) does not report back; a finished subagent is done.
+        let shell = json!({"id": "b1", "type": "shell", "status": "running"});
+        let done = json!({"id": "a1", "type": "subagent", "status": "completed"});
+        assert_eq!(
+            stop(json!([shell, done])).kind,
+            EventKind::NeedsInput {
+                title: Some("Started it.".into())
+            }
+        );
     }
 
     #[test]

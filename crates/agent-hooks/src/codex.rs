@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::choice::Choice;
 use crate::claude_code::{self, Decision, PERMISSION_HOOK_TIMEOUT_SECS, QUICK_HOOK_TIMEOUT_SECS};
 use crate::event::{first_line, EventKind, HookEvent, TITLE_CAP};
 use crate::settings::{AgentHooks, HookEntry, HooksError};
@@ -150,49 +151,20 @@ pub fn codex_process(start: u32) -> Option<u32> {
 /// (`$XDG_CONFIG_HOME/supercode-tray/codex-approvals-from-tray`, else under `~/.config`) whose
 /// presence means yes. The hook reads it for each `PermissionRequest`, so turning it on or off
 /// needs no change to the hooks (which would make Codex ask to review them again).
-pub fn approvals_setting_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(|h| PathBuf::from(h).join(".config"))
-        })?;
-    Some(
-        base.join("supercode-tray")
-            .join("codex-approvals-from-tray"),
-    )
-}
+pub const APPROVALS_FROM_TRAY: Choice = Choice {
+    file: "codex-approvals-from-tray",
+    text: "Codex approvals wait for an answer from Supercode Tray while this file exists.\n",
+};
 
 /// True when the user chose to answer Codex approvals from the tray: the setting's file is a
 /// regular file of the user's own (a link or another user's file does not count).
 pub fn approvals_from_tray() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    approvals_setting_path()
-        .and_then(|p| std::fs::symlink_metadata(p).ok())
-        .is_some_and(|m| m.is_file() && m.uid() == live_runtime::effective_uid())
+    APPROVALS_FROM_TRAY.is_on()
 }
 
 /// Turns the setting on or off.
 pub fn set_approvals_from_tray(on: bool) -> std::io::Result<PathBuf> {
-    let path = approvals_setting_path()
-        .ok_or_else(|| std::io::Error::other("no home directory: set HOME"))?;
-    if on {
-        let dir = path.parent().expect("the setting has a directory");
-        std::fs::create_dir_all(dir)?;
-        live_runtime::owned_file::write_atomically(
-            dir,
-            "codex-approvals-from-tray",
-            b"Codex approvals wait for an answer from Supercode Tray while this file exists.\n",
-        )?;
-    } else {
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(path)
+    APPROVALS_FROM_TRAY.set(on)
 }
 
 /// The messages of one line of a Codex rollout: what its terminal shows of the conversation.

@@ -29,8 +29,9 @@ pub struct HookEvent {
     pub session_id: String,
     /// The session's working directory (absolute).
     pub cwd: PathBuf,
-    /// True when the event comes from a subagent of the session, not the session itself.
-    pub subagent: bool,
+    /// The subagent the event comes from (its id, capped), or `None` for the session's own
+    /// (main) agent. A pending request is settled only by events of the agent that asked.
+    pub subagent: Option<String>,
     /// The session's transcript (absolute, from the hook input; read only as
     /// [`crate::transcript`] allows), when the agent names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,6 +69,12 @@ pub enum EventKind {
         suggestions: Option<serde_json::Value>,
         /// A short label for the "always allow" choice, when there are suggestions.
         always_label: Option<String>,
+    },
+    /// The turn ended, but subagents it started still work in the background: the session
+    /// goes on by itself when they report back, so it does not wait for the user yet.
+    Delegated {
+        /// What the subagents do ("Subagent: Fix the tests", "2 subagents at work").
+        title: String,
     },
     /// The agent waits for the user (a turn ended, or it asks a question).
     NeedsInput {

@@ -20,6 +20,8 @@
 //! - [`codex`]: everything that is Codex's own (its hooks file, its trust records, its decision
 //!   output, how to find its process, the "answer Codex approvals from the tray" setting).
 //! - [`agent`]: the one switch between the agents, for the hook and the CLI.
+//! - [`choice`]: the user's on/off choices of what the hooks wait for (files in our config
+//!   directory).
 //! - [`board`]: the session's status from its events, and its pending permission request.
 //! - [`server`]: the status API on loopback, and the session's page that `attach` opens.
 //! - [`transcript`]: the conversation so far, read safely from the session's transcript.
@@ -30,6 +32,7 @@
 pub mod agent;
 pub mod board;
 pub mod channel;
+pub mod choice;
 pub mod claude_code;
 pub mod codex;
 pub mod event;

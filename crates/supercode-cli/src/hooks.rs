@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_hooks::agent::Agent;
-use agent_hooks::codex;
 use agent_hooks::settings::{HooksStatus, Plan};
+use agent_hooks::{claude_code, codex};
 use supercode_core::view::{AgentConnection, CodingAgentView, HooksChange};
 
 use crate::CliError;
@@ -63,6 +63,13 @@ pub enum HooksCommand {
     /// Answer Codex's approvals from the tray (on), or in Codex's terminal only (off, the
     /// default). On, Codex waits for the tray before showing its own prompt.
     CodexApprovals {
+        /// On or off.
+        switch: Switch,
+    },
+    /// Answer the permission requests of unattended Claude Code sessions (`claude -p`, sessions
+    /// other tools run) from the tray too (on), or let Claude Code deny them at once as without
+    /// the hooks (off, the default: a script would otherwise wait for a human).
+    ClaudeCodeUnattended {
         /// On or off.
         switch: Switch,
     },
@@ -142,6 +149,24 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
             }
             Ok(())
         }
+        HooksCommand::ClaudeCodeUnattended { switch } => {
+            let on = switch == Switch::On;
+            let path = claude_code::UNATTENDED_FROM_TRAY
+                .set(on)
+                .map_err(|source| CliError::Io {
+                    what: "could not change the setting",
+                    source,
+                })?;
+            if on {
+                println!(
+                    "Permission requests of unattended Claude Code sessions (claude -p) wait for your answer in the tray ({}); a script waits meanwhile.",
+                    path.display()
+                );
+            } else {
+                println!("Unattended Claude Code sessions (claude -p) get no answer from the tray: Claude Code denies their permission requests at once, as without the hooks.");
+            }
+            Ok(())
+        }
         HooksCommand::Status { json } => {
             let mut statuses = Vec::new();
             for agent in Agent::ALL {
@@ -191,6 +216,9 @@ fn print_status(statuses: &[(HooksStatus, Option<codex::Trust>, CodingAgentView)
             .map(|(status, trust, view)| {
                 let mut value = serde_json::to_value(status).expect("status serializes");
                 value["view"] = serde_json::to_value(view).expect("a view serializes");
+                if status.agent == claude_code::AGENT {
+                    value["unattendedFromTray"] = claude_code::UNATTENDED_FROM_TRAY.is_on().into();
+                }
                 if let Some(trust) = trust {
                     value["trust"] = serde_json::to_value(trust).expect("trust serializes");
                     value["approvalsFromTray"] = codex::approvals_from_tray().into();
@@ -219,6 +247,12 @@ fn print_status(statuses: &[(HooksStatus, Option<codex::Trust>, CodingAgentView)
             && codex::approvals_from_tray()
         {
             state.push_str("; approvals answered from the tray");
+        }
+        if status.agent == claude_code::AGENT
+            && view.connection != AgentConnection::NotConnected
+            && claude_code::UNATTENDED_FROM_TRAY.is_on()
+        {
+            state.push_str("; unattended sessions (claude -p) answered from the tray");
         }
         println!("{agent:<12} {state}  ({})", status.settings.display());
     }

@@ -28,7 +28,7 @@ fn event(kind: EventKind) -> HookEvent {
     HookEvent {
         session_id: "sess-1".into(),
         cwd: PathBuf::from("/work/project"),
-        subagent: false,
+        subagent: None,
         transcript: None,
         kind,
     }

@@ -45,7 +45,7 @@ fn event(transcript: Option<PathBuf>, kind: EventKind) -> HookEvent {
     HookEvent {
         session_id: "sess-page".into(),
         cwd: PathBuf::from("/work/project"),
-        subagent: false,
+        subagent: None,
         transcript,
         kind,
     }
@@ -204,7 +204,7 @@ async fn a_linked_transcript_is_refused_and_a_subagent_cannot_repoint_it() {
 
     served.board.apply(&event(Some(real), EventKind::Prompt));
     let mut sub = event(Some(other), EventKind::ToolDone);
-    sub.subagent = true;
+    sub.subagent = Some("a1".into());
     served.board.apply(&sub);
     let body = conversation(&served).await;
     assert_eq!(body["messages"][0]["text"], "from the session");
