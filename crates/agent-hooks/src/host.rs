@@ -183,7 +183,7 @@ async fn note_failed_turn(board: &Board, config: &HostConfig, failed: fn(&str) -
         board.apply(&HookEvent {
             session_id: config.session_id.clone(),
             cwd: config.cwd.clone(),
-            subagent: false,
+            subagent: None,
             transcript: None,
             kind: EventKind::Failed { reason },
         });

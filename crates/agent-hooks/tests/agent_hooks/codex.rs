@@ -46,7 +46,7 @@ async fn conversation(path: PathBuf) -> Value {
     board.apply(&HookEvent {
         session_id: "019a-codex".into(),
         cwd: PathBuf::from("/work/project"),
-        subagent: false,
+        subagent: None,
         transcript: Some(path),
         kind: EventKind::Prompt,
     });
