@@ -77,7 +77,8 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 pub const FAILURES_BEFORE_NOT_ANSWERING: u32 = 3;
 /// Least time between two states one runtime shows (latest wins): ten a second is as fast as a
 /// person can follow and keeps a runtime sending 10,000 changes a second from costing more than
-/// ten snapshots a second, while a single change still shows at once.
+/// twenty snapshots a second, while a single change still shows at once, and so does the
+/// moment an agent comes to need you.
 pub const PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
 /// Least time between two alerts (notifications) for one runtime. An entry into a state that
 /// needs the user inside it is told when it ends, if the runtime is still in such a state: a
@@ -500,6 +501,8 @@ struct Subscription {
     /// When the pending `view` is shown, if it is not yet.
     flush_at: Option<Instant>,
     last_flush: Option<Instant>,
+    /// When a state that needs you was last shown ahead of the publish interval.
+    last_asked: Option<Instant>,
     /// The state shown last (to tell an entry into a state from a change within it).
     shown_state: AgentState,
     /// An entry into a needs-you or trouble state (or a new question) not yet alerted.
@@ -545,6 +548,7 @@ impl Subscription {
             view: AgentStateView::unknown(),
             flush_at: None,
             last_flush: None,
+            last_asked: None,
             shown_state: AgentState::Unknown,
             alert_pending: false,
             alerted: None,
@@ -665,13 +669,22 @@ impl Subscription {
     }
 
     /// Sets what to show: at once if the last showing is a publish interval old, else at the
-    /// end of that interval (latest wins).
+    /// end of that interval (latest wins). An agent that has just come to need you is shown at
+    /// once all the same (a tool's start is often followed within milliseconds by its approval
+    /// prompt, which must not wait), once an interval: a runtime that alternates states still
+    /// shows at most two of them an interval.
     fn show(&mut self, view: AgentStateView) {
-        self.view = view;
         let now = Instant::now();
+        let interval = self.options.publish_interval;
+        let asks = view.value.needs_you() && !self.shown_state.needs_you();
+        self.view = view;
         match self.last_flush {
-            Some(last) if now < last + self.options.publish_interval => {
-                self.flush_at = Some(last + self.options.publish_interval);
+            Some(_) if asks && self.last_asked.is_none_or(|at| now >= at + interval) => {
+                self.last_asked = Some(now);
+                self.flush_now();
+            }
+            Some(last) if now < last + interval => {
+                self.flush_at = Some(last + interval);
             }
             _ => self.flush_now(),
         }

@@ -594,6 +594,35 @@ async fn a_runtime_flooding_its_stream_with_blank_lines_stalls_no_other_runtime(
     );
 }
 
+// Issue 32: a tool's start is followed within milliseconds by its approval prompt, and the
+// publish interval (which coalesces a runtime's changes) must not hold the prompt back. With an
+// interval of seconds, the prompt that comes right after `working` was shown still shows at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_comes_to_need_you_is_shown_at_once_within_the_publish_interval() {
+    const INTERVAL: Duration = Duration::from_secs(3);
+    let fixture = Fixture::new();
+    let options = AgentOptions {
+        publish_interval: INTERVAL,
+        ..quick()
+    };
+    let (_core, _watch, mut events) = watched(&fixture, options);
+    let runtime = start_paced(&fixture, "asker", Scenario::Approval, CUED).await;
+    let endpoint = runtime.endpoint();
+    wait_state(&mut events, &endpoint, AgentState::Working).await;
+    let asked = Instant::now();
+    runtime.server.cue().expect("working moves on when cued");
+    let (shown, _) = tokio::task::block_in_place(|| {
+        events.wait_for_snapshot("the prompt shown", TIMEOUT, |s| {
+            state_of(s, &endpoint).is_some_and(|(v, _)| v == AgentState::NeedsApproval)
+        })
+    });
+    let latency = shown.saturating_duration_since(asked);
+    assert!(
+        latency < INTERVAL / 2,
+        "the prompt showed {latency:?} after it was asked, held back by the publish interval"
+    );
+}
+
 // Regression (issue 29), the attacker's own runtime: a raw socket that answers the stream with a
 // `Content-Length` of a terabyte and then nothing but blank lines, no document ever. Each attempt
 // is cut at the budget of bytes without a document, and after three the runtime is shown
