@@ -385,7 +385,7 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
     };
     if record.status == LiveRuntimeStatus::Running {
         return Err(Refusal::AlreadyRunning {
-            name: display_name(Some(&record), None),
+            name: display_name(Some(record), None),
         }
         .into());
     }
@@ -393,7 +393,7 @@ pub fn plan(locations: &Locations, id: &str) -> Result<RevivePlan, CoreError> {
         LiveRuntimeSupervisor::LaunchCommand { argv, cwd, env } if !argv.is_empty() => {
             resolve(Recorded {
                 id,
-                name: display_name(Some(&record), None),
+                name: display_name(Some(record), None),
                 argv,
                 cwd,
                 env,
