@@ -114,8 +114,10 @@ export async function startPanel({ stateDir, artifactsDir, fileSlug }) {
   await mkdir(join(config, 'xfce4', 'xfconf', 'xfce-perchannel-xml'), { recursive: true });
   await writeFile(join(config, 'xfce4', 'xfconf', 'xfce-perchannel-xml', 'xfce4-panel.xml'), PANEL_XML);
   const panelEnv = { ...process.env, XDG_CONFIG_HOME: config, XDG_CACHE_HOME: join(stateDir, 'panel-cache'), XDG_DATA_HOME: join(stateDir, 'panel-data') };
+  // The previous file's panel and xfconfd have been stopped, but the bus may release their
+  // names late; an xfconfd still serving then would hand this panel another configuration.
   await waitForBusNameReleased(WATCHER);
-  if (await nameHasOwner(XFCONF)) throw new Error(`${XFCONF} is already owned on this session bus: the panel would read another configuration`);
+  await waitForBusNameReleased(XFCONF);
   // Started here, not D-Bus-activated: an activated xfconfd would get the bus daemon's
   // environment and serve the configuration of whoever started the session.
   await startProcess('xfconfd', XFCONFD, [], { env: panelEnv, logPath: join(artifactsDir, `${fileSlug}--xfconfd.stderr.log`) });

@@ -184,7 +184,16 @@ export function runningProcesses() {
 
 /** Stops every process started here that is still running (used between tests and on exit). */
 export async function stopAllProcesses() {
-  await Promise.all([...running].map((proc) => proc.stop()));
+  await stopInReverse([...running]);
+}
+
+/**
+ * Stops `procs` (in the order they were started) the last started first, each gone before the
+ * next: a process may use one started before it while it exits (xfce4-panel saves to xfconfd),
+ * and one stopped under it would be D-Bus-activated again, outliving the test file.
+ */
+export async function stopInReverse(procs) {
+  for (const proc of [...procs].reverse()) await proc.stop();
 }
 
 /** The state letter and process group of `pid` from /proc, or undefined once it is gone. */

@@ -43,6 +43,7 @@ import {
   startDemoRuntime,
   startTauriDriver,
   stopAllProcesses,
+  stopInReverse,
   stopPids,
   waitForBusNameReleased,
 } from './processes.mjs';
@@ -341,7 +342,7 @@ async function main() {
       }
     }
     await driver.proc.stop();
-    await Promise.all(fileProcesses.map((p) => p.stop()));
+    await stopInReverse(fileProcesses);
     await rm(stateDir, { recursive: true, force: true });
   }
 
