@@ -77,8 +77,8 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
 pub const FAILURES_BEFORE_NOT_ANSWERING: u32 = 3;
 /// Least time between two states one runtime shows (latest wins): ten a second is as fast as a
 /// person can follow and keeps a runtime sending 10,000 changes a second from costing more than
-/// twenty snapshots a second, while a single change still shows at once, and so does the
-/// moment an agent comes to need you.
+/// ten snapshots a second, while a single change still shows at once, and so does the moment an
+/// agent comes to need you (see `Subscription::show`).
 pub const PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
 /// Least time between two alerts (notifications) for one runtime. An entry into a state that
 /// needs the user inside it is told when it ends, if the runtime is still in such a state: a
@@ -500,9 +500,9 @@ struct Subscription {
     view: AgentStateView,
     /// When the pending `view` is shown, if it is not yet.
     flush_at: Option<Instant>,
-    last_flush: Option<Instant>,
-    /// When a state that needs you was last shown ahead of the publish interval.
-    last_asked: Option<Instant>,
+    /// When the next showing is due by the publish interval: each showing moves it one interval
+    /// past the later of itself and the showing's time.
+    due: Option<Instant>,
     /// The state shown last (to tell an entry into a state from a change within it).
     shown_state: AgentState,
     /// An entry into a needs-you or trouble state (or a new question) not yet alerted.
@@ -547,8 +547,7 @@ impl Subscription {
             latest: None,
             view: AgentStateView::unknown(),
             flush_at: None,
-            last_flush: None,
-            last_asked: None,
+            due: None,
             shown_state: AgentState::Unknown,
             alert_pending: false,
             alerted: None,
@@ -668,23 +667,22 @@ impl Subscription {
         self.latest = Some(latest);
     }
 
-    /// Sets what to show: at once if the last showing is a publish interval old, else at the
-    /// end of that interval (latest wins). An agent that has just come to need you is shown at
-    /// once all the same (a tool's start is often followed within milliseconds by its approval
-    /// prompt, which must not wait), once an interval: a runtime that alternates states still
-    /// shows at most two of them an interval.
+    /// Sets what to show: at once if the next showing is due, else when it is (latest wins).
+    /// An agent that has just come to need you may be shown up to one interval early (a tool's
+    /// start is often followed within milliseconds by its approval prompt, which must not
+    /// wait); the showing after it waits that much longer, so over any stretch of time a runtime
+    /// is still shown at most once an interval, and one more.
     fn show(&mut self, view: AgentStateView) {
-        let now = Instant::now();
-        let interval = self.options.publish_interval;
         let asks = view.value.needs_you() && !self.shown_state.needs_you();
         self.view = view;
-        match self.last_flush {
-            Some(_) if asks && self.last_asked.is_none_or(|at| now >= at + interval) => {
-                self.last_asked = Some(now);
-                self.flush_now();
-            }
-            Some(last) if now < last + interval => {
-                self.flush_at = Some(last + interval);
+        let early = if asks {
+            self.options.publish_interval
+        } else {
+            Duration::ZERO
+        };
+        match self.due {
+            Some(due) if due.saturating_duration_since(Instant::now()) > early => {
+                self.flush_at = Some(due);
             }
             _ => self.flush_now(),
         }
@@ -692,7 +690,8 @@ impl Subscription {
 
     fn flush_now(&mut self) {
         self.flush_at = None;
-        self.last_flush = Some(Instant::now());
+        let now = Instant::now();
+        self.due = Some(self.due.map_or(now, |due| due.max(now)) + self.options.publish_interval);
         let view = self.view.clone();
         let changed = self.inner.update(&self.endpoint, self.task, |entry| {
             let changed = entry.shown != view;
