@@ -54,10 +54,11 @@ pub fn notification(state: AgentState, alert: &AlertText<'_>) -> Option<Notice> 
         Some(title) if !title.is_empty() => format!("{name}: {title}"),
         _ => name.to_owned(),
     };
-    let detail = alert
-        .detail
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| capped(d.trim(), DETAIL_CHARS));
+    let detail = alert.detail.filter(|d| !d.trim().is_empty()).map(|d| {
+        let mut detail = d.trim().to_owned();
+        supercode_core::text::cut(&mut detail, DETAIL_CHARS);
+        detail
+    });
     let (heading, body) = match state {
         AgentState::NeedsApproval => {
             let todo = if alert.actionable {
@@ -115,18 +116,6 @@ pub fn runtime_died(name: &str, revivable: bool) -> Notice {
     Notice {
         heading: "Runtime stopped",
         body,
-    }
-}
-
-/// `text` cut to `max` characters, with `…` when cut.
-fn capped(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some(_) => text
-            .chars()
-            .take(max - 1)
-            .chain(std::iter::once('\u{2026}'))
-            .collect(),
-        None => text.to_owned(),
     }
 }
 

@@ -524,14 +524,9 @@ fn action_entry(id: &str, action: &AgentActionView, revision: u64) -> Entry {
 /// A runtime's name as a menu line shows it: at most [`RUNTIME_NAME_CHARS`] characters, cut
 /// with `…`, so what follows it in the line (its state) is never what the cap cuts.
 fn short_name(name: &str) -> String {
-    match name.char_indices().nth(RUNTIME_NAME_CHARS) {
-        Some(_) => name
-            .chars()
-            .take(RUNTIME_NAME_CHARS - 1)
-            .chain(std::iter::once('\u{2026}'))
-            .collect(),
-        None => name.to_owned(),
-    }
+    let mut name = name.to_owned();
+    supercode_core::text::cut(&mut name, RUNTIME_NAME_CHARS);
+    name
 }
 
 /// `text` as a menu shows it verbatim: control and bidirectional characters as visible `\u{..}`
@@ -539,15 +534,8 @@ fn short_name(name: &str) -> String {
 /// as written, never reordered), at most `max` characters with `…` when cut, and `&` doubled,
 /// since the platform menus read a single `&` as a mnemonic marker.
 pub fn menu_text(text: &str, max: usize) -> String {
-    let clean: Vec<char> = supercode_core::text::visible(text).chars().collect();
-    let kept: String = if clean.len() > max {
-        clean[..max.saturating_sub(1)]
-            .iter()
-            .chain(std::iter::once(&'\u{2026}'))
-            .collect()
-    } else {
-        clean.into_iter().collect()
-    };
+    let mut kept = supercode_core::text::visible(text).into_owned();
+    supercode_core::text::cut(&mut kept, max);
     kept.replace('&', "&&")
 }
 

@@ -76,6 +76,20 @@ pub fn visible_lines(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Cuts `text` to `max` characters, the last of them `…`, when it is longer: how every text the
+/// tray shows is capped (a status document's fields, a notification's detail, a menu line).
+pub fn cut(text: &mut String, max: usize) {
+    if text.char_indices().nth(max).is_none() {
+        return;
+    }
+    let keep = text
+        .char_indices()
+        .nth(max.saturating_sub(1))
+        .map_or(text.len(), |(at, _)| at);
+    text.truncate(keep);
+    text.push('\u{2026}');
+}
+
 /// `text` in double quotes, with `"` and `\` escaped and every hidden control [`visible`], so
 /// where it starts and ends is plain: `a "b"` shows as `"a \"b\""`.
 pub fn quoted(text: &str) -> String {
@@ -132,6 +146,19 @@ mod tests {
 
     /// Every character a terminal acts on, and the text it hides in.
     const HOSTILE: &str = "a\u{1b}[2J\rb\nc\td\u{7}\u{7f}\u{85}\u{9b}31m\u{202e}e\u{2066}f\u{2069}\u{200f}\u{61c}\u{2028}g";
+
+    #[test]
+    fn cut_keeps_a_short_text_and_ends_a_long_one_with_an_ellipsis_within_the_cap() {
+        let cut_to = |text: &str, max| {
+            let mut text = text.to_owned();
+            cut(&mut text, max);
+            text
+        };
+        assert_eq!(cut_to("abc", 3), "abc");
+        assert_eq!(cut_to("abcd", 3), "ab\u{2026}");
+        assert_eq!(cut_to("ééééé", 4), "ééé\u{2026}");
+        assert_eq!(cut_to("ééééé", 4).chars().count(), 4);
+    }
 
     #[test]
     fn every_control_and_bidi_character_is_shown_as_an_escape_and_the_rest_as_it_is() {

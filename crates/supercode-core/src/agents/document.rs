@@ -176,20 +176,8 @@ pub fn clean(text: &str, multiline: bool, cap: usize) -> String {
             out.push(c);
         }
     }
-    cap_chars(out, cap)
-}
-
-fn cap_chars(text: String, cap: usize) -> String {
-    match text.char_indices().nth(cap) {
-        None => text,
-        Some(_) => {
-            let keep = text
-                .char_indices()
-                .nth(cap.saturating_sub(1))
-                .map_or(text.len(), |(at, _)| at);
-            format!("{}…", &text[..keep])
-        }
-    }
+    crate::text::cut(&mut out, cap);
+    out
 }
 
 /// An optional string field: absent, `null` and `""` (after cleaning) are all `None`; any other
