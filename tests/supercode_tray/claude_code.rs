@@ -30,7 +30,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::terminal::{have_tmux, processes_running, Terminal};
+use crate::terminal::{attach_link, have_tmux, processes_running, Terminal};
 use serde_json::{json, Value};
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
@@ -615,20 +615,7 @@ fn attach_shows_the_conversation(
     id: &str,
     marker: &Path,
 ) {
-    use std::io::BufRead;
-    let mut attach = session
-        .command(&["attach", id, "--no-open"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    std::io::BufReader::new(attach.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
-    let url = url.trim().to_owned();
-    assert!(url.contains("/__attach/"), "first line is the URL: {url:?}");
-    let origin = url[..url.find("/__attach/").unwrap()].to_owned();
+    let (mut attach, url, origin) = attach_link(session.command(&["attach", id, "--no-open"]));
     let (page, csp, conversation) = runtime.block_on(async {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -700,11 +687,7 @@ fn attach_shows_the_conversation(
 
 #[test]
 fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the_tray() {
-    let (Some(claude), true) = (claude_binary(), have_tmux()) else {
-        let why =
-            "the pinned Claude Code CLI or tmux is missing; run scripts/install-deps.sh --test";
-        assert!(std::env::var_os(crate::REQUIRE_AGENTS).is_none(), "{why}");
-        eprintln!("skipped: {why}");
+    let Some(claude) = claude_or_skip() else {
         return;
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -900,22 +883,7 @@ fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the
 
     // A script's session (`claude -p`) is not held: no decision, so Claude Code denies at once
     // and the script goes on exactly as without the hooks.
-    let started = Instant::now();
-    let script = Command::new(session.path("run-claude.sh"))
-        .args(["-p", "make marker-4"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(script.status.success(), "{script:?}");
-    assert!(
-        started.elapsed() < STEP_TIMEOUT / 2,
-        "claude -p waited: {:?}",
-        started.elapsed()
-    );
-    assert!(
-        !markers.join("marker-4").exists(),
-        "nobody allowed the script's command"
-    );
+    let script = script_denied_at_once(&session, &markers, "marker-4");
     session
         .printed
         .push_str(&String::from_utf8_lossy(&script.stdout));
@@ -994,6 +962,29 @@ fn logged_events(log: &Path) -> Vec<Value> {
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()
+}
+
+/// Runs `claude -p "make MARKER"` as a script does and checks that the script went on as
+/// without the hooks: no decision was waited for, so Claude Code denied the command at once.
+/// Returns what the script printed.
+fn script_denied_at_once(session: &Session, markers: &Path, marker: &str) -> Output {
+    let started = Instant::now();
+    let script = Command::new(session.path("run-claude.sh"))
+        .args(["-p", &format!("make {marker}")])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(script.status.success(), "{script:?}");
+    assert!(
+        started.elapsed() < STEP_TIMEOUT / 2,
+        "claude -p waited: {:?}",
+        started.elapsed()
+    );
+    assert!(
+        !markers.join(marker).exists(),
+        "nobody allowed the script's command"
+    );
+    script
 }
 
 /// Skips (or, under `scripts/test-env.sh`, fails) without the pinned Claude Code and tmux.
@@ -1300,20 +1291,5 @@ fn issue_32_claude_p_waits_for_the_tray_only_when_the_user_chose_so() {
     let off = session.run(&["hooks", "claude-code-unattended", "off"]);
     assert!(off.status.success(), "{off:?}");
     assert_eq!(chosen(&mut session), false);
-    let started = Instant::now();
-    let script = Command::new(session.path("run-claude.sh"))
-        .args(["-p", "make marker-p2"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(script.status.success(), "{script:?}");
-    assert!(
-        started.elapsed() < STEP_TIMEOUT / 2,
-        "claude -p waited: {:?}",
-        started.elapsed()
-    );
-    assert!(
-        !markers.join("marker-p2").exists(),
-        "nobody allowed the script's command"
-    );
+    script_denied_at_once(&session, &markers, "marker-p2");
 }

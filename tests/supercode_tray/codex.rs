@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::terminal::{have_tmux, processes_running, Terminal};
+use crate::terminal::{attach_link, have_tmux, processes_running, Terminal};
 use serde_json::{json, Value};
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
@@ -159,17 +159,21 @@ impl Session {
         self.dir.path().join(sub)
     }
 
-    fn run(&mut self, args: &[&str]) -> Output {
+    /// `supercode-tray ARGS` as this test's user runs it.
+    fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(TRAY);
         command.args(args);
         crate::cli::private_env(&mut command, self.dir.path());
-        let output = command
+        command
             .env("HOME", self.path("home"))
             .env("XDG_RUNTIME_DIR", self.path("run"))
             .env("XDG_CONFIG_HOME", self.path("home/.config"))
-            .env_remove("CODEX_HOME")
-            .output()
-            .unwrap();
+            .env_remove("CODEX_HOME");
+        command
+    }
+
+    fn run(&mut self, args: &[&str]) -> Output {
+        let output = self.command(args).output().unwrap();
         self.printed
             .push_str(&String::from_utf8_lossy(&output.stdout));
         self.printed
@@ -565,25 +569,7 @@ struct Attached {
 
 impl Attached {
     fn open(session: &mut Session, runtime: &tokio::runtime::Runtime, id: &str) -> Self {
-        use std::io::BufRead;
-        let mut command = Command::new(TRAY);
-        command.args(["attach", id, "--no-open"]);
-        crate::cli::private_env(&mut command, session.dir.path());
-        let mut child = command
-            .env("HOME", session.path("home"))
-            .env("XDG_RUNTIME_DIR", session.path("run"))
-            .env("XDG_CONFIG_HOME", session.path("home/.config"))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut url = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
-        let url = url.trim().to_owned();
-        assert!(url.contains("/__attach/"), "first line is the URL: {url:?}");
-        let origin = url[..url.find("/__attach/").unwrap()].to_owned();
+        let (child, url, origin) = attach_link(session.command(&["attach", id, "--no-open"]));
         let cookie = runtime.block_on(async {
             let link = client().get(&url).send().await.unwrap();
             assert_eq!(link.status(), 303);

@@ -1,7 +1,8 @@
 //! A real terminal for the real agents' walks (`claude_code`, `codex`): a private tmux server
 //! with one window the agent runs in, driven as a user types, and read as a user sees it.
 
-use std::process::{Command, Output};
+use std::io::BufRead;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Whether tmux can be run here.
@@ -122,4 +123,22 @@ pub fn processes_running(text: &str) -> Vec<String> {
         })
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect()
+}
+
+/// Starts `command`, an `attach ID --no-open`, and reads the one-time link it prints first:
+/// the process (which serves the link until it is killed), the link and the proxy's origin.
+pub fn attach_link(mut command: Command) -> (Child, String, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let url = url.trim().to_owned();
+    assert!(url.contains("/__attach/"), "first line is the URL: {url:?}");
+    let origin = url[..url.find("/__attach/").unwrap()].to_owned();
+    (child, url, origin)
 }
