@@ -45,16 +45,39 @@ CODEX = os.path.join(ROOT, "tests/codex/node_modules/@openai/codex-linux-x64/ven
 KEY = "sk-ant-api03-bench-key-not-a-secret-0123456789"
 
 
+class StandIn(http.server.BaseHTTPRequestHandler):
+    """What both stand-ins share: quiet, HTTP/1.1, a JSON reply, a request body read as JSON."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def body(self):
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+
+    def send(self, content_type, data):
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def reply(self, obj):
+        self.send("application/json", json.dumps(obj).encode())
+
+
+def serve(handler):
+    """Serves `handler` on a loopback port, in the background; returns the port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1]
+
+
 def standin(config):
     """Serves the stand-in; `config` (calls per turn, the Bash command) may change between runs."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
+    class Handler(StandIn):
         def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            body = self.body()
             if "count_tokens" in self.path:
                 return self.reply({"input_tokens": 1})
             results = sum(
@@ -87,32 +110,17 @@ def standin(config):
                 self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
             self.close_connection = True
 
-        def reply(self, obj):
-            data = json.dumps(obj).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
         def do_GET(self):
             self.reply({})
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server.server_address[1]
+    return serve(Handler)
 
 
 def codex_standin(config):
     """The Responses API: `exec_command` with `true` until the turn has `config["calls"]` outputs."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
+    class Handler(StandIn):
         def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            body = self.body()
             outputs = sum(1 for i in body.get("input") or [] if i.get("type") == "function_call_output")
             tools = [t.get("name") for t in body.get("tools") or []]
             if "exec_command" in tools and outputs < config["calls"]:
@@ -130,41 +138,30 @@ def codex_standin(config):
                 {"type": "response.output_item.done", "output_index": 0, "item": item},
                 {"type": "response.completed", "response": response("completed", [item])},
             ]
-            data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.send("text/event-stream",
+                      "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode())
 
         def do_GET(self):
-            data = json.dumps({"data": [], "models": []}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.reply({"data": [], "models": []})
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server.server_address[1]
+    return serve(Handler)
 
 
 def codex_homes(args, config, work, project, base_env):
     """A Codex home per configuration: the stand-in as the model provider, and its hooks."""
     port = codex_standin(config)
     base_env["STANDIN_API_KEY"] = "sk-proj-bench-key-not-a-secret"
-    config = (f'model = "stand-in"\nmodel_provider = "standin"\n'
-              f'[model_providers.standin]\nname = "Stand-in"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
-              f'wire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n'
-              f'[projects."{project}"]\ntrust_level = "trusted"\n')
+    toml = (f'model = "stand-in"\nmodel_provider = "standin"\n'
+            f'[model_providers.standin]\nname = "Stand-in"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+            f'wire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n'
+            f'[projects."{project}"]\ntrust_level = "trusted"\n')
     true_hook = [{"hooks": [{"type": "command", "command": "true", "timeout": 10}]}]
     homes = {}
     for name in ["none", "two true hooks", "supercode hooks"]:
         home = os.path.join(work, name.replace(" ", "-"))
         os.makedirs(os.path.join(home, ".codex"))
         with open(os.path.join(home, ".codex", "config.toml"), "w") as f:
-            f.write(config)
+            f.write(toml)
         if name == "two true hooks":
             with open(os.path.join(home, ".codex", "hooks.json"), "w") as f:
                 json.dump({"hooks": {"PreToolUse": true_hook, "PostToolUse": true_hook}}, f)
