@@ -9,11 +9,14 @@ one run (issue 32); with `--agent codex`, part 1 for Codex's hooks with the real
 1. Per tool call and per turn. A stand-in of the Messages API (served here) makes each turn N
    sequential Bash calls (`true`, allowed by the settings, so no prompt) and then ends it. Each
    round runs `claude -p` per configuration, in turn, once with `--calls-low` calls and once with
-   `--calls`: no hooks; PreToolUse + PostToolUse running the shell builtin `true`; our hooks
-   (`hooks install claude-code`). Per tool call: the slope between the two turn lengths, minus
-   the no-hooks slope; per turn: what the short turn adds beyond its calls (for us a new session
-   each time: the host's start, SessionStart, UserPromptSubmit, Stop, SessionEnd). Medians over
-   the rounds.
+   `--calls`: no hooks; PreToolUse + PostToolUse running the shell builtin `true` (the issue's
+   yardstick); the same two running the program `/usr/bin/true` (what starting any program
+   costs: the floor for a hook that is a program); our hooks (`hooks install claude-code`).
+   Per tool call: the slope between the two turn lengths, minus the no-hooks slope, as the
+   median of each round's own (paired: the rounds run side by side, so a slow stretch of the
+   machine moves every configuration of its round alike), and from the medians of the turns;
+   per turn: what the short turn adds beyond its calls (for us a new session each time: the
+   host's start, SessionStart, UserPromptSubmit, Stop, SessionEnd).
    Codex: a stand-in of the Responses API makes each turn N sequential `exec_command` calls
    (`true`), run by `codex exec` with approvals and sandbox bypassed (nothing to ask) and hook
    trust bypassed (`--dangerously-bypass-hook-trust`: the hooks are this run's own, in a temp
@@ -35,7 +38,8 @@ one run (issue 32); with `--agent codex`, part 1 for Codex's hooks with the real
    script (the host cannot tell), then left alone: CPU ticks over 10 s, threads and VmRSS. Its
    token goes to the OS keychain when there is a session bus (under scripts/test-env.sh, a
    private one), as a user's does, else to the file store.
-Needs the pinned CLI (scripts/install-deps.sh --test) and a built `supercode-tray`.
+Needs the pinned CLI (scripts/install-deps.sh --test) and a built `supercode-tray` with
+`supercode-tray-hook` beside it.
 """
 import argparse, http.server, json, os, shutil, statistics, subprocess, sys, tempfile, threading, time
 
@@ -156,15 +160,17 @@ def codex_homes(args, config, work, project, base_env):
             f'wire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n'
             f'[projects."{project}"]\ntrust_level = "trusted"\n')
     true_hook = [{"hooks": [{"type": "command", "command": "true", "timeout": 10}]}]
+    program_hook = [{"hooks": [{"type": "command", "command": "/usr/bin/true", "timeout": 10}]}]
     homes = {}
-    for name in ["none", "two true hooks", "supercode hooks"]:
-        home = os.path.join(work, name.replace(" ", "-"))
+    for name in ["none", "two true hooks", "two /usr/bin/true", "supercode hooks"]:
+        home = os.path.join(work, name.replace(" ", "-").replace("/", "_"))
         os.makedirs(os.path.join(home, ".codex"))
         with open(os.path.join(home, ".codex", "config.toml"), "w") as f:
             f.write(toml)
-        if name == "two true hooks":
+        if name in ("two true hooks", "two /usr/bin/true"):
+            hook = true_hook if name == "two true hooks" else program_hook
             with open(os.path.join(home, ".codex", "hooks.json"), "w") as f:
-                json.dump({"hooks": {"PreToolUse": true_hook, "PostToolUse": true_hook}}, f)
+                json.dump({"hooks": {"PreToolUse": hook, "PostToolUse": hook}}, f)
         if name == "supercode hooks":
             subprocess.run([args.tray, "hooks", "install", "codex", "--yes"], env={**base_env, "HOME": home},
                            check=True, stdout=subprocess.DEVNULL)
@@ -172,6 +178,11 @@ def codex_homes(args, config, work, project, base_env):
     command = [CODEX, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
                "--dangerously-bypass-hook-trust", "go"]
     return homes, command
+
+
+def hook_program(args):
+    """The hook program agents run (`hooks install` writes it), beside `--tray`."""
+    return os.path.join(os.path.dirname(os.path.abspath(args.tray)), "supercode-tray-hook")
 
 
 def percentile(values, p):
@@ -247,7 +258,7 @@ def our_share(args, base_env, work):
         return json.dumps({"session_id": "bench-share", "cwd": work, "hook_event_name": name, **fields})
 
     def hook(name, **fields):
-        subprocess.run([args.tray, "hook", "claude-code"], env=env, input=event(name, **fields), text=True, check=True)
+        subprocess.run([hook_program(args), "claude-code"], env=env, input=event(name, **fields), text=True, check=True)
 
     hook("SessionStart")
     events = subprocess.Popen([args.tray, "events", "--json"], env=env, stdout=subprocess.PIPE, text=True)
@@ -265,7 +276,7 @@ def our_share(args, base_env, work):
     for i in range(args.latency_rounds):
         command = f"bench-{i}-command"
         started = time.time_ns()
-        waiting = subprocess.Popen([args.tray, "hook", "claude-code"], env=env, stdin=subprocess.PIPE,
+        waiting = subprocess.Popen([hook_program(args), "claude-code"], env=env, stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True)
         waiting.stdin.write(event("PermissionRequest", tool_name="Bash", tool_input={"command": command}))
         waiting.stdin.close()
@@ -302,7 +313,7 @@ def idle_host(args, base_env, work):
         env["DBUS_SESSION_BUS_ADDRESS"] = os.environ["DBUS_SESSION_BUS_ADDRESS"]
         store = "keychain"
     event = {"session_id": "bench-idle", "cwd": work, "hook_event_name": "SessionStart", "source": "startup"}
-    subprocess.run([args.tray, "hook", "claude-code"], env=env, input=json.dumps(event), text=True, check=True)
+    subprocess.run([hook_program(args), "claude-code"], env=env, input=json.dumps(event), text=True, check=True)
     host = None
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -324,7 +335,7 @@ def idle_host(args, base_env, work):
     used = ticks() - before
     status = dict(line.split(":", 1) for line in open(f"/proc/{host}/status").read().splitlines() if ":" in line)
     end = {**event, "hook_event_name": "SessionEnd"}
-    subprocess.run([args.tray, "hook", "claude-code"], env=env, input=json.dumps(end), text=True, check=True)
+    subprocess.run([hook_program(args), "claude-code"], env=env, input=json.dumps(end), text=True, check=True)
     return used, status["Threads"].strip(), status["VmRSS"].strip(), store
 
 
@@ -346,14 +357,19 @@ def turn_costs(args, config, base_env, project, homes, command):
                                stderr=subprocess.DEVNULL, check=True)
                 times[(name, n)].append(time.monotonic() - start)
     turn = {key: statistics.median(values) * 1000 for key, values in times.items()}
-    per_call = {name: (turn[(name, args.calls)] - turn[(name, args.calls_low)]) / (args.calls - args.calls_low)
-                for name in homes}
+    calls = args.calls - args.calls_low
+
+    def slope(name, r):
+        return (times[(name, args.calls)][r] - times[(name, args.calls_low)][r]) * 1000 / calls
+
+    per_call = {name: (turn[(name, args.calls)] - turn[(name, args.calls_low)]) / calls for name in homes}
     print(f"turns of {args.calls_low} and {args.calls} tool calls, {args.rounds} rounds, medians:")
     for name in homes:
+        paired = statistics.median(slope(name, r) - slope("none", r) for r in range(args.rounds))
         extra_call = per_call[name] - per_call["none"]
         extra_turn = (turn[(name, args.calls_low)] - turn[("none", args.calls_low)]) - args.calls_low * extra_call
-        print(f"  {name:16} turn {turn[(name, args.calls)]:7.0f} ms   per tool call {extra_call:+6.1f} ms"
-              f"   per turn {extra_turn:+7.1f} ms")
+        print(f"  {name:18} turn {turn[(name, args.calls)]:7.0f} ms   per tool call {paired:+6.1f} ms paired,"
+              f" {extra_call:+6.1f} ms from the medians   per turn {extra_turn:+7.1f} ms")
 
 
 def main():
@@ -390,15 +406,17 @@ def main():
     homes = {}
     allow = {"permissions": {"allow": ["Bash(true)", "Bash(true:*)"]}}
     true_hook = [{"hooks": [{"type": "command", "command": "true"}]}]
-    for name in ["none", "two true hooks", "supercode hooks"]:
-        home = os.path.join(work, name.replace(" ", "-"))
+    program_hook = [{"hooks": [{"type": "command", "command": "/usr/bin/true"}]}]
+    for name in ["none", "two true hooks", "two /usr/bin/true", "supercode hooks"]:
+        home = os.path.join(work, name.replace(" ", "-").replace("/", "_"))
         os.makedirs(os.path.join(home, ".claude"))
         with open(os.path.join(home, ".claude.json"), "w") as f:
             json.dump({"hasCompletedOnboarding": True, "customApiKeyResponses": {"approved": [KEY[-20:]], "rejected": []},
                        "projects": {project: {"hasTrustDialogAccepted": True}}}, f)
         settings = dict(allow)
-        if name == "two true hooks":
-            settings["hooks"] = {"PreToolUse": true_hook, "PostToolUse": true_hook}
+        if name in ("two true hooks", "two /usr/bin/true"):
+            hook = true_hook if name == "two true hooks" else program_hook
+            settings["hooks"] = {"PreToolUse": hook, "PostToolUse": hook}
         with open(os.path.join(home, ".claude", "settings.json"), "w") as f:
             json.dump(settings, f)
         if name == "supercode hooks":

@@ -26,6 +26,8 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
 # the desktop entry started, running this file).
 cli_bin=/usr/bin/supercode-tray
 app_bin=/usr/bin/supercode-tray-app
+# The hook agents run on every event: it must be there for `hooks install`, and small.
+hook_bin=/usr/bin/supercode-tray-hook
 # Libraries the command must not link: loading them is what made it slow to start (issue 16).
 display_libs='lib(gtk|gdk)-3\.so|libwebkit2gtk|libjavascriptcoregtk|appindicator'
 # The app's single-instance name on the session bus (`doctor::APP_INSTANCE_ID`).
@@ -73,7 +75,7 @@ before="$(user_files)"
 
 log "installing with apt (pulls in the declared dependencies)"
 as_root apt-get install -y --no-install-recommends "$deb" >/dev/null
-for bin in "$cli_bin" "$app_bin"; do
+for bin in "$cli_bin" "$app_bin" "$hook_bin"; do
   [ -x "$bin" ] || die "$bin is missing after install"
 done
 "$cli_bin" --version
@@ -82,6 +84,10 @@ if ldd "$cli_bin" | grep -Eq "$display_libs"; then
   die "$cli_bin links display libraries: $(ldd "$cli_bin" | grep -E "$display_libs" | awk '{print $1}' | tr '\n' ' ')"
 fi
 log "$cli_bin links $(ldd "$cli_bin" | wc -l) shared libraries and none of the display stack; $app_bin links $(ldd "$app_bin" | wc -l)"
+# The hook runs on every tool call of every agent session: only libc's own libraries to load.
+hook_libs="$(ldd "$hook_bin" | awk '{print $1}' | grep -Ev '^(linux-vdso\.so|libc\.so|libgcc_s\.so|libm\.so|/lib64/ld-linux)' || true)"
+[ -z "$hook_libs" ] || die "$hook_bin links more than libc: $(printf '%s ' $hook_libs)"
+log "$hook_bin links only libc's libraries"
 desktop="$(dpkg -L "$package" | grep '\.desktop$' | sed -n 1p)"
 [ -n "$desktop" ] || die "the package installs no desktop entry"
 desktop-file-validate "$desktop"
@@ -138,7 +144,7 @@ fi
 
 log "removing the package"
 as_root dpkg -r "$package" >/dev/null
-for bin in "$cli_bin" "$app_bin"; do
+for bin in "$cli_bin" "$app_bin" "$hook_bin"; do
   [ ! -e "$bin" ] || die "$bin is still there after removal"
 done
 after="$(user_files)"

@@ -54,12 +54,14 @@ else
 fi
 
 log "building the app (debug build)"
-# supercode-tray starts the tray by exec'ing supercode-tray-app beside it: build both.
-cargo build --bin supercode-tray --bin supercode-tray-app
+# supercode-tray starts the tray by exec'ing supercode-tray-app beside it, and agents' hooks run
+# supercode-tray-hook beside it: build all three.
+cargo build --bins
 target_dir="$(cargo metadata --format-version 1 --no-deps | node -e \
   'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).target_directory))')"
 app="$target_dir/debug/supercode-tray"
-[ -x "$app" ] && [ -x "$app-app" ] || die "the build succeeded but $app or $app-app is missing"
+[ -x "$app" ] && [ -x "$app-app" ] && [ -x "$app-hook" ] ||
+  die "the build succeeded but $app, $app-app or $app-hook is missing"
 
 # Demo runtimes' workspaces and output live in a private folder: their output names their
 # endpoint, which is not for the terminal.

@@ -3,7 +3,8 @@
 //! The command line (every display-free subcommand, and logging) is `supercode-cli`, which knows
 //! nothing of Tauri. This package builds two binaries from it: `supercode-tray`, which uses only
 //! `supercode-cli` and so links no display library, and `supercode-tray-app` (this library),
-//! which it execs to start the tray.
+//! which it execs to start the tray. Its third, `supercode-tray-hook`, is the agents' hook and
+//! uses only `agent-hooks`.
 //!
 //! # Layout
 //! - [`app`]: the tray app: tray icon and menu, the on-demand window, notifications, event forwarding.

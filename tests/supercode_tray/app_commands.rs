@@ -604,7 +604,7 @@ fn coding_agents_change_only_as_previewed_on_real_settings_files() {
     write(
         r#"{ "model": "opus", "hooks": { "Stop": [
             { "hooks": [ { "type": "command", "command": "my-notifier" } ] },
-            { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray hook claude-code" } ] }
+            { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray-hook claude-code" } ] }
         ] } }"#,
     );
     let (_app, webview) = fx.app();
@@ -627,14 +627,14 @@ fn coding_agents_change_only_as_previewed_on_real_settings_files() {
     let preview = plan["preview"].as_str().unwrap();
     assert!(preview.starts_with("Removes from \"hooks\""), "{preview}");
     assert!(
-        preview.contains("/usr/bin/supercode-tray hook claude-code"),
+        preview.contains("/usr/bin/supercode-tray-hook claude-code"),
         "{preview}"
     );
     assert!(!preview.contains("my-notifier"), "{preview}");
 
     // Another program writes the file after the preview: the change is refused, the file kept.
     let changed = r#"{ "model": "sonnet", "hooks": { "Stop": [
-        { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray hook claude-code" } ] }
+        { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray-hook claude-code" } ] }
     ] } }"#;
     write(changed);
     let error = invoke(
@@ -650,7 +650,7 @@ fn coding_agents_change_only_as_previewed_on_real_settings_files() {
     write(
         r#"{ "model": "opus", "hooks": { "Stop": [
             { "hooks": [ { "type": "command", "command": "my-notifier" } ] },
-            { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray hook claude-code" } ] }
+            { "hooks": [ { "type": "command", "command": "/usr/bin/supercode-tray-hook claude-code" } ] }
         ] } }"#,
     );
     let plan = invoke(
@@ -682,19 +682,19 @@ fn coding_agents_change_only_as_previewed_on_real_settings_files() {
         .ends_with(".supercode-backup"));
     assert!(std::path::Path::new(plan["backup"].as_str().unwrap()).exists());
 
-    // Connect needs the supercode-tray command beside the running binary: this test binary has
-    // none, so nothing is written and the reason says so.
+    // Connect needs the hook program beside the running binary: this test binary has none, so
+    // nothing is written and the reason says so.
     let error = invoke(
         &webview,
         "hooks_plan",
         json!({ "agent": "claude-code", "change": "connect" }),
     )
-    .expect_err("no supercode-tray beside the test binary");
+    .expect_err("no supercode-tray-hook beside the test binary");
     assert!(
         error["message"]
             .as_str()
             .unwrap()
-            .contains("no supercode-tray command beside this app"),
+            .contains("no supercode-tray-hook beside this program"),
         "{error}"
     );
 

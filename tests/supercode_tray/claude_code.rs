@@ -34,6 +34,8 @@ use crate::terminal::{attach_link, have_tmux, processes_running, Terminal};
 use serde_json::{json, Value};
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
+/// The hook program our entries run.
+const HOOK: &str = env!("CARGO_BIN_EXE_supercode-tray-hook");
 /// The canary API key Claude Code is given: it must show up nowhere of ours.
 const API_KEY_CANARY: &str = "sk-ant-api03-canary-claude-code-5f1e0c7b9d2a4e68";
 /// Generous for a loaded CI machine; each step takes well under a second here.
@@ -405,11 +407,11 @@ impl Session {
     /// parallel; the shell Claude Code runs each through is not counted).
     fn hooks(&self) -> usize {
         let home = format!("HOME={}\0", self.path("home").display());
-        processes_running(" hook claude-code")
+        processes_running("supercode-tray-hook claude-code")
             .iter()
             .filter(|pid| {
                 std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| c.starts_with(TRAY.as_bytes()))
+                    .is_ok_and(|c| c.starts_with(HOOK.as_bytes()))
                     && std::fs::read(format!("/proc/{pid}/environ"))
                         .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&home))
             })

@@ -273,7 +273,7 @@ try {
     await page.keyboard.press("Enter");
     const row = page.locator('[data-testid="agent-row"][data-agent="claude-code"]');
     const preview = row.getByTestId("hooks-preview");
-    await preview.filter({ hasText: "hook claude-code" }).waitFor();
+    await preview.filter({ hasText: "supercode-tray-hook claude-code" }).waitFor();
     assert((await preview.textContent()).includes('Adds to "hooks" in /home/user/.claude/settings.json'), "the file is named");
     assert((await row.getByTestId("hooks-backup").textContent()).includes(".supercode-backup"), "the backup is named");
     const clipped = await preview.evaluate((el) => el.scrollWidth > el.clientWidth + 1);

@@ -410,7 +410,7 @@ export class MockBackend implements Backend {
     if (!f) throw { code: "internal", message: `no coding agent is named "${agent}"` };
     if (f.problem !== null) throw { code: "refused", message: `refusing ${f.settings}: ${f.problem}; it was not changed` };
     const nothingToDo = change === "connect" ? f.connected : !f.connected;
-    const entries = Object.fromEntries((AGENT_EVENTS[agent] ?? []).map((event) => [event, [{ hooks: [{ type: "command", command: `/usr/bin/supercode-tray hook ${agent}`, timeout: 600 }] }]]));
+    const entries = Object.fromEntries((AGENT_EVENTS[agent] ?? []).map((event) => [event, [{ hooks: [{ type: "command", command: `/usr/bin/supercode-tray-hook ${agent}`, timeout: 600 }] }]]));
     const preview = nothingToDo
       ? change === "connect" ? `${f.title} is already connected: ${f.settings} has every hook entry.` : `${f.title} is not connected: ${f.settings} has no hook entry of ours.`
       : `${change === "connect" ? "Adds to" : "Removes from"} "hooks" in ${f.settings}, per event:\n${JSON.stringify(entries, null, 2)}`;

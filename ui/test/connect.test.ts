@@ -35,7 +35,7 @@ describe("coding agents", () => {
     byTestId(claude, "agent-connect").click();
     const panel = await vi.waitFor(() => {
       const p = byTestId(claude, "confirm-hooks");
-      expect(byTestId(p, "hooks-preview").textContent).toContain("hook claude-code");
+      expect(byTestId(p, "hooks-preview").textContent).toContain("supercode-tray-hook claude-code");
       return p;
     });
     expect(byTestId(panel, "hooks-preview").textContent).toContain('Adds to "hooks" in /home/user/.claude/settings.json');
@@ -104,12 +104,12 @@ describe("coding agents", () => {
     const codex = agentRow(m.root, "codex");
     const connect = byTestId(codex, "agent-connect");
     connect.click();
-    await vi.waitFor(() => expect(byTestId(codex, "hooks-preview").textContent).toContain("hook codex"));
+    await vi.waitFor(() => expect(byTestId(codex, "hooks-preview").textContent).toContain("supercode-tray-hook codex"));
     codex.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
     expect(codex.querySelector('[data-testid="confirm-hooks"]')).toBeNull();
     expect(document.activeElement).toBe(connect);
     connect.click();
-    await vi.waitFor(() => expect(byTestId(codex, "hooks-preview").textContent).toContain("hook codex"));
+    await vi.waitFor(() => expect(byTestId(codex, "hooks-preview").textContent).toContain("supercode-tray-hook codex"));
     byTestId(codex, "confirm-accept").click();
     await vi.waitFor(() => expect(byTestId(codex, "agent-trust").textContent).toContain("Hooks need review"));
     expect(byTestId(codex, "agent-notice").textContent).toContain("Hooks need review");

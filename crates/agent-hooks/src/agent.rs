@@ -34,6 +34,11 @@ impl Agent {
         self.hooks().agent
     }
 
+    /// The agent whose [`Agent::name`] is `name`.
+    pub fn named(name: &str) -> Option<Agent> {
+        Agent::ALL.into_iter().find(|agent| agent.name() == name)
+    }
+
     /// Its hook entries.
     pub fn hooks(self) -> &'static AgentHooks {
         match self {

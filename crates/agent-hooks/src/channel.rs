@@ -8,13 +8,13 @@
 //! and talks only to its own user, so another user can neither answer a prompt nor read one.
 
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use live_runtime::receipt::{inspect_private_dir, PrivateDir};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::net::UnixStream;
 
 use crate::claude_code::Decision;
 use crate::event::HookEvent;
@@ -98,11 +98,11 @@ fn is_ours(path: &Path) -> bool {
         .is_some_and(|n| n == "supercode" || n.starts_with("supercode-"))
 }
 
-/// True when the kernel says the other end of `stream` is a process of this user.
-pub fn peer_is_own(stream: &UnixStream) -> bool {
-    stream
-        .peer_cred()
-        .is_ok_and(|cred| cred.uid() == live_runtime::effective_uid())
+/// True when the kernel says the other end of `stream` (a Unix socket, the hook's blocking one
+/// or the host's) is a process of this user.
+pub fn peer_is_own(stream: impl AsFd) -> bool {
+    rustix::net::sockopt::socket_peercred(stream)
+        .is_ok_and(|cred| cred.uid.as_raw() == live_runtime::effective_uid())
 }
 
 #[cfg(test)]

@@ -481,7 +481,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let hooks = dir.path().join("hooks.json");
         let config = dir.path().join("config.toml");
-        let ours = "/opt/x/supercode-tray hook codex";
+        let ours = "/opt/x/supercode-tray-hook codex";
         std::fs::write(
             &hooks,
             json!({"hooks": {

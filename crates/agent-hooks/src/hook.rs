@@ -1,4 +1,4 @@
-//! The hook command (`supercode-tray hook claude-code|codex`): what the agent runs for each event.
+//! The hook program (`supercode-tray-hook claude-code|codex`): what the agent runs for each event.
 //!
 //! It reads the event from stdin (capped), hands it to the session's host over the session's
 //! socket (starting the host if there is none yet), and for a permission request of an
@@ -7,20 +7,27 @@
 //! it prints nothing and exits 0 at once, so the agent goes on exactly as without the hook and
 //! asks in its terminal as usual: the hook never makes a decision the user did not make, never
 //! prints noise and never makes the agent fail.
+//!
+//! The agent waits for it on every tool call, and most of that wait is the program starting
+//! (docs/BENCHMARKS.md, "Claude Code hooks"). So it is a program of its own beside
+//! `supercode-tray`, with blocking standard-library I/O only: no async runtime, no argument
+//! parser and no D-Bus client library to load. The host it starts is `supercode-tray hook-host`.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use live_runtime::ProcessIdentity;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 
 use crate::agent::Agent;
 use crate::channel::{self, Reply, Request, MAX_LINE};
 use crate::claude_code::Decision;
 use crate::event::{EventKind, HookEvent};
+
+/// The hook program's name; it lives beside `supercode-tray`.
+pub const PROGRAM: &str = "supercode-tray-hook";
 
 /// The largest hook input read. Claude Code's are a few KiB (a tool's input included); a bigger
 /// one (a huge file write) is not needed whole: the event is dropped, and the session's state
@@ -54,20 +61,24 @@ const HOST_ENV: &[&str] = &[
     "SUPERCODE_KEYCHAIN_TIMEOUT_MS",
 ];
 
+/// The hook program's `main`: its one argument names the agent. Always exits 0: an unknown
+/// agent, like any other failure, leaves the agent as without the hook.
+pub fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let agent = args.next().and_then(|name| Agent::named(name.to_str()?));
+    if let (Some(agent), None) = (agent, args.next()) {
+        run(agent);
+    }
+    ExitCode::SUCCESS
+}
+
 /// Runs `agent`'s hook: stdin in, maybe a decision out. Never fails.
-pub fn run(agent: Agent, program: &Path) {
+pub fn run(agent: Agent) {
     let Some(event) = read_event(agent, std::io::stdin().lock()) else {
         return;
     };
     let wait = agent.waits_for_tray(&event);
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        return;
-    };
-    let decision = runtime.block_on(deliver(agent, program, event, wait));
-    if let Some(decision) = decision {
+    if let Some(decision) = deliver(agent, event, wait) {
         println!("{}", agent.decision_output(&decision));
     }
 }
@@ -83,75 +94,70 @@ pub fn read_event(agent: Agent, input: impl Read) -> Option<HookEvent> {
     agent.parse(&value)
 }
 
-async fn deliver(agent: Agent, program: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
+fn deliver(agent: Agent, event: HookEvent, wait: bool) -> Option<Decision> {
     let dir = channel::socket_dir();
     let path = channel::socket_path(&dir, agent.name(), &event.session_id);
-    let stream = match connect(&dir, &path).await {
+    let stream = match connect(&dir, &path) {
         Some(stream) => stream,
         // A session that ends with no host needs none.
         None if event.kind == EventKind::SessionEnd => return None,
         None => {
-            start_host(agent, program, &dir, &event)?;
+            start_host(agent, &dir, &event)?;
             let deadline = Instant::now() + HOST_START_TIMEOUT;
             loop {
-                if let Some(stream) = connect(&dir, &path).await {
+                if let Some(stream) = connect(&dir, &path) {
                     break stream;
                 }
                 if Instant::now() >= deadline {
                     return None;
                 }
-                tokio::time::sleep(HOST_START_POLL).await;
+                std::thread::sleep(HOST_START_POLL);
             }
         }
     };
-    exchange(stream, event, wait).await
+    exchange(stream, event, wait)
 }
 
 /// Hands `event` to the host of its session in `dir`, if one runs (none is started), and returns
 /// the decision it answers with. What the hook does once connected; tests drive a host with it.
-pub async fn send(agent: Agent, dir: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
+pub fn send(agent: Agent, dir: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
     let path = channel::socket_path(dir, agent.name(), &event.session_id);
-    let stream = connect(dir, &path).await?;
-    exchange(stream, event, wait).await
+    exchange(connect(dir, &path)?, event, wait)
 }
 
-async fn exchange(stream: UnixStream, event: HookEvent, wait: bool) -> Option<Decision> {
+fn exchange(mut stream: UnixStream, event: HookEvent, wait: bool) -> Option<Decision> {
     if !channel::peer_is_own(&stream) {
         return None;
     }
-    let (read, mut write) = stream.into_split();
     let mut line = serde_json::to_string(&Request { event, wait }).ok()?;
     line.push('\n');
-    write.write_all(line.as_bytes()).await.ok()?;
-    let mut reader = BufReader::new(read.take(MAX_LINE));
-    let mut answer = String::new();
-    if wait {
-        // Only a permission request waits, and only for the user: the host answers when the
-        // tray does, or with no decision when the terminal answered first.
-        reader.read_line(&mut answer).await.ok()?;
-    } else {
-        tokio::time::timeout(REPLY_TIMEOUT, reader.read_line(&mut answer))
-            .await
-            .ok()?
-            .ok()?;
+    stream.write_all(line.as_bytes()).ok()?;
+    // Only a permission request waits, and only for the user: the host answers when the tray
+    // does, or with no decision when the terminal answered first.
+    if !wait {
+        stream.set_read_timeout(Some(REPLY_TIMEOUT)).ok()?;
     }
+    let mut answer = String::new();
+    BufReader::new(stream.take(MAX_LINE))
+        .read_line(&mut answer)
+        .ok()?;
     serde_json::from_str::<Reply>(&answer).ok()?.decision
 }
 
-async fn connect(dir: &Path, path: &Path) -> Option<UnixStream> {
+fn connect(dir: &Path, path: &Path) -> Option<UnixStream> {
     channel::check_dir(dir).ok()?;
-    UnixStream::connect(path).await.ok()
+    UnixStream::connect(path).ok()
 }
 
 /// Starts the session's host, detached: its own session, no stdio, `/` as its directory, and
 /// only [`HOST_ENV`] of the agent's environment. `None` when the agent's process cannot be
 /// identified (then there is no runtime to register).
-fn start_host(agent: Agent, program: &Path, dir: &Path, event: &HookEvent) -> Option<()> {
+fn start_host(agent: Agent, dir: &Path, event: &HookEvent) -> Option<()> {
     let parent = rustix::process::getppid().map(|p| p.as_raw_pid() as u32)?;
     let pid = agent.process(parent)?;
     let process = ProcessIdentity::of(pid)?;
     channel::ensure_dir(dir).ok()?;
-    let mut command = Command::new(program);
+    let mut command = Command::new(host_program()?);
     command
         .args(["hook-host", agent.name(), "--session"])
         .arg(&event.session_id)
@@ -174,10 +180,18 @@ fn start_host(agent: Agent, program: &Path, dir: &Path, event: &HookEvent) -> Op
     command.spawn().ok().map(|_| ())
 }
 
-/// The program hooks run and hosts are started from: the `supercode-tray` command beside the
-/// running binary (the app's binary included), else the running binary itself.
+/// The `supercode-tray` command beside the running program: hosts are started from it.
+pub fn host_program() -> Option<PathBuf> {
+    beside("supercode-tray")
+}
+
+/// The hook program beside the running binary, which `hooks install` writes into the agent's
+/// settings; `None` when there is none (then there is nothing to install).
 pub fn hook_program() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let beside = exe.with_file_name("supercode-tray");
-    Some(if beside.is_file() { beside } else { exe })
+    beside(PROGRAM)
+}
+
+fn beside(name: &str) -> Option<PathBuf> {
+    let program = std::env::current_exe().ok()?.with_file_name(name);
+    program.is_file().then_some(program)
 }

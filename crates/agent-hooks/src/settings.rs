@@ -4,7 +4,8 @@
 //!
 //! The settings file is the user's: we merge into it and keep every other key and every hook of
 //! their own, in order. Our entries are recognised by their command alone (a program named
-//! `supercode-tray` run as `hook <agent>`), so removing takes out exactly what installing added
+//! `supercode-tray-hook` run with the agent's name, or the `supercode-tray hook <agent>` that
+//! entries installed before that program ran), so removing takes out exactly what installing added
 //! and nothing the user wrote, and installing twice adds nothing. The file is read with the
 //! project's one reader for files other programs leave ([`live_runtime::owned_file`]): a
 //! symbolic link, a file of another user, one that others may write, one over the size cap or
@@ -141,25 +142,32 @@ pub struct Plan {
 
 impl AgentHooks {
     /// The hook command written into the settings: the program, quoted for the agent's shell,
-    /// then `hook <agent>`.
+    /// then the agent's name.
     pub fn command_for(&self, program: &Path) -> String {
-        format!(
-            "{} hook {}",
-            shell_quote(&program.to_string_lossy()),
-            self.agent
-        )
+        format!("{} {}", shell_quote(&program.to_string_lossy()), self.agent)
     }
 
-    /// True when `command` is one of ours: its program is named `supercode-tray` (wherever it
-    /// is installed) and it runs `hook <agent>`.
+    /// True when `command` is one of ours.
     pub fn is_ours(&self, command: &str) -> bool {
-        let Some(program) = command.strip_suffix(&format!(" hook {}", self.agent)) else {
-            return false;
-        };
-        shell_unquote(program).is_some_and(|program| {
+        self.program_of(command).is_some()
+    }
+
+    /// The program one of our commands runs: one named `supercode-tray-hook` (wherever it is
+    /// installed) given the agent's name, or, as entries installed before that program ran, one
+    /// named `supercode-tray` given `hook <agent>` (`hooks install` points those at the hook
+    /// program). `None` for any other command.
+    fn program_of(&self, command: &str) -> Option<String> {
+        [
+            (format!(" {}", self.agent), crate::hook::PROGRAM),
+            (format!(" hook {}", self.agent), "supercode-tray"),
+        ]
+        .into_iter()
+        .find_map(|(arguments, name)| {
+            let program = shell_unquote(command.strip_suffix(&arguments)?)?;
             Path::new(&program)
                 .file_name()
-                .is_some_and(|name| name == "supercode-tray")
+                .is_some_and(|n| n == name)
+                .then_some(program)
         })
     }
 
@@ -367,9 +375,7 @@ impl AgentHooks {
         };
         status.binary_exists = !status.commands.is_empty()
             && status.commands.iter().all(|command| {
-                command
-                    .strip_suffix(&format!(" hook {}", self.agent))
-                    .and_then(shell_unquote)
+                self.program_of(command)
                     .is_some_and(|program| is_executable(Path::new(&program)))
             });
         status
@@ -553,17 +559,24 @@ mod tests {
     };
 
     #[test]
-    fn our_commands_are_recognised_by_program_name_and_subcommand() {
+    fn our_commands_are_recognised_by_program_name_and_arguments() {
+        assert!(TEST.is_ours("/usr/bin/supercode-tray-hook claude-code"));
+        assert!(TEST.is_ours("'/home/a b/supercode-tray-hook' claude-code"));
+        assert!(!TEST.is_ours("/usr/bin/supercode-tray-hook codex"));
+        assert!(!TEST.is_ours("/usr/bin/supercode-tray claude-code"));
+        assert!(!TEST.is_ours("/usr/bin/supercode-tray-hook hook claude-code"));
+        assert_eq!(
+            TEST.command_for(Path::new("/home/a b/supercode-tray-hook")),
+            "'/home/a b/supercode-tray-hook' claude-code"
+        );
+        assert!(TEST.is_ours(&TEST.command_for(Path::new("/opt/it's/supercode-tray-hook"))));
+        assert!(!TEST.is_ours("rm -rf ~; /usr/bin/supercode-tray-hook claude-code"));
+        // Entries installed before the hook program existed.
         assert!(TEST.is_ours("/usr/bin/supercode-tray hook claude-code"));
         assert!(TEST.is_ours("'/home/a b/supercode-tray' hook claude-code"));
         assert!(!TEST.is_ours("/usr/bin/supercode-tray hook codex"));
         assert!(!TEST.is_ours("/usr/bin/my-hook hook claude-code"));
         assert!(!TEST.is_ours("echo supercode-tray hook claude-code; rm -rf x"));
-        assert_eq!(
-            TEST.command_for(Path::new("/home/a b/supercode-tray")),
-            "'/home/a b/supercode-tray' hook claude-code"
-        );
-        assert!(TEST.is_ours(&TEST.command_for(Path::new("/opt/it's/supercode-tray"))));
         assert!(!TEST.is_ours("rm -rf ~; /usr/bin/supercode-tray hook claude-code"));
         assert!(!TEST.is_ours("'a' 'b/supercode-tray' hook claude-code"));
     }

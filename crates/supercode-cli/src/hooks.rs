@@ -106,10 +106,7 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
         HooksCommand::Install { agent, yes } => {
             let agent = agent.agent();
             let path = agent.settings_path()?;
-            let program = agent_hooks::hook::hook_program().ok_or(CliError::Io {
-                what: "could not find this program's path",
-                source: std::io::Error::other("no /proc/self/exe"),
-            })?;
+            let program = supercode_core::connect::hook_program()?;
             let hooks = agent.hooks();
             let plan = hooks.plan_install(&path, &program)?;
             let done = supercode_core::connect::done_message(agent, HooksChange::Connect);
@@ -258,11 +255,11 @@ fn print_status(statuses: &[(HooksStatus, Option<codex::Trust>, CodingAgentView)
     }
 }
 
-/// `hook <agent>`: the agent's hook. Never fails and never prints anything but a decision.
+/// `hook <agent>`: what hook entries installed before the hook program existed run; the same
+/// hook as `supercode-tray-hook <agent>`, so they keep working until `hooks install` points
+/// them at the hook program.
 pub fn hook(agent: HookAgent) -> ExitCode {
-    if let Some(program) = agent_hooks::hook::hook_program() {
-        agent_hooks::hook::run(agent.agent(), &program);
-    }
+    agent_hooks::hook::run(agent.agent());
     ExitCode::SUCCESS
 }
 

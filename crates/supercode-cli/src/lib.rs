@@ -167,8 +167,9 @@ pub enum Command {
         #[command(subcommand)]
         command: hooks::HooksCommand,
     },
-    /// Run by the agent for each hook event (installed by `hooks install`); reads the event on
-    /// stdin, prints only a decision the user made in the tray.
+    /// The agent's hook as entries installed before `supercode-tray-hook` existed run it (that
+    /// program is the hook now); reads the event on stdin, prints only a decision the user made
+    /// in the tray.
     #[command(hide = true)]
     Hook {
         /// The agent.

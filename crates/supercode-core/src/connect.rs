@@ -19,27 +19,20 @@ use crate::view::{
 
 /// The agent named `name` (`claude-code`, `codex`).
 pub fn agent(name: &str) -> Result<Agent, CoreError> {
-    Agent::ALL
-        .into_iter()
-        .find(|agent| agent.name() == name)
-        .ok_or_else(|| CoreError::UnknownAgent {
-            agent: name.to_owned(),
-        })
+    Agent::named(name).ok_or_else(|| CoreError::UnknownAgent {
+        agent: name.to_owned(),
+    })
 }
 
-/// The program the installed hooks run: the `supercode-tray` command beside the running binary,
-/// as `hooks install` chooses it. The app's own binary is not that command, so without one
-/// beside it nothing is installed (the hooks would run a program that is not the CLI).
+/// The program the installed hooks run: the hook program beside the running binary, as
+/// `hooks install` chooses it; without one beside it nothing is installed.
 pub fn hook_program() -> Result<std::path::PathBuf, CoreError> {
-    let program = agent_hooks::hook::hook_program();
-    match program {
-        Some(path) if path.file_name().is_some_and(|n| n == "supercode-tray") => Ok(path),
-        other => Err(CoreError::NoHookProgram {
-            beside: other
-                .and_then(|p| p.parent().map(|d| d.display().to_string()))
-                .unwrap_or_default(),
-        }),
-    }
+    agent_hooks::hook::hook_program().ok_or_else(|| CoreError::NoHookProgram {
+        beside: std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.display().to_string()))
+            .unwrap_or_default(),
+    })
 }
 
 /// The settings file `change` of `agent` writes, and the program installed hooks run (only

@@ -68,8 +68,9 @@ pub enum CoreError {
         /// The settings file.
         path: String,
     },
-    /// There is no `supercode-tray` command beside the app for the hooks to run.
-    #[error("there is no supercode-tray command beside this app (in {beside}), so there is nothing for the hooks to run; install Supercode Tray's package, or run `supercode-tray hooks install <agent>` from a terminal")]
+    /// There is no hook program (`supercode-tray-hook`) beside the running one for the hooks to
+    /// run.
+    #[error("there is no supercode-tray-hook beside this program (in {beside}), so there is nothing for the hooks to run; reinstall Supercode Tray's package")]
     NoHookProgram {
         /// The directory it was looked for in.
         beside: String,

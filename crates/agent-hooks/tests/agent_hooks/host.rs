@@ -2,7 +2,7 @@
 //! events over its socket, its receipt and status API read as the tray reads them (issue 32,
 //! items 2 to 4).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_hooks::agent::Agent;
@@ -41,6 +41,17 @@ fn permission() -> HookEvent {
         suggestions: None,
         always_label: None,
     })
+}
+
+/// What the hook program does for `event`, off the test's thread: the hook blocks, and the host
+/// runs on this runtime.
+async fn hook(sockets: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
+    let sockets = sockets.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        agent_hooks::hook::send(Agent::ClaudeCode, &sockets, event, wait)
+    })
+    .await
+    .unwrap()
 }
 
 async fn start() -> Scene {
@@ -148,26 +159,12 @@ async fn the_session_is_a_runtime_of_the_agents_process() {
 async fn approve_in_the_tray_answers_the_waiting_permission_hook() {
     let scene = start().await;
     assert_eq!(
-        agent_hooks::hook::send(
-            agent_hooks::agent::Agent::ClaudeCode,
-            &scene.sockets,
-            event(EventKind::Prompt),
-            false
-        )
-        .await,
+        hook(&scene.sockets, event(EventKind::Prompt), false).await,
         None
     );
     assert_eq!(status(&scene).await["state"], "working");
     let sockets = scene.sockets.clone();
-    let waiting = tokio::spawn(async move {
-        agent_hooks::hook::send(
-            agent_hooks::agent::Agent::ClaudeCode,
-            &sockets,
-            permission(),
-            true,
-        )
-        .await
-    });
+    let waiting = tokio::spawn(async move { hook(&sockets, permission(), true).await });
     let receipts_doc = loop {
         let doc = status(&scene).await;
         if doc["state"] == "needs-approval" {
@@ -203,25 +200,11 @@ async fn approve_in_the_tray_answers_the_waiting_permission_hook() {
 async fn the_terminal_answering_first_wins_and_the_late_tray_answer_is_refused() {
     let scene = start().await;
     let sockets = scene.sockets.clone();
-    let waiting = tokio::spawn(async move {
-        agent_hooks::hook::send(
-            agent_hooks::agent::Agent::ClaudeCode,
-            &sockets,
-            permission(),
-            true,
-        )
-        .await
-    });
+    let waiting = tokio::spawn(async move { hook(&sockets, permission(), true).await });
     while status(&scene).await["state"] != "needs-approval" {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    agent_hooks::hook::send(
-        agent_hooks::agent::Agent::ClaudeCode,
-        &scene.sockets,
-        event(EventKind::ToolDone),
-        false,
-    )
-    .await;
+    hook(&scene.sockets, event(EventKind::ToolDone), false).await;
     let decision = tokio::time::timeout(TIMEOUT, waiting)
         .await
         .unwrap()
@@ -231,8 +214,7 @@ async fn the_terminal_answering_first_wins_and_the_late_tray_answer_is_refused()
     let (code, body) = act(&scene, "approve").await;
     assert_eq!(code, 409);
     assert_eq!(body["error"]["message"], "already answered in the terminal");
-    agent_hooks::hook::send(
-        agent_hooks::agent::Agent::ClaudeCode,
+    hook(
         &scene.sockets,
         event(EventKind::NeedsInput {
             title: Some("All done.".into()),
@@ -250,22 +232,22 @@ async fn the_terminal_answering_first_wins_and_the_late_tray_answer_is_refused()
 // Proves: a hook that Claude Code stops (the user said no in the terminal) clears the request.
 #[tokio::test]
 async fn a_permission_hook_that_is_stopped_clears_needs_approval() {
+    use std::io::Write;
     let scene = start().await;
-    let sockets = scene.sockets.clone();
-    let waiting = tokio::spawn(async move {
-        agent_hooks::hook::send(
-            agent_hooks::agent::Agent::ClaudeCode,
-            &sockets,
-            permission(),
-            true,
-        )
-        .await
-    });
+    // The waiting hook's side of the socket, as the hook program writes it; dropping it is what
+    // the kernel does when the agent kills the hook.
+    let mut waiting = std::os::unix::net::UnixStream::connect(agent_hooks::channel::socket_path(
+        &scene.sockets,
+        "claude-code",
+        "sess-1",
+    ))
+    .unwrap();
+    let request = serde_json::json!({ "event": permission(), "wait": true }).to_string() + "\n";
+    waiting.write_all(request.as_bytes()).unwrap();
     while status(&scene).await["state"] != "needs-approval" {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    waiting.abort();
-    let _ = waiting.await;
+    drop(waiting);
     let deadline = std::time::Instant::now() + TIMEOUT;
     while status(&scene).await["state"] == "needs-approval" {
         assert!(
@@ -301,13 +283,7 @@ async fn the_runtime_ends_with_the_agents_process_and_with_session_end() {
     );
 
     let mut scene = start().await;
-    agent_hooks::hook::send(
-        agent_hooks::agent::Agent::ClaudeCode,
-        &scene.sockets,
-        event(EventKind::SessionEnd),
-        false,
-    )
-    .await;
+    hook(&scene.sockets, event(EventKind::SessionEnd), false).await;
     tokio::time::timeout(TIMEOUT, &mut scene.task)
         .await
         .unwrap()

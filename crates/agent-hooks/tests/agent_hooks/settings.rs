@@ -8,7 +8,11 @@ use agent_hooks::settings::{HooksError, Installed};
 use serde_json::{json, Value};
 
 fn program(dir: &Path) -> PathBuf {
-    let path = dir.join("bin").join("supercode-tray");
+    executable(dir, "supercode-tray-hook")
+}
+
+fn executable(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join("bin").join(name);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, "#!/bin/sh\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -69,7 +73,7 @@ fn install_merges_and_remove_restores_the_users_settings_exactly() {
     let ours = &installed["hooks"]["PermissionRequest"][0]["hooks"][0];
     assert_eq!(
         ours["command"],
-        format!("{} hook claude-code", program.display())
+        format!("{} claude-code", program.display())
     );
     assert_eq!(
         read(&plan.backup_path().unwrap()),
@@ -115,6 +119,63 @@ fn install_creates_a_missing_file_and_status_notices_a_missing_program() {
     assert!(!status.binary_exists, "the hook's program is gone");
     HOOKS.plan_remove(&path).unwrap().apply().unwrap();
     assert_eq!(read(&path), json!({}));
+}
+
+// Proves: entries installed before the hook program existed (`supercode-tray hook
+// claude-code`) are ours: status counts them, install points them at the hook program in place
+// (nothing added beside them, the user's own hooks untouched), and remove takes them out.
+#[test]
+fn install_points_entries_of_the_old_command_at_the_hook_program() {
+    let temp = tempfile::tempdir().unwrap();
+    let program = program(temp.path());
+    let old = executable(temp.path(), "supercode-tray");
+    let path = temp.path().join("settings.json");
+    let mut settings = users_own();
+    let old_entry = |command: String| json!({"hooks": [{"type": "command", "command": command, "timeout": 10}]});
+    for entry in HOOKS.entries {
+        let groups = settings["hooks"]
+            .as_object_mut()
+            .unwrap()
+            .entry(entry.event)
+            .or_insert_with(|| json!([]));
+        groups
+            .as_array_mut()
+            .unwrap()
+            .push(old_entry(format!("{} hook claude-code", old.display())));
+    }
+    std::fs::write(&path, settings.to_string()).unwrap();
+    let before = HOOKS.status(&path);
+    assert_eq!(before.installed, Installed::Yes, "{before:?}");
+    assert!(before.binary_exists);
+
+    let plan = HOOKS.plan_install(&path, &program).unwrap();
+    assert!(!plan.nothing_to_do);
+    plan.apply().unwrap();
+    let upgraded = read(&path);
+    for entry in HOOKS.entries {
+        let groups = upgraded["hooks"][entry.event].as_array().unwrap();
+        let ours: Vec<&Value> = groups
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap())
+            .filter(|h| HOOKS.is_ours(h["command"].as_str().unwrap()))
+            .collect();
+        assert_eq!(ours.len(), 1, "{}: {groups:?}", entry.event);
+        assert_eq!(
+            ours[0]["command"],
+            format!("{} claude-code", program.display())
+        );
+    }
+    assert_eq!(
+        upgraded["hooks"]["PreToolUse"][0],
+        users_own()["hooks"]["PreToolUse"][0]
+    );
+    HOOKS.plan_remove(&path).unwrap().apply().unwrap();
+    let mut expected = users_own();
+    expected["hooks"]
+        .as_object_mut()
+        .unwrap()
+        .retain(|event, _| ["PreToolUse", "Stop"].contains(&event.as_str()));
+    assert_eq!(read(&path), expected);
 }
 
 // Proves: a file that is a symlink, not JSON, not an object, or writable by others is refused

@@ -9,11 +9,11 @@ use serde_json::Value;
 use supercode_core::connect;
 use supercode_core::view::{AgentConnection, CommandError, ErrorCode, HooksChange};
 
-/// A `supercode-tray` program in the test's directory, executable, as the installed one is.
+/// The hook program (`supercode-tray-hook`) in the test's directory, executable, as the installed one is.
 fn program(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let program = bin.join("supercode-tray");
+    let program = bin.join("supercode-tray-hook");
     std::fs::write(&program, "#!/bin/sh\n").unwrap();
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
     program
@@ -61,7 +61,7 @@ fn connect_keeps_the_users_hooks_and_is_idempotent() {
         plan.preview
     );
     assert!(
-        plan.preview.contains("hook claude-code"),
+        plan.preview.contains("supercode-tray-hook claude-code"),
         "{}",
         plan.preview
     );
@@ -157,7 +157,9 @@ fn a_change_to_the_file_since_the_preview_is_refused() {
     assert!(!dir.path().join("settings.json.supercode-backup").exists());
 
     // A new program path is another plan too: what was shown is what runs.
-    let other = program.with_file_name("elsewhere").join("supercode-tray");
+    let other = program
+        .with_file_name("elsewhere")
+        .join("supercode-tray-hook");
     let fresh =
         connect::plan_view(Agent::ClaudeCode, &path, &program, HooksChange::Connect).unwrap();
     let error = code(
