@@ -15,25 +15,34 @@
 //! Reading changes nothing on disk. Each pass then reconciles what it read
 //! ([`Sources::reconcile`]): the one place in the app where the receipts of processes that exited
 //! are removed and foreign receipts adopted. What it removed is how the pass learns of deaths.
+//!
+//! - [`start`], the run loop and [`WatchHandle`] (here): what wakes a pass, and what it tells.
+//! - `pass`: one pass: what to re-read, re-reading, reconciling, who died.
+//! - `dirs`: the directory watches.
+//! - `exits`: the process-exit waiters.
+mod dirs;
+mod exits;
+mod pass;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::unbounded_channel;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
 use crate::approvals::ApprovalBoard;
 use crate::background::Enlisted;
-use crate::inventory::{FullReadNeeded, Sources};
-use crate::view::{PendingState, RuntimeOrigin, RuntimeStatus, RuntimeView, Snapshot};
+use crate::inventory::Sources;
+use crate::view::{PendingState, RuntimeStatus, Snapshot};
 use crate::{CoreEvent, EventSink, Locations};
+use dirs::DirWatch;
+use exits::ExitWatch;
+use pass::{pass, Changes};
 
 /// How long a burst of file events is coalesced into one pass. Writers do temp-file + rename,
 /// which is two or three events within a millisecond; 15 ms absorbs that and keeps the UI well
@@ -85,70 +94,6 @@ enum Cue {
     Rescan,
     /// A watched process exited.
     Exited(u32),
-}
-
-/// What the next pass must re-read, gathered from the cues since the last one.
-#[derive(Debug, Default)]
-struct Changes {
-    /// Everything.
-    full: bool,
-    /// Receipt files (bare names) that events named.
-    receipts: BTreeSet<String>,
-    /// Something under `$CANON_HOME`.
-    canon: bool,
-    /// Processes whose pidfd said they exited.
-    exited: HashSet<u32>,
-}
-
-impl Changes {
-    fn everything() -> Self {
-        Self {
-            full: true,
-            ..Self::default()
-        }
-    }
-
-    fn note(&mut self, cue: Cue, locations: &Locations) {
-        match cue {
-            Cue::Rescan => self.full = true,
-            Cue::Exited(pid) => {
-                self.exited.insert(pid);
-            }
-            Cue::Paths(paths) => {
-                for path in paths {
-                    self.note_path(&path, locations);
-                }
-            }
-        }
-    }
-
-    fn note_path(&mut self, path: &Path, locations: &Locations) {
-        let receipts = locations.receipts.path();
-        // The receipt directory itself (created, deleted, moved, its mode changed) or a directory
-        // above it: what it holds now is only known by reading it all.
-        if receipts.starts_with(path) {
-            self.full = true;
-            return;
-        }
-        let mut known = false;
-        if path.parent() == Some(receipts) {
-            match path.file_name().and_then(OsStr::to_str) {
-                Some(name) => {
-                    self.receipts.insert(name.to_owned());
-                }
-                // A name that is not UTF-8 is reported by a full read only.
-                None => self.full = true,
-            }
-            known = true;
-        }
-        if path.starts_with(locations.canon.root()) {
-            self.canon = true;
-            known = true;
-        }
-        if !known {
-            self.full = true;
-        }
-    }
 }
 
 /// Called with every snapshot the watcher takes, including the many that change nothing and so
@@ -354,157 +299,6 @@ async fn agent_state_changed(agents: Option<&Agents>) {
     }
 }
 
-/// One pass: re-reads what `changes` names (everything, if it says so or nothing was read yet),
-/// and returns the new snapshot, the runtimes that died since `last`, and the receipt files it
-/// re-read (`None`: all of them).
-fn pass(
-    locations: &Locations,
-    approvals: &ApprovalBoard,
-    sources: &mut Option<Sources>,
-    last: Option<&Snapshot>,
-    changes: Changes,
-) -> (Snapshot, Vec<String>, Option<BTreeSet<String>>) {
-    let mut died;
-    let mut reread = None;
-    let mut current = match sources.take() {
-        Some(mut current) if !changes.full => {
-            let plan = Plan::new(&current, changes.receipts, changes.canon, &changes.exited);
-            died = died_before_rescan(locations, last, &changes.exited, |r| plan.touches(r));
-            match plan.apply(locations, &mut current) {
-                Ok(()) => {
-                    reread = Some(plan.files);
-                    // The CLI may have recorded or dismissed exited runtimes: one small file.
-                    current.reread_exited(locations);
-                    current
-                }
-                Err(FullReadNeeded) => {
-                    // The rest is judged as a full read would be.
-                    died.extend(died_before_rescan(locations, last, &changes.exited, |r| {
-                        !plan.touches(r)
-                    }));
-                    Sources::read(locations)
-                }
-            }
-        }
-        _ => {
-            died = died_before_rescan(locations, last, &changes.exited, |_| true);
-            Sources::read(locations)
-        }
-    };
-    // The explicit cleanup step: reads change nothing, so this is where the receipts of
-    // processes that exited go, the only place in the app that removes them unasked (an attach,
-    // an action or a subscription only reads; forget removes the one it is asked to). What it
-    // removed is how the watcher learns of deaths.
-    let removed = current.reconcile(locations, last);
-    let snapshot = current.snapshot(locations, approvals);
-    *sources = Some(current);
-    // A runtime seen running whose receipt this pass removed because its process had exited
-    // also died, even if its pidfd has not cued yet (it raced the pass).
-    if let Some(last) = last {
-        let removed: HashSet<&str> = removed.iter().map(String::as_str).collect();
-        for runtime in &last.runtimes {
-            let removed_now = runtime
-                .endpoint
-                .as_deref()
-                .is_some_and(|e| removed.contains(e));
-            if runtime.status == RuntimeStatus::Running
-                && removed_now
-                && !died.contains(&runtime.name)
-            {
-                died.push(runtime.name.clone());
-            }
-        }
-    }
-    (snapshot, died, reread)
-}
-
-/// What an incremental pass re-reads.
-struct Plan {
-    /// Receipt files, by bare name.
-    files: BTreeSet<String>,
-    /// All of `$CANON_HOME`.
-    canon: bool,
-}
-
-impl Plan {
-    /// The files events named, plus every receipt of a process that exited; `$CANON_HOME` if
-    /// something in it changed or a catalog entry's process exited (its derived status changes).
-    fn new(
-        sources: &Sources,
-        mut files: BTreeSet<String>,
-        mut canon: bool,
-        exited: &HashSet<u32>,
-    ) -> Self {
-        for &pid in exited {
-            files.extend(sources.receipts_of_pid(pid));
-            canon |= sources.catalog_has_pid(pid);
-        }
-        Self { files, canon }
-    }
-
-    /// Whether this pass re-reads what `runtime` was built from. One it does not re-read keeps its
-    /// last state, so its death (if any) is told by the pass its own exit cue starts.
-    fn touches(&self, runtime: &RuntimeView) -> bool {
-        match (&runtime.endpoint, runtime.origin) {
-            (Some(endpoint), RuntimeOrigin::Receipt | RuntimeOrigin::Both) => self
-                .files
-                .iter()
-                .any(|name| name.strip_suffix(".json") == Some(endpoint.as_str())),
-            _ => self.canon,
-        }
-    }
-
-    fn apply(&self, locations: &Locations, sources: &mut Sources) -> Result<(), FullReadNeeded> {
-        for name in &self.files {
-            sources.refresh_receipt(locations, name)?;
-        }
-        if self.canon {
-            sources.reread_canon(locations);
-        }
-        Ok(())
-    }
-}
-
-/// Runtimes whose process exited while their record still said running: they died rather than
-/// unregistering. Checked before the pass reconciles, as reconciling removes dead receipts, and
-/// only for the runtimes `judged` picks (those the pass re-reads). A process counts as exited
-/// when its pidfd said so or when it is gone now: a pass started for another reason (a file
-/// event, the tick) may read the receipt before the exit cue arrives. This also tells the death
-/// of a runtime whose pid another process took (its receipt is then stale, not removed) and of a
-/// catalog entry's process.
-fn died_before_rescan(
-    locations: &Locations,
-    last: Option<&Snapshot>,
-    exited: &HashSet<u32>,
-    judged: impl Fn(&RuntimeView) -> bool,
-) -> Vec<String> {
-    let Some(last) = last else {
-        return Vec::new();
-    };
-    last.runtimes
-        .iter()
-        .filter(|r| r.status == RuntimeStatus::Running)
-        .filter(|r| judged(r))
-        .filter(|r| {
-            r.pid
-                .is_some_and(|pid| exited.contains(&pid) || !live_runtime::pid_exists(pid))
-        })
-        .filter(|r| still_recorded(locations, r))
-        .map(|r| r.name.clone())
-        .collect()
-}
-
-fn still_recorded(locations: &Locations, runtime: &RuntimeView) -> bool {
-    match (&runtime.endpoint, runtime.origin) {
-        (Some(endpoint), RuntimeOrigin::Receipt | RuntimeOrigin::Both) => endpoint
-            .parse()
-            .map(|e| locations.receipts.receipt_path(&e).exists())
-            .unwrap_or(false),
-        // A catalog entry that still says running for a dead pid is one that did not stop cleanly.
-        _ => true,
-    }
-}
-
 fn newly_waiting(last: Option<&Snapshot>, now: &Snapshot) -> Vec<String> {
     let was_waiting = |profile: &str| {
         last.is_some_and(|l| {
@@ -518,209 +312,4 @@ fn newly_waiting(last: Option<&Snapshot>, now: &Snapshot) -> Vec<String> {
         .filter(|p| p.state == PendingState::Waiting && !was_waiting(&p.profile))
         .map(|p| p.profile.clone())
         .collect()
-}
-
-/// The directory watches, kept in step with which directories exist.
-struct DirWatch {
-    watcher: notify::RecommendedWatcher,
-    wanted: Vec<PathBuf>,
-    /// What is watched now, with the inode it had, so a deleted-and-recreated directory is
-    /// noticed and watched again.
-    watched: HashMap<PathBuf, u64>,
-}
-
-impl DirWatch {
-    fn new(locations: &Locations, tx: UnboundedSender<Cue>) -> Option<Self> {
-        let receipts = locations.receipts.path().to_path_buf();
-        let canon = locations.canon.root().to_path_buf();
-        let interesting: Arc<[PathBuf]> = Arc::from(vec![receipts.clone(), canon.clone()]);
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let cue = match event {
-                // An error (e.g. overflow) may mean lost events.
-                Err(_) => Some(Cue::Rescan),
-                Ok(event) if event.need_rescan() => Some(Cue::Rescan),
-                Ok(event) if changes_something(&event.kind) => {
-                    let paths: Vec<PathBuf> = event
-                        .paths
-                        .into_iter()
-                        .filter(|p| interesting.iter().any(|root| p.starts_with(root)))
-                        .collect();
-                    (!paths.is_empty()).then_some(Cue::Paths(paths))
-                }
-                Ok(_) => None,
-            };
-            if let Some(cue) = cue {
-                let _ = tx.send(cue);
-            }
-        })
-        .map_err(|e| {
-            tracing::warn!("file watching is unavailable, relying on the reconcile tick: {e}")
-        })
-        .ok()?;
-        let mut wanted = vec![
-            receipts.clone(),
-            canon.join("runtimes"),
-            canon.join("locks"),
-            canon.clone(),
-        ];
-        // Parents, so that a directory created (or recreated) later is noticed at once.
-        for dir in [&receipts, &canon] {
-            if let Some(parent) = dir.parent() {
-                wanted.push(parent.to_path_buf());
-            }
-        }
-        Some(Self {
-            watcher,
-            wanted,
-            watched: HashMap::new(),
-        })
-    }
-
-    /// Returns whether a watched directory appeared, disappeared or was replaced since the last
-    /// call: its content may then have changed unseen, so the caller reads everything.
-    ///
-    /// With `renew` (before every full read) every watch is established again, whatever the
-    /// inodes say: a directory deleted and recreated between two calls can come back with the
-    /// same inode number, and its old watch died with the old directory.
-    fn sync(&mut self, renew: bool) -> bool {
-        let mut changed = false;
-        for dir in &self.wanted {
-            let inode = dir_inode(dir);
-            match (self.watched.get(dir).copied(), inode) {
-                (Some(old), Some(new)) if old == new && !renew => {}
-                (Some(_), None) => {
-                    let _ = self.watcher.unwatch(dir);
-                    self.watched.remove(dir);
-                    changed = true;
-                }
-                (previous, Some(new)) => {
-                    if previous.is_some() {
-                        let _ = self.watcher.unwatch(dir);
-                        self.watched.remove(dir);
-                        changed = true;
-                    }
-                    match self.watcher.watch(dir, RecursiveMode::NonRecursive) {
-                        Ok(()) => {
-                            self.watched.insert(dir.clone(), new);
-                            changed = true;
-                        }
-                        Err(e) => tracing::debug!("cannot watch {}: {e}", dir.display()),
-                    }
-                }
-                (None, None) => {}
-            }
-        }
-        changed
-    }
-}
-
-/// Whether an event can mean a changed file. Opens and read-only closes cannot, and the
-/// watcher's own scans cause them (it opens every receipt and Canon file it reads): counting
-/// them made each scan cue the next, so an idle tray rescanned forever. A close after writing
-/// still counts, for writers that write in place instead of renaming.
-fn changes_something(kind: &notify::EventKind) -> bool {
-    use notify::event::{AccessKind, AccessMode};
-    match kind {
-        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        notify::EventKind::Access(_) => false,
-        _ => true,
-    }
-}
-
-fn dir_inode(path: &Path) -> Option<u64> {
-    let meta = std::fs::metadata(path).ok().filter(|m| m.is_dir())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some(meta.ino())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        Some(0)
-    }
-}
-
-/// One exit waiter per pid a runtime is listed with: running ones, the live pid of a stale
-/// receipt (whose exit a full read would answer by removing the receipt; an incremental pass only
-/// re-reads that receipt when told), and the servers of running runtimes served by another
-/// process (a session's host, whose exit ends the runtime while the agent's process lives on).
-#[derive(Default)]
-struct ExitWatch {
-    waiting: HashMap<u32, tokio::task::JoinHandle<()>>,
-}
-
-impl ExitWatch {
-    fn track(&mut self, snapshot: &Snapshot, servers: Vec<u32>, tx: &UnboundedSender<Cue>) {
-        let mut running: HashSet<u32> = snapshot
-            .runtimes
-            .iter()
-            .filter(|r| {
-                r.status == RuntimeStatus::Running
-                    || (r.status == RuntimeStatus::Stale && r.endpoint.is_some())
-            })
-            .filter_map(|r| r.pid)
-            .collect();
-        running.extend(servers);
-        self.waiting.retain(|pid, task| {
-            let keep = running.contains(pid) && !task.is_finished();
-            if !keep {
-                task.abort();
-            }
-            keep
-        });
-        for pid in running {
-            if let std::collections::hash_map::Entry::Vacant(slot) = self.waiting.entry(pid) {
-                if let Some(task) = wait_for_exit(pid, tx.clone()) {
-                    slot.insert(task);
-                }
-            }
-        }
-    }
-}
-
-impl Drop for ExitWatch {
-    fn drop(&mut self) {
-        for task in self.waiting.values() {
-            task.abort();
-        }
-    }
-}
-
-/// Waits for `pid` to exit without polling: a pidfd becomes readable when its process exits.
-#[cfg(target_os = "linux")]
-fn wait_for_exit(pid: u32, tx: UnboundedSender<Cue>) -> Option<tokio::task::JoinHandle<()>> {
-    use rustix::process::{pidfd_open, Pid, PidfdFlags};
-    use tokio::io::unix::AsyncFd;
-    let raw = i32::try_from(pid).ok()?;
-    let pid_handle = Pid::from_raw(raw)?;
-    match pidfd_open(pid_handle, PidfdFlags::NONBLOCK) {
-        Ok(fd) => {
-            // `AsyncFd::new` is deprecated because a borrowed fd could be closed while registered;
-            // here the AsyncFd owns the OwnedFd, so it stays open exactly as long as it is watched.
-            #[allow(deprecated)]
-            let fd = AsyncFd::new(fd).ok()?;
-            Some(tokio::spawn(async move {
-                if fd.readable().await.is_ok() {
-                    let _ = tx.send(Cue::Exited(pid));
-                }
-            }))
-        }
-        // Already gone: re-read its receipts now.
-        Err(rustix::io::Errno::SRCH) => {
-            let _ = tx.send(Cue::Exited(pid));
-            None
-        }
-        // No pidfd support (old kernel, sandbox): the reconcile tick notices the exit instead.
-        Err(e) => {
-            tracing::debug!("no pidfd for PID {pid}: {e}");
-            None
-        }
-    }
-}
-
-/// No pidfd here: exits are noticed by the reconcile tick.
-#[cfg(not(target_os = "linux"))]
-fn wait_for_exit(_pid: u32, _tx: UnboundedSender<Cue>) -> Option<tokio::task::JoinHandle<()>> {
-    None
 }
