@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
  *  runtime once (2 s each, concurrently) on a loaded 2-core CI machine. */
 export const CLI_TIMEOUT_MS = 60_000;
 
-/** The tray menu's word for each agent state (src-tauri/app/tray.rs `state_label`). */
+/** The tray menu's word for each agent state (src-tauri/app/tray/view.rs `state_label`). */
 export const STATE_LABELS = {
   working: 'Working',
   'needs-approval': 'Needs approval',

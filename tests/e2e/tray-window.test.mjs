@@ -19,7 +19,7 @@ import { openAppInTray, startTrayHost } from './tray.mjs';
 
 // These tests are about the menu entries of plain runtimes ("Attach NAME (KIND)"): their demo
 // runtimes do not serve the status API, so an agent state arriving mid-test cannot turn an entry
-// into its state submenu (src-tauri/app/tray.rs's model tests walk every agent state).
+// into its state submenu (src-tauri/app/tray/view.rs's tests walk every agent state).
 const PLAIN = ['--scenario', 'no-api'];
 
 /** The window's title (tauri.conf.json / app.rs), as X reports it. */

@@ -287,7 +287,7 @@ async fn a_registration_resumed_against_another_canon_sends_it_nothing() {
     let c = pending_at_issuer().await;
     let (issuer, t, secrets) = (&c.server, &c.t, &c.secrets);
     // Submitted to the issuer, polled a few times, stopped mid-poll (the deadline here; a
-    // restart of the real CLI in tests/supercode_tray/cli.rs).
+    // restart of the real CLI in tests/supercode_tray/cli_approve.rs).
     poll_until_stopped(t, secrets, issuer.base_url()).await;
     assert!(issuer.state().polls > 0, "it was polling when it stopped");
     let entry = load_pending_registrations(&t.home)
