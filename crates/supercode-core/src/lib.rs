@@ -513,9 +513,6 @@ impl Supercode {
     /// what it published last.
     pub fn watch(&self) -> WatchHandle {
         let proxies = self.proxies.clone();
-        if let Some(sink) = &self.sink {
-            self.agents.set_sink(sink.clone());
-        }
         // What the watcher publishes is recorded before it goes out, so `current()` never
         // answers an inventory older than an event already sent. Only published snapshots are
         // recorded: a pass that changes nothing leaves the record equal to it, and costs no copy.

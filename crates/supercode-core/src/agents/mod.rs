@@ -5,13 +5,14 @@
 //! receipt-backed runtime. The watcher hands it every snapshot it takes ([`Agents::sync`] starts
 //! and stops subscriptions as runtimes come and go, or as a receipt is rewritten) and lets it fill
 //! in each running runtime's `state` ([`Agents::apply`]); a subscription that accepts a document
-//! wakes the watcher to publish. Nothing polls: a subscription waits on its stream, its backoff
+//! wakes the watcher to publish, and an alert it decides on waits for that pass too
+//! ([`Agents::take_alerts`]): a state change reaches the shells one way. Nothing polls: a subscription waits on its stream, its backoff
 //! or its rate-limit timer, and a runtime that does not serve the API is not asked again until
 //! its receipt changes.
 //!
 //! A runtime is untrusted: every document goes through [`document`], and each subscription
 //! coalesces what it shows ([`AgentOptions::publish_interval`]) and rate-limits the alerts it
-//! sends ([`AgentOptions::alert_interval`]), so a runtime flooding changes floods nothing. Every
+//! decides on ([`AgentOptions::alert_interval`]), so a runtime flooding changes floods nothing. Every
 //! subscription runs on the watcher's one thread, beside the inventory: its stream is parsed in
 //! linear time, a slice per turn ([`client::READ_SLICE_BYTES`]), and failed past
 //! [`sse::MAX_BYTES_WITHOUT_DOCUMENT`], so a runtime flooding its stream holds up no other.
@@ -46,7 +47,7 @@ use tokio_util::sync::CancellationToken;
 use crate::view::{
     AgentState, AgentStateView, RuntimeOrigin, RuntimeStatus, RuntimeView, Snapshot,
 };
-use crate::EventSink;
+use crate::CoreEvent;
 use client::{AttemptError, Timeouts};
 use document::Document;
 use subscription::Subscription;
@@ -155,9 +156,12 @@ struct Inner {
     receipts: ReceiptDir,
     /// By endpoint. A std mutex: never held across an await.
     entries: Mutex<HashMap<String, Entry>>,
-    /// Woken (at most once per runtime per publish interval) when a shown state changed.
+    /// Woken (at most once per runtime per publish interval) when a shown state changed, and
+    /// when an alert is due.
     changed: Notify,
-    sink: Mutex<Option<EventSink>>,
+    /// Alerts due, oldest first, for the watcher's next pass to send with the snapshot that
+    /// shows their states ([`Agents::take_alerts`]).
+    alerts: Mutex<Vec<CoreEvent>>,
     next_task: AtomicU64,
     /// The document of each runtime's last look without a subscription ([`Agents::offered`],
     /// the CLI's), by endpoint: the act that follows is checked against it, so a change that
@@ -251,7 +255,7 @@ impl Agents {
                 receipts,
                 entries: Mutex::default(),
                 changed: Notify::new(),
-                sink: Mutex::default(),
+                alerts: Mutex::default(),
                 next_task: AtomicU64::new(0),
                 looked: Mutex::default(),
                 synced: std::sync::atomic::AtomicBool::new(false),
@@ -259,12 +263,15 @@ impl Agents {
         }
     }
 
-    /// Where alerts go (the watcher's sink).
-    pub fn set_sink(&self, sink: EventSink) {
-        *self.inner.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    /// The alerts due since the last call, oldest first. The watcher sends them just before the
+    /// snapshot of the pass that took them, which shows their states: an agent's state change
+    /// reaches the shells one way, through the watcher's pass, its alert and its snapshot
+    /// together.
+    pub fn take_alerts(&self) -> Vec<CoreEvent> {
+        std::mem::take(&mut *self.inner.alerts.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Resolves when a subscription changed what it shows: time for a snapshot.
+    /// Resolves when a subscription changed what it shows or has an alert due: time for a pass.
     pub async fn changed(&self) {
         self.inner.changed.notified().await;
     }
@@ -420,8 +427,13 @@ impl Inner {
         self.looked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn sink(&self) -> Option<EventSink> {
-        self.sink.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// Queues `alert` for the watcher's next pass, and wakes it.
+    fn alert(&self, alert: CoreEvent) {
+        self.alerts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(alert);
+        self.changed.notify_one();
     }
 }
 

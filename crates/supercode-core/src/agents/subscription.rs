@@ -328,17 +328,15 @@ impl Subscription {
         // Only a state the runtime sent has a document (and so actions) to act on: the view
         // carries its revision, as the menu's and the window's do.
         let revision = self.view.revision;
-        if let Some(sink) = self.inner.sink() {
-            sink(CoreEvent::AgentAlert {
-                id: self.id.clone(),
-                name: self.name.clone(),
-                state,
-                title: self.view.title.clone(),
-                detail: self.view.detail.clone(),
-                actions: self.view.actions.clone(),
-                revision,
-            });
-        }
+        self.inner.alert(CoreEvent::AgentAlert {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            state,
+            title: self.view.title.clone(),
+            detail: self.view.detail.clone(),
+            actions: self.view.actions.clone(),
+            revision,
+        });
     }
 
     /// Runs `future` while keeping the coalescing and alert timers; `None` when cancelled.

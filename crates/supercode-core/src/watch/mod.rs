@@ -141,9 +141,9 @@ pub fn start(
 }
 
 /// [`start`], taking a full pass whenever `requests` asks for one, and with the agent-state
-/// subscriptions: every pass starts and stops them ([`Agents::sync`]) and fills in the running
-/// runtimes' states before the snapshot is compared and published, and a subscription whose
-/// shown state changed wakes a pass. The subscriptions run on the watcher's thread and end
+/// subscriptions: every pass starts and stops them ([`Agents::sync`]), fills in the running
+/// runtimes' states before the snapshot is compared and published, and sends the alerts due
+/// just before it; a subscription whose shown state changed, or that has an alert due, wakes a pass. The subscriptions run on the watcher's thread and end
 /// with it.
 pub fn start_with_agents(
     locations: Locations,
@@ -242,6 +242,12 @@ async fn run(
             });
             agents.apply(&mut snapshot);
         }
+        // Taken with the states they tell of (the subscriptions run on this thread, so none
+        // moves in between).
+        let alerts = agents
+            .as_deref()
+            .map(Agents::take_alerts)
+            .unwrap_or_default();
         on_pass(&snapshot);
         for name in died {
             let revivable = snapshot.runtimes.iter().any(|r| {
@@ -259,6 +265,12 @@ async fn run(
         exits.track(&snapshot, servers, &tx);
         // Published shared, and only when it changed: an unchanged pass keeps the copy everyone
         // holds, so "the same inventory as before" stays one pointer comparison.
+        // The agents' alerts just before the snapshot that shows their states: the app then
+        // replaces the notification it shows for a runtime, rather than first withdrawing it
+        // for a state it has not been told of.
+        for alert in alerts {
+            sink(alert);
+        }
         if last.as_deref() != Some(&snapshot) {
             let snapshot = Arc::new(snapshot);
             sink(CoreEvent::Snapshot(snapshot.clone()));
@@ -271,7 +283,8 @@ async fn run(
             () = cancel.cancelled() => break,
             _ = tick.tick() => changes.full = true,
             () = requests.requested() => changes.full = true,
-            // A shown agent state changed: a pass that re-reads nothing publishes it. Such
+            // A shown agent state changed, or an alert is due: a pass that re-reads nothing
+            // publishes it. Such
             // passes take at most half of this thread, which the subscriptions run on too: when
             // thousands of runtimes change at once (all of them starting, or not answering) the
             // subscriptions still get on, and the shells get fewer, larger updates. With few
