@@ -29,8 +29,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::{random_hex, AttachCodes, Sessions};
 use crate::body::{Progress, ProxyBody};
+use crate::options::AttachOptions;
+use crate::pages;
 use crate::rewrite::RuntimeTraces;
-use crate::{pages, AttachOptions};
 
 /// Path prefix of the attach route: `/__attach/<code>`.
 pub(crate) const ATTACH_PATH_PREFIX: &str = "/__attach/";

@@ -8,8 +8,10 @@ use live_runtime::{BearerToken, Sensitive};
 
 use runtime_link::{verify_listener, ConnectError, ListenerError, RuntimeConnector};
 
+use crate::authorization::bearer_header;
 use crate::body::ProxyBody;
-use crate::{bearer_header, AttachError, HEALTH_TIMEOUT};
+use crate::error::AttachError;
+use crate::options::HEALTH_TIMEOUT;
 
 /// Checks the listener ([`runtime_link::verify_listener`]), then sends `GET /` with the token to the
 /// runtime on a fresh connection whose runtime end the kernel says is this user's, all within

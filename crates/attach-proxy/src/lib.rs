@@ -8,30 +8,36 @@
 //! forwarded to the runtime with `Authorization: Bearer <token>` added on the way.
 //!
 //! # Layout
+//! - `lib.rs` (here): [`AttachProxy`] (starting, minting attach URLs, stopping) and the accept
+//!   loop, which closes every connection that is not the user's own, or over the cap, before
+//!   reading a byte.
+//! - `options`: the proxy's limits, each a named constant, and [`AttachOptions`].
+//! - `error`: [`AttachError`].
+//! - `authorization`: the `Authorization` header, the one form in which the token leaves.
 //! - `access`: one-time attach codes and browser sessions (only SHA-256 digests are stored).
 //! - `forward`: the per-request path: the checks, header rewriting, streaming forwarding with
 //!   hyper's HTTP/1.1 client over a keep-alive runtime connection paired with each browser
 //!   connection (a deadline for the response head, framing checks), and WebSocket pass-through
-//!   on a dedicated runtime connection.
-//! - [`connect`]: the one way to open a connection to a runtime: connect, then make sure the
-//!   kernel says the other end is the user's own socket before the token is written.
+//!   on a dedicated runtime connection, opened by [`runtime_link::RuntimeConnector`], the one way
+//!   to connect to a runtime and make sure the kernel says its end is the user's own socket.
 //! - `rewrite`: keeps the runtime's token and address out of response headers (redirects to
 //!   the runtime's address point at the proxy instead).
 //! - `pages`: the short HTML pages the proxy itself answers with when it refuses a request.
 //! - `body`: the one body type the proxy sends either way (a runtime's, streamed through hyper,
 //!   a static page or empty).
-//! - `health`: [`check_health`], a one-off authenticated probe of a runtime, and
-//!   [`verify_listener`], the check that the runtime's port is still the runtime's.
-//! - `owner`: which OS user owns each end of a loopback connection (the kernel's socket table);
-//!   the accept loop closes every connection that is not the user's own before reading a byte.
+//! - `health`: [`check_health`], a one-off authenticated probe of a runtime, after
+//!   [`runtime_link::verify_listener`], the check that the runtime's port is still the runtime's.
 //!
 //! See `docs/attach.md` for the flow and the security properties.
 #![deny(missing_docs)]
 
 mod access;
+mod authorization;
 mod body;
+mod error;
 mod forward;
 mod health;
+mod options;
 #[cfg(feature = "test-support")]
 pub mod other_user;
 mod pages;
@@ -42,7 +48,6 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::header::HeaderValue;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use live_runtime::{BearerToken, Sensitive};
 use runtime_link::owner::Peer;
@@ -53,139 +58,14 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+pub use error::AttachError;
 pub use health::check_health;
+pub use options::{
+    AttachOptions, ACCEPT_ERROR_BACKOFF, ATTACH_CODE_TTL, HEADER_READ_TIMEOUT, HEALTH_TIMEOUT,
+    MAX_CONNECTIONS, RESPONSE_HEAD_TIMEOUT, SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE,
+};
 
-/// How long a minted attach code stays redeemable.
-///
-/// The code travels through the OS "open URL" machinery and a browser that may be cold-starting,
-/// which can take several seconds on a loaded machine; 30 s covers that, while a code that leaks
-/// afterwards (shell history, a process listing, a crash report) is already useless.
-pub const ATTACH_CODE_TTL: Duration = Duration::from_secs(30);
-
-/// Upper bound for [`check_health`].
-///
-/// A healthy runtime answers `GET /` on loopback in milliseconds; 3 s tolerates one that is busy
-/// (a model call hogging its event loop) while keeping a click on "attach" from hanging.
-pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// How long a browser connection may take to send a request's headers.
-///
-/// Browsers send headers in one go; 30 s only stops a stuck or malicious local client from
-/// holding a connection (and its task) open forever.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How long a stopping proxy lets in-flight responses finish before dropping their connections.
-///
-/// The proxy is stopped when its runtime goes away, so nothing useful is still flowing; 1 s lets a
-/// response that is almost done complete without making shutdown feel slow. SSE streams and
-/// WebSocket tunnels are closed at once.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
-
-/// How long a browser session may go unused before it is over and the browser must attach again.
-///
-/// A session cookie lives in the browser, where any page on another `127.0.0.1` port is
-/// "same-site" and a forgotten tab or a later user of the browser profile could ride on it; an
-/// hour covers a working stretch with the tab in the background (every request, SSE reconnects
-/// included, counts as use), and attaching again is one click in the tray.
-pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
-
-/// Most browser connections one proxy serves at once. A browser opens six per host plus its
-/// streams and WebSockets; 256 leaves room for many tabs while bounding what a local flood of
-/// connections can make the proxy hold. Connections over the cap are closed at once.
-pub const MAX_CONNECTIONS: usize = 256;
-
-/// Least time between two log lines about refused connections. Another user can connect in a
-/// loop; each refusal is counted, but the log gets one line (with the count) per interval.
-const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
-
-/// Pause after a failed `accept` (for example out of file descriptors) before trying again, so
-/// the accept loop does not spin on a persistent error. 100 ms is invisible to a person.
-pub const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
-
-/// How long a runtime has to send its response head (the status line and fields) once the
-/// request has been sent, and how long an upload to it may stall; over it the browser gets a
-/// 504 and the runtime connection is closed.
-///
-/// A runtime that never answers, or stops reading an upload, would otherwise hold a browser
-/// connection, and the proxy's task for it, forever. The clock restarts whenever a frame of the
-/// request body goes out, so a large upload that keeps moving is never cut off. 60 s is
-/// nginx's `proxy_read_timeout` and `proxy_send_timeout`: long enough for a slow handler or a
-/// long poll (which answer within 30 s by convention). Response bodies are unbounded in time,
-/// so a stream (SSE) that sends its head at once may then run for hours.
-pub const RESPONSE_HEAD_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Everything that can go wrong starting a proxy or probing a runtime.
-#[derive(thiserror::Error, Debug)]
-pub enum AttachError {
-    /// No loopback port could be bound for the proxy.
-    #[error("could not open a loopback port for the attach proxy ({source}); close unused applications and attach again")]
-    Bind {
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The proxy's thread or its async runtime could not be created.
-    #[error("could not start the attach proxy's thread ({source}); the system may be out of resources, close unused applications and attach again")]
-    Thread {
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The token cannot be sent in an HTTP header.
-    #[error("the runtime's bearer token contains characters that cannot go in an HTTP header; restart the runtime so it registers a new token")]
-    InvalidToken,
-    /// The runtime could not be reached on its loopback address.
-    #[error("the runtime is not answering on its loopback address ({source}); check that it is still running, or revive it from the tray")]
-    UpstreamUnreachable {
-        /// What failed (connect or HTTP exchange). Never contains the address.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The runtime refused the token it was registered with.
-    #[error("the runtime refused its registered token (HTTP {status}); restart the runtime so it writes a fresh receipt")]
-    UpstreamRejectedToken {
-        /// 401 or 403.
-        status: u16,
-    },
-    /// The runtime answered, but with a server error.
-    #[error("the runtime answered HTTP {status}; check its logs and restart it")]
-    UpstreamUnhealthy {
-        /// The 5xx status.
-        status: u16,
-    },
-    /// The runtime did not answer within [`HEALTH_TIMEOUT`].
-    #[error("the runtime did not answer within {HEALTH_TIMEOUT:?}; it may be hung, restart it")]
-    HealthTimeout,
-    /// The socket at the runtime's address is not the runtime's, or cannot be checked, so the
-    /// token was not sent.
-    #[error(transparent)]
-    Listener(#[from] runtime_link::ListenerError),
-}
-
-/// Knobs for [`AttachProxy::start_with_options`]. `Default` is what the app uses.
-#[derive(Debug, Clone)]
-pub struct AttachOptions {
-    /// How long a minted code stays redeemable; [`ATTACH_CODE_TTL`] by default.
-    pub code_ttl: Duration,
-    /// How long a session may go unused; [`SESSION_IDLE_TIMEOUT`] by default.
-    pub session_idle_timeout: Duration,
-    /// Most browser connections served at once; [`MAX_CONNECTIONS`] by default.
-    pub max_connections: usize,
-    /// How long a runtime has to send a response head; [`RESPONSE_HEAD_TIMEOUT`] by default.
-    pub response_head_timeout: Duration,
-    /// The `127.0.0.1` port to listen on; 0 (the default) takes an ephemeral one. Tests put a
-    /// second proxy on the port of one that stopped, as the OS may do with ephemeral ports.
-    pub port: u16,
-}
-
-impl Default for AttachOptions {
-    fn default() -> Self {
-        Self {
-            code_ttl: ATTACH_CODE_TTL,
-            session_idle_timeout: SESSION_IDLE_TIMEOUT,
-            max_connections: MAX_CONNECTIONS,
-            response_head_timeout: RESPONSE_HEAD_TIMEOUT,
-            port: 0,
-        }
-    }
-}
+use authorization::bearer_header;
 
 /// A one-time URL that logs a browser into an [`AttachProxy`]:
 /// `http://127.0.0.1:PORT/__attach/<code>`.
@@ -361,12 +241,9 @@ impl Drop for AttachProxy {
     }
 }
 
-fn bearer_header(token: &BearerToken) -> Result<HeaderValue, AttachError> {
-    let mut value = HeaderValue::try_from(format!("Bearer {}", token.expose()))
-        .map_err(|_| AttachError::InvalidToken)?;
-    value.set_sensitive(true);
-    Ok(value)
-}
+/// Least time between two log lines about refused connections. Another user can connect in a
+/// loop; each refusal is counted, but the log gets one line (with the count) per interval.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Decides, before a byte is read, whether an accepted connection is served.
 struct Gate {
@@ -539,16 +416,5 @@ mod tests {
         assert_send_sync::<AttachProxy>();
         assert_send_sync::<AttachUrl>();
         assert_send_sync::<AttachError>();
-    }
-
-    #[test]
-    fn tokens_that_cannot_be_headers_are_refused() {
-        let bad = Sensitive::new("line\nbreak".to_owned());
-        assert!(matches!(
-            bearer_header(&bad),
-            Err(AttachError::InvalidToken)
-        ));
-        let good = bearer_header(&Sensitive::new("abc".to_owned())).unwrap();
-        assert!(good.is_sensitive());
     }
 }

@@ -146,7 +146,10 @@ mod tests {
     /// The expired page tells the link's lifetime as the proxy enforces it.
     #[test]
     fn the_expired_page_says_how_long_a_link_lasts() {
-        let lasts = format!("within {} seconds", crate::ATTACH_CODE_TTL.as_secs());
+        let lasts = format!(
+            "within {} seconds",
+            crate::options::ATTACH_CODE_TTL.as_secs()
+        );
         assert!(EXPIRED.contains(&lasts), "{EXPIRED}");
     }
 }

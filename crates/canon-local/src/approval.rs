@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use crate::client::{
     is_tls, resolve_base_url, CanonClient, ClientError, RegistrationPhase, RegistrationRequest,
-    DEFAULT_BASE_URL,
+    RegistrationStatus, SubmittedRegistration, DEFAULT_BASE_URL,
 };
 use crate::error::CanonFileError;
 use crate::home::CanonHome;
@@ -25,7 +25,7 @@ use crate::json::iso_now;
 use crate::origins::RegistrationOrigins;
 use crate::pending::{
     clear_pending_registration, load_pending_registrations, update_pending_registration,
-    PendingPatch,
+    PendingPatch, PendingRegistration,
 };
 use crate::profiles::{load_profiles, merge_agent_profile, AgentProfile};
 use live_runtime::{SecretStore, SecretStoreError, Sensitive};
@@ -200,237 +200,330 @@ pub async fn approve(
     mut progress: impl FnMut(ApprovalState),
 ) -> Result<ApprovalOutcome, ApprovalError> {
     let deadline = Instant::now() + options.deadline;
-    let entry = load_pending_registrations(home)?
+    let entry = pending_entry(home, profile)?;
+    // Read agents.json now: a corrupt file must stop us before Canon issues a key.
+    let existing = load_profiles(home)?.get(profile).cloned();
+    let client = CanonClient::new(base_url_to_use(options, existing.as_ref()))?;
+    let approval = Approval {
+        home,
+        origins,
+        profile,
+        secrets,
+        options,
+        deadline,
+        profile_base_url: base_url_to_keep(existing.as_ref(), &client),
+        client,
+        entry,
+    };
+    let (request_id, poll_token) = match approval.entry.request_id.clone() {
+        Some(request_id) => approval.resume(request_id, &mut progress)?,
+        None => approval.submit(&mut progress).await?,
+    };
+    match approval
+        .wait_for_decision(&request_id, poll_token.as_ref(), &mut progress)
+        .await?
+    {
+        Decision::Rejected { agent_name } => {
+            progress(ApprovalState::Rejected);
+            Ok(ApprovalOutcome::Rejected { agent_name })
+        }
+        Decision::Approved(status) => {
+            approval
+                .accept(status, &request_id, poll_token.as_ref(), &mut progress)
+                .await
+        }
+        Decision::DeadlinePassed => {
+            progress(ApprovalState::Expired);
+            Ok(ApprovalOutcome::Expired {
+                request_id,
+                approved_without_key: false,
+            })
+        }
+    }
+}
+
+/// The pending entry for `profile`; there must be one.
+fn pending_entry(home: &CanonHome, profile: &str) -> Result<PendingRegistration, ApprovalError> {
+    load_pending_registrations(home)?
         .get(profile)
         .cloned()
         .ok_or_else(|| ApprovalError::NoPendingRegistration {
             profile: profile.to_owned(),
-        })?;
-    // Read agents.json now: a corrupt file must stop us before Canon issues a key.
-    let existing = load_profiles(home)?.get(profile).cloned();
-    let base_url = options
+        })
+}
+
+/// The Canon API this approval talks to: the caller's override, else the profile's own.
+fn base_url_to_use(options: &ApprovalOptions, existing: Option<&AgentProfile>) -> String {
+    options
         .base_url
         .clone()
-        .unwrap_or_else(|| resolve_base_url(existing.as_ref().and_then(|p| p.base_url.as_deref())));
-    let client = CanonClient::new(base_url)?;
-    // Keep the profile's own spelling when it names this API (the tray did not put it there);
-    // record a non-default API only when it is https, so a plain-http (loopback) API used for
-    // this exchange never becomes the one the package keeps using.
-    let profile_base_url = match existing.as_ref().and_then(|p| p.base_url.clone()) {
+        .unwrap_or_else(|| resolve_base_url(existing.and_then(|p| p.base_url.as_deref())))
+}
+
+/// The `baseUrl` written into the approved profile. Keep the profile's own spelling when it
+/// names this API (the tray did not put it there); record a non-default API only when it is
+/// https, so a plain-http (loopback) API used for this exchange never becomes the one the
+/// package keeps using.
+fn base_url_to_keep(existing: Option<&AgentProfile>, client: &CanonClient) -> Option<String> {
+    match existing.and_then(|p| p.base_url.clone()) {
         Some(b) if b.trim_end_matches('/') == client.base_url() => Some(b),
         _ if client.base_url() != DEFAULT_BASE_URL && is_tls(client.base_url()) => {
             Some(client.base_url().to_owned())
         }
         _ => None,
-    };
+    }
+}
 
-    let (request_id, poll_token) = match entry.request_id.clone() {
-        Some(request_id) => {
-            match origins.base_url_of(&entry.local_registration_id)? {
-                Some(issued_by) if issued_by != client.base_url() => {
-                    return Err(ApprovalError::OtherCanon {
-                        profile: profile.to_owned(),
-                        issued_by,
-                        configured: client.base_url().to_owned(),
-                    });
-                }
-                Some(_) => {}
-                // Submitted by a runtime through the package, so its API is unknown: the first
-                // API polled is the one it stays with.
-                None => origins.record(&entry.local_registration_id, client.base_url())?,
-            }
-            progress(ApprovalState::Resumed {
-                request_id: request_id.clone(),
-            });
-            (request_id, entry.poll_token.clone())
-        }
-        None => {
-            let request = RegistrationRequest {
-                name: profile.to_owned(),
-                description: REGISTRATION_DESCRIPTION.to_owned(),
-                client_type: entry.client_type.clone(),
-                local_registration_id: entry.local_registration_id.clone(),
-            };
-            origins.record(&entry.local_registration_id, client.base_url())?;
-            let mut failures = 0;
-            let submitted = loop {
-                match client.register(&request).await {
-                    Ok(s) => break s,
-                    Err(e) if e.is_transient() => {
-                        failures += 1;
-                        let delay = backoff(options, failures);
-                        if Instant::now() + delay >= deadline {
-                            return Err(e.into());
-                        }
-                        progress(ApprovalState::Retrying {
-                            attempt: failures,
-                            delay,
-                            reason: e.to_string(),
-                        });
-                        tokio::time::sleep(delay).await;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            };
-            update_pending_registration(
-                home,
-                profile,
-                PendingPatch {
-                    request_id: Some(submitted.request_id.clone()),
-                    poll_token: submitted.poll_token.clone(),
-                    client_type: None,
-                },
-            )?;
-            progress(ApprovalState::Submitted {
-                request_id: submitted.request_id.clone(),
-            });
-            (submitted.request_id, submitted.poll_token)
-        }
-    };
+/// What Canon decided about the request, or that the deadline came first.
+enum Decision {
+    Rejected {
+        agent_name: Option<String>,
+    },
+    /// The status that said `approved`, with the key if Canon sent one.
+    Approved(RegistrationStatus),
+    DeadlinePassed,
+}
 
-    let expired = |approved_without_key| ApprovalOutcome::Expired {
-        request_id: request_id.clone(),
-        approved_without_key,
-    };
-    let mut delay = options.poll_interval.max(options.min_poll_interval);
-    let mut failures = 0;
-    while Instant::now() < deadline {
-        tokio::time::sleep_until((Instant::now() + delay).min(deadline)).await;
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            break;
-        }
-        let polled = tokio::time::timeout(
-            remaining,
-            client.check_status(&request_id, poll_token.as_ref()),
-        )
-        .await;
-        let status = match polled {
-            Err(_elapsed) => break,
-            Ok(Ok(status)) => status,
-            Ok(Err(e)) if e.is_transient() => {
-                failures += 1;
-                delay = backoff(options, failures);
-                progress(ApprovalState::Retrying {
-                    attempt: failures,
-                    delay,
-                    reason: e.to_string(),
+/// One approval in progress: the registration, the Canon API it goes to, and where its result
+/// is written.
+struct Approval<'a> {
+    home: &'a CanonHome,
+    origins: &'a RegistrationOrigins,
+    profile: &'a str,
+    secrets: &'a SecretStore,
+    options: &'a ApprovalOptions,
+    deadline: Instant,
+    client: CanonClient,
+    profile_base_url: Option<String>,
+    entry: PendingRegistration,
+}
+
+impl Approval<'_> {
+    /// Step 2, already submitted: poll the saved request, but only at the API that issued its
+    /// poll token.
+    fn resume(
+        &self,
+        request_id: String,
+        progress: &mut impl FnMut(ApprovalState),
+    ) -> Result<(String, Option<Sensitive<String>>), ApprovalError> {
+        let local_id = &self.entry.local_registration_id;
+        match self.origins.base_url_of(local_id)? {
+            Some(issued_by) if issued_by != self.client.base_url() => {
+                return Err(ApprovalError::OtherCanon {
+                    profile: self.profile.to_owned(),
+                    issued_by,
+                    configured: self.client.base_url().to_owned(),
                 });
-                continue;
             }
-            Ok(Err(e)) => return Err(e.into()),
+            Some(_) => {}
+            // Submitted by a runtime through the package, so its API is unknown: the first
+            // API polled is the one it stays with.
+            None => self.origins.record(local_id, self.client.base_url())?,
+        }
+        progress(ApprovalState::Resumed {
+            request_id: request_id.clone(),
+        });
+        Ok((request_id, self.entry.poll_token.clone()))
+    }
+
+    /// Step 2, not yet submitted: record the API, submit, and save the request before polling.
+    async fn submit(
+        &self,
+        progress: &mut impl FnMut(ApprovalState),
+    ) -> Result<(String, Option<Sensitive<String>>), ApprovalError> {
+        let request = RegistrationRequest {
+            name: self.profile.to_owned(),
+            description: REGISTRATION_DESCRIPTION.to_owned(),
+            client_type: self.entry.client_type.clone(),
+            local_registration_id: self.entry.local_registration_id.clone(),
         };
-        failures = 0;
-        delay = status
-            .retry_after
-            .unwrap_or(options.poll_interval)
-            .max(options.min_poll_interval);
-        match status.phase {
-            RegistrationPhase::Rejected => {
-                progress(ApprovalState::Rejected);
-                return Ok(ApprovalOutcome::Rejected {
-                    agent_name: status.agent_name,
-                });
+        self.origins
+            .record(&self.entry.local_registration_id, self.client.base_url())?;
+        let submitted = self.register(&request, progress).await?;
+        update_pending_registration(
+            self.home,
+            self.profile,
+            PendingPatch {
+                request_id: Some(submitted.request_id.clone()),
+                poll_token: submitted.poll_token.clone(),
+                client_type: None,
+            },
+        )?;
+        progress(ApprovalState::Submitted {
+            request_id: submitted.request_id.clone(),
+        });
+        Ok((submitted.request_id, submitted.poll_token))
+    }
+
+    /// Submits `request`, retrying transient errors with backoff while the deadline allows.
+    async fn register(
+        &self,
+        request: &RegistrationRequest,
+        progress: &mut impl FnMut(ApprovalState),
+    ) -> Result<SubmittedRegistration, ApprovalError> {
+        let mut failures = 0;
+        loop {
+            match self.client.register(request).await {
+                Ok(s) => return Ok(s),
+                Err(e) if e.is_transient() => {
+                    failures += 1;
+                    let delay = backoff(self.options, failures);
+                    if Instant::now() + delay >= self.deadline {
+                        return Err(e.into());
+                    }
+                    progress(ApprovalState::Retrying {
+                        attempt: failures,
+                        delay,
+                        reason: e.to_string(),
+                    });
+                    tokio::time::sleep(delay).await;
+                }
+                Err(e) => return Err(e.into()),
             }
-            RegistrationPhase::Approved => {
-                let Some(api_key) = status.api_key else {
-                    progress(ApprovalState::Expired);
-                    return Ok(expired(true));
-                };
-                let agent_id = status.agent_id.ok_or_else(|| {
-                    ClientError::InvalidResponse("approved without agentId".into())
-                })?;
-                let agent_name = status.agent_name.unwrap_or_else(|| profile.to_owned());
-                finish(
-                    home,
-                    origins,
-                    &entry.local_registration_id,
-                    profile,
-                    secrets,
-                    &client,
-                    Approved {
-                        request_id: &request_id,
-                        poll_token: poll_token.as_ref(),
-                        api_key,
-                        agent_id: &agent_id,
-                        agent_name: &agent_name,
-                        client_type: entry.client_type.clone(),
-                        base_url: profile_base_url.clone(),
-                    },
-                    options,
-                )
-                .await?;
-                progress(ApprovalState::Approved {
-                    agent_id: agent_id.clone(),
-                    agent_name: agent_name.clone(),
-                });
-                return Ok(ApprovalOutcome::Approved {
-                    agent_id,
-                    agent_name,
-                });
-            }
-            phase => progress(ApprovalState::Waiting { phase }),
         }
     }
-    progress(ApprovalState::Expired);
-    Ok(expired(false))
-}
 
-struct Approved<'a> {
-    request_id: &'a str,
-    poll_token: Option<&'a Sensitive<String>>,
-    api_key: Sensitive<String>,
-    agent_id: &'a str,
-    agent_name: &'a str,
-    client_type: Option<String>,
-    base_url: Option<String>,
-}
-
-#[allow(clippy::too_many_arguments)] // each is a different thing `finish` writes to or reads
-async fn finish(
-    home: &CanonHome,
-    origins: &RegistrationOrigins,
-    local_registration_id: &str,
-    profile: &str,
-    secrets: &SecretStore,
-    client: &CanonClient,
-    approved: Approved<'_>,
-    options: &ApprovalOptions,
-) -> Result<(), ApprovalError> {
-    // Keychain calls block (D-Bus, a possible unlock prompt): keep them off the async workers.
-    let store = secrets.clone();
-    let (account, key) = (api_key_account(profile), approved.api_key.clone());
-    match tokio::task::spawn_blocking(move || store.set(&account, &key)).await {
-        Ok(result) => result?,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => return Err(ApprovalError::Interrupted),
-    }
-    let mut update = AgentProfile::new(
-        approved.api_key,
-        approved.agent_id,
-        approved.agent_name,
-        iso_now(),
-    );
-    update.client_type = approved.client_type;
-    update.base_url = approved.base_url;
-    merge_agent_profile(home, profile, update)?;
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match client
-            .ack_registration_status(approved.request_id, approved.poll_token)
-            .await
-        {
-            Ok(()) => break,
-            Err(e) if e.is_transient() && attempt < ACK_ATTEMPTS => {
-                tokio::time::sleep(backoff(options, attempt)).await;
+    /// Step 3: polls until Canon approves or rejects, or the deadline passes.
+    async fn wait_for_decision(
+        &self,
+        request_id: &str,
+        poll_token: Option<&Sensitive<String>>,
+        progress: &mut impl FnMut(ApprovalState),
+    ) -> Result<Decision, ApprovalError> {
+        let options = self.options;
+        let mut delay = options.poll_interval.max(options.min_poll_interval);
+        let mut failures = 0;
+        while Instant::now() < self.deadline {
+            tokio::time::sleep_until((Instant::now() + delay).min(self.deadline)).await;
+            let remaining = self.deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                break;
             }
-            Err(e) => return Err(ApprovalError::AckFailed(e)),
+            let polled =
+                tokio::time::timeout(remaining, self.client.check_status(request_id, poll_token))
+                    .await;
+            let status = match polled {
+                Err(_elapsed) => break,
+                Ok(Ok(status)) => status,
+                Ok(Err(e)) if e.is_transient() => {
+                    failures += 1;
+                    delay = backoff(options, failures);
+                    progress(ApprovalState::Retrying {
+                        attempt: failures,
+                        delay,
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
+                Ok(Err(e)) => return Err(e.into()),
+            };
+            failures = 0;
+            delay = status
+                .retry_after
+                .unwrap_or(options.poll_interval)
+                .max(options.min_poll_interval);
+            match status.phase {
+                RegistrationPhase::Rejected => {
+                    return Ok(Decision::Rejected {
+                        agent_name: status.agent_name,
+                    })
+                }
+                RegistrationPhase::Approved => return Ok(Decision::Approved(status)),
+                phase => progress(ApprovalState::Waiting { phase }),
+            }
+        }
+        Ok(Decision::DeadlinePassed)
+    }
+
+    /// Step 4: takes the key Canon sent and makes the profile usable: store the key, record the
+    /// profile, acknowledge, clear the pending entry.
+    async fn accept(
+        &self,
+        status: RegistrationStatus,
+        request_id: &str,
+        poll_token: Option<&Sensitive<String>>,
+        progress: &mut impl FnMut(ApprovalState),
+    ) -> Result<ApprovalOutcome, ApprovalError> {
+        let Some(api_key) = status.api_key else {
+            progress(ApprovalState::Expired);
+            return Ok(ApprovalOutcome::Expired {
+                request_id: request_id.to_owned(),
+                approved_without_key: true,
+            });
+        };
+        let agent_id = status
+            .agent_id
+            .ok_or_else(|| ClientError::InvalidResponse("approved without agentId".into()))?;
+        let agent_name = status.agent_name.unwrap_or_else(|| self.profile.to_owned());
+        self.store_key(&api_key).await?;
+        self.record_profile(api_key, &agent_id, &agent_name)?;
+        self.acknowledge(request_id, poll_token).await?;
+        self.clear_pending()?;
+        progress(ApprovalState::Approved {
+            agent_id: agent_id.clone(),
+            agent_name: agent_name.clone(),
+        });
+        Ok(ApprovalOutcome::Approved {
+            agent_id,
+            agent_name,
+        })
+    }
+
+    /// Puts the API key in the secret store.
+    async fn store_key(&self, api_key: &Sensitive<String>) -> Result<(), ApprovalError> {
+        // Keychain calls block (D-Bus, a possible unlock prompt): keep them off the async workers.
+        let store = self.secrets.clone();
+        let (account, key) = (api_key_account(self.profile), api_key.clone());
+        match tokio::task::spawn_blocking(move || store.set(&account, &key)).await {
+            Ok(result) => Ok(result?),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(ApprovalError::Interrupted),
         }
     }
-    clear_pending_registration(home, profile)?;
-    origins.forget(local_registration_id)?;
-    Ok(())
+
+    /// Merges the approved profile into `agents.json`.
+    fn record_profile(
+        &self,
+        api_key: Sensitive<String>,
+        agent_id: &str,
+        agent_name: &str,
+    ) -> Result<(), ApprovalError> {
+        let mut update = AgentProfile::new(api_key, agent_id, agent_name, iso_now());
+        update.client_type = self.entry.client_type.clone();
+        update.base_url = self.profile_base_url.clone();
+        merge_agent_profile(self.home, self.profile, update)?;
+        Ok(())
+    }
+
+    /// Tells Canon the key was received, with a few quick retries.
+    async fn acknowledge(
+        &self,
+        request_id: &str,
+        poll_token: Option<&Sensitive<String>>,
+    ) -> Result<(), ApprovalError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self
+                .client
+                .ack_registration_status(request_id, poll_token)
+                .await
+            {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_transient() && attempt < ACK_ATTEMPTS => {
+                    tokio::time::sleep(backoff(self.options, attempt)).await;
+                }
+                Err(e) => return Err(ApprovalError::AckFailed(e)),
+            }
+        }
+    }
+
+    /// Removes the pending entry and the tray's record of its API: the registration is done.
+    fn clear_pending(&self) -> Result<(), ApprovalError> {
+        clear_pending_registration(self.home, self.profile)?;
+        self.origins.forget(&self.entry.local_registration_id)?;
+        Ok(())
+    }
 }
 
 fn backoff(options: &ApprovalOptions, failures: u32) -> Duration {

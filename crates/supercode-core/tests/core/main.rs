@@ -2,13 +2,14 @@
 //! and a contract-following fake Canon: one binary, one module per area.
 //!
 //! Tests that need the app binary (`supercode-tray demo-runtime`, for revive) find it through
-//! `SUPERCODE_TRAY_BIN` or at `target/debug/supercode-tray`; they skip with a message when it is
-//! missing, and fail when `SUPERCODE_REQUIRE_E2E=1`. Keychain variants skip without a usable
-//! Secret Service unless `SUPERCODE_REQUIRE_KEYCHAIN=1`. Run everything locally with:
+//! `SUPERCODE_TRAY_BIN` or where cargo built it, beside this test binary (whatever
+//! `CARGO_TARGET_DIR` says); they skip with a message when it is missing, and fail when
+//! `SUPERCODE_REQUIRE_E2E=1`. Keychain variants skip without a usable Secret Service unless
+//! `SUPERCODE_REQUIRE_KEYCHAIN=1`. Run everything locally with:
 //!
 //! ```text
-//! CARGO_TARGET_DIR=target cargo build   # the app binary
-//! scripts/test-env.sh cargo test -p supercode-core --test core
+//! cargo build --workspace --bins --tests --features canon-local/test-server   # the app binary too
+//! scripts/test-env.sh cargo test --workspace --features canon-local/test-server --test core
 //! ```
 
 mod support;

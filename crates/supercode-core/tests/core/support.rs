@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -453,29 +453,43 @@ impl Events {
     }
 }
 
-/// The app binary (`supercode-tray`), or `None` (with a message) when it has not been built;
+/// The app binary (`supercode-tray`): `SUPERCODE_TRAY_BIN`, else the one cargo built beside
+/// this test binary ([`cargo_bin_dir`]). `None` (with a message) when it has not been built;
 /// with `SUPERCODE_REQUIRE_E2E=1` a missing binary fails the test instead.
 pub fn tray_binary(test: &str) -> Option<PathBuf> {
     let path = std::env::var_os("SUPERCODE_TRAY_BIN")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/supercode-tray")
-        });
+        .unwrap_or_else(|| cargo_bin_dir().join("supercode-tray"));
     if path.is_file() {
         return Some(path);
     }
     if std::env::var("SUPERCODE_REQUIRE_E2E").as_deref() == Ok("1") {
         panic!(
-            "SUPERCODE_REQUIRE_E2E=1 but the app binary {} is missing; build it with `cargo build` at the repository root or set SUPERCODE_TRAY_BIN",
+            "SUPERCODE_REQUIRE_E2E=1 but the app binary {} is missing; build it with `cargo build --workspace --bins --tests` or set SUPERCODE_TRAY_BIN",
             path.display()
         );
     }
     eprintln!(
-        "SKIPPED {test}: the app binary {} is missing; build it with `cargo build` at the repository root, or set SUPERCODE_REQUIRE_E2E=1 to make this a failure",
+        "SKIPPED {test}: the app binary {} is missing; build it with `cargo build --workspace --bins --tests`, or set SUPERCODE_REQUIRE_E2E=1 to make this a failure",
         path.display()
     );
     None
+}
+
+/// Where cargo puts this build's binaries: the directory above this test binary's `deps/`
+/// (`<target dir>/<profile>`). The app's binaries belong to another package, so cargo gives
+/// this test no `CARGO_BIN_EXE_*` for them; their place beside this binary follows
+/// `CARGO_TARGET_DIR`, `--target` and the profile as cargo does.
+fn cargo_bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let deps = exe.parent().expect("the test binary's directory");
+    assert!(
+        deps.ends_with("deps"),
+        "the test binary {} is not in cargo's deps directory; set SUPERCODE_TRAY_BIN",
+        exe.display()
+    );
+    deps.parent().expect("cargo's profile directory").to_owned()
 }
 
 pub use live_runtime::test_support::{is_child_for, keychain_or_skip};
