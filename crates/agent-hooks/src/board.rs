@@ -26,10 +26,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::Serialize;
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
-use tokio::sync::{broadcast, oneshot};
+pub use demo_runtime::feed::{Action, AgentState, Content, Published, Refusal};
+use demo_runtime::feed::{Controller, StatusFeed};
+use tokio::sync::oneshot;
 
 use crate::claude_code::Decision;
 use crate::event::{EventKind, HookEvent};
@@ -42,81 +41,6 @@ const STREAM_BACKLOG: usize = 64;
 /// answer from the tray is refused, which `act` quotes from the document.
 pub const ANSWERED_IN_TERMINAL: &str = "Already answered in the terminal";
 
-/// The state a session reports (`state` in the document).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AgentState {
-    /// Working on a turn.
-    Working,
-    /// Waiting for the user to allow a tool.
-    NeedsApproval,
-    /// Waiting for the user's next message.
-    NeedsInput,
-    /// Nothing to do.
-    Idle,
-    /// The last turn failed.
-    Error,
-}
-
-/// An action offered now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Action {
-    /// Its id (`approve`, `deny`, `always`).
-    pub id: &'static str,
-    /// Its label.
-    pub label: String,
-    /// True when it cannot be undone in the session (deny stops the tool).
-    pub destructive: bool,
-}
-
-/// Everything in the document that is not bookkeeping.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Content {
-    /// The state.
-    pub state: AgentState,
-    /// The title.
-    pub title: String,
-    /// The detail.
-    pub detail: Option<String>,
-    /// The actions offered.
-    pub actions: Vec<Action>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Document<'a> {
-    version: u32,
-    revision: u64,
-    state: AgentState,
-    title: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<&'a str>,
-    since: &'a str,
-    actions: &'a [Action],
-    controller: serde_json::Value,
-    observers: u32,
-}
-
-/// A rendered document and its revision.
-#[derive(Debug, Clone)]
-pub struct Published {
-    /// Its revision.
-    pub revision: u64,
-    /// The document as JSON.
-    pub json: Arc<str>,
-}
-
-/// Why an action call was refused (a `409`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// The current document does not offer this action.
-    NotOffered,
-    /// The request it answered was already answered in the terminal.
-    AnsweredInTerminal,
-    /// The caller acted on an older prompt.
-    StaleRevision,
-}
-
 struct Pending {
     /// Which request this is, so a hook that ends late cannot clear a newer one.
     seq: u64,
@@ -128,12 +52,6 @@ struct Pending {
 }
 
 struct Inner {
-    content: Content,
-    since: String,
-    revision: u64,
-    prompt_revision: u64,
-    observers: u32,
-    published: Published,
     pending: Option<Pending>,
     next_seq: u64,
     /// Set when the last request was answered in the terminal, until the next request.
@@ -144,9 +62,10 @@ struct Inner {
 
 /// One session's status and its subscribers.
 pub struct Board {
-    // std Mutex: never held across an `.await`.
+    // std Mutex: never held across an `.await`. Every change of the feed's content is made
+    // while it is held, so what `act` checked on the feed still holds when it answers.
     inner: Mutex<Inner>,
-    changes: broadcast::Sender<Published>,
+    feed: Arc<StatusFeed>,
 }
 
 /// What a waiting permission hook gets: its request's number and the answer, if the tray gives one.
@@ -161,39 +80,30 @@ pub struct Waiting {
 impl Board {
     /// A new session's board: `idle`.
     pub fn new() -> Arc<Self> {
-        let content = Content {
-            state: AgentState::Idle,
-            title: "Waiting for a prompt".to_owned(),
-            detail: None,
-            actions: Vec::new(),
-        };
-        let since = now_rfc3339();
-        let published = render(&content, &since, 1, 0);
         Arc::new(Self {
             inner: Mutex::new(Inner {
-                content,
-                since,
-                revision: 1,
-                prompt_revision: 1,
-                observers: 0,
-                published,
                 pending: None,
                 next_seq: 1,
                 answered_in_terminal: false,
                 transcript: None,
             }),
-            changes: broadcast::channel(STREAM_BACKLOG).0,
+            feed: StatusFeed::new(idle(), STREAM_BACKLOG),
         })
+    }
+
+    /// The session's document and its streams.
+    pub fn feed(&self) -> &Arc<StatusFeed> {
+        &self.feed
     }
 
     /// The current document.
     pub fn current(&self) -> Published {
-        self.lock().published.clone()
+        self.feed.current()
     }
 
     /// The current content (for tests and the host's log-free checks).
     pub fn content(&self) -> Content {
-        self.lock().content.clone()
+        self.feed.content()
     }
 
     /// The session's transcript, once an event of the session named it.
@@ -235,12 +145,12 @@ impl Board {
             EventKind::ToolDone if settled => Some(working(ANSWERED_IN_TERMINAL, None)),
             EventKind::ToolDone if !subagent => Some(working("Thinking", None)),
             EventKind::ToolDone => None,
-            EventKind::PermissionRequest { tool, detail, .. } => Some(Content {
-                state: AgentState::NeedsApproval,
-                title: format!("Run {tool}?"),
-                detail: detail.clone(),
-                actions: Vec::new(),
-            }),
+            EventKind::PermissionRequest { tool, detail, .. } => Some(shown(
+                AgentState::NeedsApproval,
+                format!("Run {tool}?"),
+                detail.clone(),
+                Vec::new(),
+            )),
             EventKind::NeedsInput { .. }
             | EventKind::Failed { .. }
             | EventKind::Delegated { .. }
@@ -249,28 +159,25 @@ impl Board {
                 None
             }
             EventKind::Delegated { title } => Some(working(title, None)),
-            EventKind::NeedsInput { title } => Some(Content {
-                state: AgentState::NeedsInput,
-                title: title
+            EventKind::NeedsInput { title } => Some(shown(
+                AgentState::NeedsInput,
+                title
                     .clone()
                     .or_else(|| {
-                        (inner.content.state == AgentState::NeedsInput)
-                            .then(|| inner.content.title.clone())
+                        let current = self.feed.content();
+                        (current.state == AgentState::NeedsInput).then_some(current.title)
                     })
                     .unwrap_or_else(|| "Waiting for your reply".to_owned()),
-                detail: None,
-                actions: Vec::new(),
-            }),
-            EventKind::Failed { reason } => Some(Content {
-                state: AgentState::Error,
-                title: reason.clone(),
-                detail: None,
-                actions: Vec::new(),
-            }),
+                None,
+                Vec::new(),
+            )),
+            EventKind::Failed { reason } => {
+                Some(shown(AgentState::Error, reason.clone(), None, Vec::new()))
+            }
             EventKind::SessionEnd | EventKind::Other => None,
         };
         if let Some(next) = next {
-            self.enter(&mut inner, next);
+            self.enter(next);
         }
     }
 
@@ -300,32 +207,17 @@ impl Board {
             responder,
             suggestions: suggestions.clone(),
         });
-        let mut actions = vec![Action {
-            id: "approve",
-            label: "Approve".to_owned(),
-            destructive: false,
-        }];
+        let mut actions = vec![action("approve", "Approve".to_owned(), false)];
         if let Some(label) = always_label.clone().filter(|_| suggestions.is_some()) {
-            actions.push(Action {
-                id: "always",
-                label,
-                destructive: false,
-            });
+            actions.push(action("always", label, false));
         }
-        actions.push(Action {
-            id: "deny",
-            label: "Deny".to_owned(),
-            destructive: true,
-        });
-        self.enter(
-            &mut inner,
-            Content {
-                state: AgentState::NeedsApproval,
-                title: format!("Run {tool}?"),
-                detail: detail.clone(),
-                actions,
-            },
-        );
+        actions.push(action("deny", "Deny".to_owned(), true));
+        self.enter(shown(
+            AgentState::NeedsApproval,
+            format!("Run {tool}?"),
+            detail.clone(),
+            actions,
+        ));
         Some(Waiting { seq, decision })
     }
 
@@ -336,15 +228,12 @@ impl Board {
         if inner.pending.as_ref().is_some_and(|p| p.seq == seq) {
             inner.pending = None;
             inner.answered_in_terminal = true;
-            self.enter(
-                &mut inner,
-                Content {
-                    state: AgentState::NeedsInput,
-                    title: ANSWERED_IN_TERMINAL.to_owned(),
-                    detail: None,
-                    actions: Vec::new(),
-                },
-            );
+            self.enter(shown(
+                AgentState::NeedsInput,
+                ANSWERED_IN_TERMINAL.to_owned(),
+                None,
+                Vec::new(),
+            ));
         }
     }
 
@@ -353,20 +242,16 @@ impl Board {
     /// that offered it.
     pub fn act(&self, id: &str, seen: Option<u64>) -> Result<u64, Refusal> {
         let mut inner = self.lock();
-        if !inner.content.actions.iter().any(|action| action.id == id) {
-            return Err(
-                if inner.answered_in_terminal && matches!(id, "approve" | "deny" | "always") {
-                    Refusal::AnsweredInTerminal
-                } else {
-                    Refusal::NotOffered
-                },
-            );
-        }
-        if let Some(seen) = seen {
-            if seen < inner.prompt_revision || seen > inner.revision {
-                return Err(Refusal::StaleRevision);
+        let offered_at = self.feed.offered(id, seen).map_err(|refusal| {
+            if refusal == Refusal::NotOffered
+                && inner.answered_in_terminal
+                && matches!(id, "approve" | "deny" | "always")
+            {
+                Refusal::AnsweredInTerminal
+            } else {
+                refusal
             }
-        }
+        })?;
         let Some(pending) = inner.pending.take() else {
             return Err(Refusal::NotOffered);
         };
@@ -384,77 +269,29 @@ impl Board {
             inner.answered_in_terminal = true;
             return Err(Refusal::AnsweredInTerminal);
         }
-        let offered_at = inner.revision;
         let next = if denied {
             working("Denied; the agent goes on without it", None)
         } else {
             working(
                 &format!("Running {}", pending.tool),
-                inner.content.detail.clone(),
+                self.feed.content().detail,
             )
         };
-        self.enter(&mut inner, next);
+        self.enter(next);
         Ok(offered_at)
     }
 
-    /// The current document and every later one; counts the caller as an observer until the
-    /// guard is dropped.
-    pub fn watch(self: &Arc<Self>) -> (Published, broadcast::Receiver<Published>, ObserverGuard) {
-        let mut inner = self.lock();
-        inner.observers += 1;
-        self.publish(&mut inner);
-        let first = inner.published.clone();
-        let receiver = self.changes.subscribe();
-        drop(inner);
-        (
-            first,
-            receiver,
-            ObserverGuard {
-                board: Arc::clone(self),
-            },
-        )
-    }
-
-    fn enter(&self, inner: &mut Inner, next: Content) {
-        if next == inner.content {
-            return;
+    /// Shows `next` unless it is what the document shows already. Called with the lock held,
+    /// so that changes of the document happen in the order of the events that made them.
+    fn enter(&self, next: Content) {
+        if next != self.feed.content() {
+            self.feed.show(next);
         }
-        if next.state != inner.content.state {
-            inner.since = now_rfc3339();
-        }
-        inner.content = next;
-        self.publish(inner);
-        inner.prompt_revision = inner.revision;
-    }
-
-    fn publish(&self, inner: &mut Inner) {
-        inner.revision += 1;
-        inner.published = render(
-            &inner.content,
-            &inner.since,
-            inner.revision,
-            inner.observers,
-        );
-        // No receiver is not an error: nobody is watching.
-        let _ = self.changes.send(inner.published.clone());
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // Every field is replaced whole, so a poisoned lock still holds a consistent document.
+        // Every field is replaced whole, so a poisoned lock still holds a consistent state.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Counts one open stream in `observers`.
-pub struct ObserverGuard {
-    board: Arc<Board>,
-}
-
-impl Drop for ObserverGuard {
-    fn drop(&mut self) {
-        let mut inner = self.board.lock();
-        inner.observers = inner.observers.saturating_sub(1);
-        self.board.publish(&mut inner);
     }
 }
 
@@ -465,47 +302,45 @@ fn note_transcript(inner: &mut Inner, event: &HookEvent) {
     }
 }
 
-fn idle() -> Content {
+/// Content as a session shows it: driven from its terminal.
+fn shown(
+    state: AgentState,
+    title: String,
+    detail: Option<String>,
+    actions: Vec<Action>,
+) -> Content {
     Content {
-        state: AgentState::Idle,
-        title: "Waiting for a prompt".to_owned(),
-        detail: None,
-        actions: Vec::new(),
+        state,
+        title,
+        detail,
+        actions,
+        controller: Controller {
+            kind: "terminal",
+            label: None,
+        },
     }
+}
+
+fn action(id: &str, label: String, destructive: bool) -> Action {
+    Action {
+        id: id.to_owned(),
+        label,
+        destructive,
+        confirm: None,
+    }
+}
+
+fn idle() -> Content {
+    shown(
+        AgentState::Idle,
+        "Waiting for a prompt".to_owned(),
+        None,
+        Vec::new(),
+    )
 }
 
 fn working(title: &str, detail: Option<String>) -> Content {
-    Content {
-        state: AgentState::Working,
-        title: title.to_owned(),
-        detail,
-        actions: Vec::new(),
-    }
-}
-
-fn render(content: &Content, since: &str, revision: u64, observers: u32) -> Published {
-    let document = Document {
-        version: demo_runtime::STATUS_API_VERSION,
-        revision,
-        state: content.state,
-        title: &content.title,
-        detail: content.detail.as_deref(),
-        since,
-        actions: &content.actions,
-        controller: serde_json::json!({ "kind": "terminal" }),
-        observers,
-    };
-    let json = serde_json::to_string(&document).expect("a status document always serializes");
-    Published {
-        revision,
-        json: json.into(),
-    }
-}
-
-fn now_rfc3339() -> String {
-    OffsetDateTime::now_utc()
-        .format(&Rfc3339)
-        .unwrap_or_else(|_| String::from("1970-01-01T00:00:00Z"))
+    shown(AgentState::Working, title.to_owned(), detail, Vec::new())
 }
 
 #[cfg(test)]
@@ -561,7 +396,7 @@ mod tests {
                 always_label: Some("Always allow Bash(touch:*)".into()),
             }))
             .unwrap();
-        let ids: Vec<&str> = board.content().actions.iter().map(|a| a.id).collect();
+        let ids: Vec<String> = board.content().actions.into_iter().map(|a| a.id).collect();
         assert_eq!(ids, ["approve", "always", "deny"]);
         board.act("always", None).unwrap();
         assert_eq!(

@@ -1,6 +1,7 @@
 //! The session's runtime endpoint: the status API v1 (`docs/runtime-api.md`) on loopback behind
-//! the bearer check every runtime of this project uses (`demo_runtime::auth`), with the same
-//! action-body rules (`demo_runtime::parse_action_body`). The tray, `list`, `events`, `act` and
+//! the bearer check every runtime of this project uses (`demo_runtime::auth`), answered by the
+//! same code as every runtime's (`demo_runtime::status_response`, `status_stream_response`,
+//! `answer_action`). The tray, `list`, `events`, `act` and
 //! `attach` reach a session through it exactly as they reach any runtime.
 //!
 //! At `/` it serves the page `attach` opens (through the attach proxy, which adds the token):
@@ -10,7 +11,6 @@
 //! Its Content-Security-Policy allows only its own script and style and same-origin requests,
 //! no inline code, no framing, no forms and no other resource.
 
-use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,19 +18,16 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use demo_runtime::auth::{require_bearer, ExpectedToken};
-use demo_runtime::{ACTIONS_PATH, STATUS_PATH, STATUS_STREAM_PATH};
-use futures_util::{stream, StreamExt};
+use demo_runtime::{error_response, json_response, ACTIONS_PATH, STATUS_PATH, STATUS_STREAM_PATH};
 use tokio::net::TcpListener;
-use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
-use crate::board::{Board, Refusal};
+use crate::board::Board;
 
 /// The status API on `127.0.0.1:0` for `board`, a session of `agent`, until `stop` is
 /// cancelled. Returns the address.
@@ -130,7 +127,7 @@ async fn conversation(State(api): State<Arc<Api>>) -> Response {
             StatusCode::OK,
             serde_json::to_string(&conversation).expect("a conversation serializes"),
         ),
-        Err(_) => error(
+        Err(_) => error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             "unavailable",
             "the transcript could not be read",
@@ -145,90 +142,18 @@ struct Api {
     stop: CancellationToken,
 }
 
-fn json_response(status: StatusCode, json: impl Into<String>) -> Response {
-    (
-        status,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-        ],
-        json.into(),
-    )
-        .into_response()
-}
-
 async fn status(State(api): State<Arc<Api>>) -> Response {
-    json_response(StatusCode::OK, api.board.current().json.as_ref())
+    demo_runtime::status_response(api.board.feed())
 }
 
 async fn status_stream(State(api): State<Arc<Api>>) -> Response {
-    let (first, changes, guard) = api.board.watch();
-    let later = stream::unfold((changes, guard), |(mut changes, guard)| async move {
-        loop {
-            match changes.recv().await {
-                Ok(published) => return Some((published, (changes, guard))),
-                Err(RecvError::Lagged(_)) => continue,
-                Err(RecvError::Closed) => return None,
-            }
-        }
-    });
-    let documents = stream::once(async move { first })
-        .chain(later)
-        .map(|published| {
-            Ok::<_, Infallible>(
-                Event::default()
-                    .event("status")
-                    .id(published.revision.to_string())
-                    .data(published.json.as_ref()),
-            )
-        })
-        .take_until(api.stop.clone().cancelled_owned());
-    Sse::new(documents)
-        .keep_alive(KeepAlive::new().interval(api.keep_alive).text("keep-alive"))
-        .into_response()
+    demo_runtime::status_stream_response(
+        api.board.feed().watch(),
+        api.keep_alive,
+        api.stop.clone().cancelled_owned(),
+    )
 }
 
 async fn run_action(State(api): State<Arc<Api>>, Path(id): Path<String>, body: Bytes) -> Response {
-    if !demo_runtime::is_valid_action_id(&id) {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "invalid-action-id",
-            "action ids match ^[a-z0-9][a-z0-9._-]{0,63}$",
-        );
-    }
-    let seen = match demo_runtime::parse_action_body(&body) {
-        Ok(seen) => seen,
-        Err(message) => return error(StatusCode::BAD_REQUEST, "bad-request", message),
-    };
-    match api.board.act(&id, seen) {
-        Ok(revision) => json_response(
-            StatusCode::ACCEPTED,
-            serde_json::json!({ "action": id, "revision": revision }).to_string(),
-        ),
-        Err(Refusal::NotOffered) => error(
-            StatusCode::CONFLICT,
-            "not-offered",
-            &format!("the action {id:?} is not offered now"),
-        ),
-        Err(Refusal::AnsweredInTerminal) => error(
-            StatusCode::CONFLICT,
-            "not-offered",
-            "already answered in the terminal",
-        ),
-        Err(Refusal::StaleRevision) => error(
-            StatusCode::CONFLICT,
-            "stale-revision",
-            "the status changed since that revision; act on the current document",
-        ),
-    }
-}
-
-fn error(status: StatusCode, code: &str, message: &str) -> Response {
-    json_response(
-        status,
-        serde_json::json!({ "error": { "code": code, "message": message } }).to_string(),
-    )
+    demo_runtime::answer_action(id, &body, |id, seen| api.board.act(id, seen)).1
 }

@@ -12,12 +12,16 @@
 //! - `routes`: the HTML page, JSON API, SSE stream, WebSocket echo and streaming blob/echo routes.
 //! - `page`: the self-contained HTML page (inline CSS/JS, relative URLs only, so it works behind
 //!   the attach proxy). It shows the live status and offers its actions as buttons.
-//! - `status`: the status document of the runtime status API (docs/runtime-api.md), its revision
-//!   and the changes pushed to streams; `status_api`: that API's routes.
+//! - [`feed`]: the status document of the runtime status API (docs/runtime-api.md), its revision
+//!   and the changes pushed to streams; public, with the API's answers (`status_api`), so that
+//!   every runtime this project serves (`agent-hooks`) serves the API with the same code.
+//! - `status`: which phase of its scenario the demo is in, shown on its feed; `status_api`: the
+//!   API's routes and answers.
 //! - `scenario`: what the status does over time and on each action ([`Scenario`]).
 #![deny(missing_docs)]
 
 pub mod auth;
+pub mod feed;
 mod page;
 mod routes;
 mod scenario;
@@ -34,15 +38,17 @@ use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+pub use feed::STATUS_API_VERSION;
 pub use routes::{MAX_BLOB_BYTES, TICK_INTERVAL};
 pub use scenario::{
     Scenario, UnknownScenario, BLANK_LINES_WRITE_BYTES, FLOOD_CHANGES_PER_SECOND,
     HUGE_DETAIL_BYTES, PHASE_DELAY,
 };
-pub use status::{is_valid_action_id, STATUS_API_VERSION};
+pub use status::is_valid_action_id;
 pub use status_api::{
-    parse_action_body, ActionCall, ActionSink, ACTIONS_PATH, KEEP_ALIVE_INTERVAL, MAX_ACTION_BODY,
-    STATUS_PATH, STATUS_STREAM_PATH,
+    answer_action, error_response, json_response, status_response, status_stream_response,
+    ActionCall, ActionSink, ACTIONS_PATH, KEEP_ALIVE_INTERVAL, MAX_ACTION_BODY, STATUS_PATH,
+    STATUS_STREAM_PATH,
 };
 
 /// How long a stopping server lets in-flight responses finish before it drops their connections.

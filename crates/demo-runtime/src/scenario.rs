@@ -32,7 +32,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::status::{pause, Action, AgentState, Content, Controller, StatusBoard};
+use crate::feed::{Action, AgentState, Content, Controller};
+use crate::status::{pause, StatusBoard};
 
 /// How long the `approval` scenario works before each next step.
 ///

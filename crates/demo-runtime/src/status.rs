@@ -1,25 +1,17 @@
-//! The runtime's live status (docs/runtime-api.md): the current document, its revision, and the
-//! changes pushed to every open stream.
+//! The demo runtime's live status: which phase of its scenario it is in, and the document that
+//! phase shows, published through the one [`StatusFeed`] every runtime of this project uses.
 //!
-//! [`StatusBoard`] is the one place the document changes. Each change bumps `revision`, renders
-//! the document once, and publishes the rendered JSON to every stream. A stream subscribes and
-//! takes the current document under the same lock the writers hold, so it sees every change
-//! after its first document, with no gap and no duplicate. What changes the document (timers,
-//! actions, floods) is the scenario's business (`crate::scenario`).
+//! [`StatusBoard`] is the one place the phase changes; each change shows the phase's content on
+//! the feed. What changes the phase (timers, actions, floods) is the scenario's business
+//! (`crate::scenario`).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde::Serialize;
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use crate::feed::{Refusal, StatusFeed};
 use crate::scenario::{Phase, Scenario};
-
-/// The status API version this runtime serves (`version` in the document, `v1` in the paths).
-pub const STATUS_API_VERSION: u32 = 1;
 
 /// How many published documents a stream may fall behind before it skips ahead.
 ///
@@ -27,99 +19,21 @@ pub const STATUS_API_VERSION: u32 = 1;
 /// covers any burst a person could cause and keeps a flooding scenario's memory bounded.
 const STREAM_BACKLOG: usize = 256;
 
-/// One of the states a runtime reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum AgentState {
-    Working,
-    NeedsApproval,
-    NeedsInput,
-    Idle,
-    Error,
-}
-
-/// An action the runtime offers now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Action {
-    pub id: String,
-    pub label: String,
-    pub destructive: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub confirm: Option<String>,
-}
-
-/// What a phase of a scenario shows: everything in the document that is not bookkeeping.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Content {
-    pub state: AgentState,
-    pub title: String,
-    pub detail: Option<String>,
-    pub actions: Vec<Action>,
-    pub controller: Controller,
-}
-
-/// Which client drives the runtime.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Controller {
-    pub kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-}
-
-/// The status document exactly as it goes on the wire.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Document<'a> {
-    version: u32,
-    revision: u64,
-    state: AgentState,
-    title: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<&'a str>,
-    since: &'a str,
-    actions: &'a [Action],
-    controller: &'a Controller,
-    observers: u32,
-}
-
-/// A rendered document and its revision, as streams receive it.
-#[derive(Debug, Clone)]
-pub(crate) struct Published {
-    pub revision: u64,
-    pub json: Arc<str>,
-}
-
-/// Why an action call was refused (a `409`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    /// The current document does not offer this action.
-    NotOffered,
-    /// The caller's `revision` is older than the current prompt (or newer than any revision).
-    StaleRevision,
-}
-
 struct Inner {
     phase: Phase,
-    content: Content,
-    since: String,
-    revision: u64,
-    /// The revision at which state, title, detail or actions last changed: a click made on a
-    /// document older than this was made on another prompt.
-    prompt_revision: u64,
     /// Bumped on every phase change, so a timer set for one phase cannot advance a later one.
     phase_seq: u64,
-    observers: u32,
-    published: Published,
 }
 
-/// The current status and its subscribers.
+/// The scenario's current phase and the feed that shows it.
 pub(crate) struct StatusBoard {
     scenario: Scenario,
     /// How long a phase that moves on by itself lasts.
     phase_delay: Duration,
-    // std Mutex: it is never held across an `.await`.
+    // std Mutex: it is never held across an `.await`. Every change of the feed's content is
+    // made while it is held, so what an action checked on the feed still holds when it runs.
     inner: Mutex<Inner>,
-    changes: broadcast::Sender<Published>,
+    feed: Arc<StatusFeed>,
     stop: CancellationToken,
 }
 
@@ -131,23 +45,15 @@ impl StatusBoard {
         stop: CancellationToken,
     ) -> Arc<Self> {
         let phase = scenario.first_phase();
-        let content = phase.content();
-        let since = now_rfc3339();
-        let published = render(&content, &since, 1, 0);
+        let feed = StatusFeed::new(phase.content(), STREAM_BACKLOG);
         Arc::new(Self {
             scenario,
             phase_delay,
             inner: Mutex::new(Inner {
                 phase,
-                content,
-                since,
-                revision: 1,
-                prompt_revision: 1,
                 phase_seq: 0,
-                observers: 0,
-                published,
             }),
-            changes: broadcast::channel(STREAM_BACKLOG).0,
+            feed,
             stop,
         })
     }
@@ -170,29 +76,9 @@ impl StatusBoard {
         &self.stop
     }
 
-    /// The current document.
-    pub(crate) fn current(&self) -> Published {
-        self.lock().published.clone()
-    }
-
-    /// The current document and a receiver of every later one; counts the caller as an
-    /// observer until the returned guard is dropped. The first document already counts it.
-    pub(crate) fn watch(
-        self: &Arc<Self>,
-    ) -> (Published, broadcast::Receiver<Published>, ObserverGuard) {
-        let mut inner = self.lock();
-        inner.observers += 1;
-        self.publish(&mut inner);
-        let first = inner.published.clone();
-        let receiver = self.changes.subscribe();
-        drop(inner);
-        (
-            first,
-            receiver,
-            ObserverGuard {
-                board: Arc::clone(self),
-            },
-        )
+    /// The document and its streams.
+    pub(crate) fn feed(&self) -> &Arc<StatusFeed> {
+        &self.feed
     }
 
     /// Runs action `id` if the current document offers it and `seen` (the revision the caller
@@ -200,18 +86,10 @@ impl StatusBoard {
     /// that offered it; the action's effect is published as a new document before this returns.
     pub(crate) fn act(self: &Arc<Self>, id: &str, seen: Option<u64>) -> Result<u64, Refusal> {
         let mut inner = self.lock();
-        if !inner.content.actions.iter().any(|action| action.id == id) {
-            return Err(Refusal::NotOffered);
-        }
-        if let Some(seen) = seen {
-            if seen < inner.prompt_revision || seen > inner.revision {
-                return Err(Refusal::StaleRevision);
-            }
-        }
+        let offered_at = self.feed.offered(id, seen)?;
         let Some(next) = inner.phase.on_action(id) else {
             return Err(Refusal::NotOffered);
         };
-        let offered_at = inner.revision;
         self.enter_locked(&mut inner, next);
         Ok(offered_at)
     }
@@ -221,8 +99,7 @@ impl StatusBoard {
     pub(crate) fn cue(self: &Arc<Self>) -> Option<u64> {
         let mut inner = self.lock();
         let next = inner.phase.on_cue()?;
-        self.enter_locked(&mut inner, next);
-        Some(inner.revision)
+        Some(self.enter_locked(&mut inner, next))
     }
 
     /// Moves to `next` unconditionally (used by scenarios that drive themselves).
@@ -231,23 +108,13 @@ impl StatusBoard {
         self.enter_locked(&mut inner, next);
     }
 
-    fn enter_locked(self: &Arc<Self>, inner: &mut Inner, next: Phase) {
-        let content = next.content();
-        if content.state != inner.content.state {
-            inner.since = now_rfc3339();
-        }
-        let prompt_changed = content.state != inner.content.state
-            || content.title != inner.content.title
-            || content.detail != inner.content.detail
-            || content.actions != inner.content.actions;
-        inner.content = content;
+    /// Shows `next`; returns the revision of the document that shows it.
+    fn enter_locked(self: &Arc<Self>, inner: &mut Inner, next: Phase) -> u64 {
+        let revision = self.feed.show(next.content());
         inner.phase = next.clone();
         inner.phase_seq += 1;
-        self.publish(inner);
-        if prompt_changed {
-            inner.prompt_revision = inner.revision;
-        }
         self.arm_timer(&next, inner.phase_seq);
+        revision
     }
 
     /// If `phase` moves on by itself, moves the board on after its delay, unless something else
@@ -273,54 +140,9 @@ impl StatusBoard {
         }
     }
 
-    fn publish(&self, inner: &mut Inner) {
-        inner.revision += 1;
-        inner.published = render(
-            &inner.content,
-            &inner.since,
-            inner.revision,
-            inner.observers,
-        );
-        // No receiver is not an error: nobody is watching.
-        let _ = self.changes.send(inner.published.clone());
-    }
-
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding the lock leaves a consistent document (every field is replaced
-        // whole), so a poisoned lock is still safe to use.
+        // Both fields are replaced whole, so a poisoned lock still holds a consistent phase.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Counts one open stream in `observers`; dropping it (the stream closed) counts it out.
-pub(crate) struct ObserverGuard {
-    board: Arc<StatusBoard>,
-}
-
-impl Drop for ObserverGuard {
-    fn drop(&mut self) {
-        let mut inner = self.board.lock();
-        inner.observers = inner.observers.saturating_sub(1);
-        self.board.publish(&mut inner);
-    }
-}
-
-fn render(content: &Content, since: &str, revision: u64, observers: u32) -> Published {
-    let document = Document {
-        version: STATUS_API_VERSION,
-        revision,
-        state: content.state,
-        title: &content.title,
-        detail: content.detail.as_deref(),
-        since,
-        actions: &content.actions,
-        controller: &content.controller,
-        observers,
-    };
-    let json = serde_json::to_string(&document).expect("a status document always serializes");
-    Published {
-        revision,
-        json: json.into(),
     }
 }
 
@@ -346,12 +168,6 @@ pub(crate) async fn pause(board: &StatusBoard, delay: Duration) -> bool {
         _ = board.stop.cancelled() => false,
         _ = tokio::time::sleep(delay) => true,
     }
-}
-
-fn now_rfc3339() -> String {
-    OffsetDateTime::now_utc()
-        .format(&Rfc3339)
-        .unwrap_or_else(|_| String::from("1970-01-01T00:00:00Z"))
 }
 
 #[cfg(test)]

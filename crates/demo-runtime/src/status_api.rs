@@ -1,5 +1,10 @@
 //! The status API's routes (docs/runtime-api.md), behind the same bearer check as every route:
 //! `GET /supercode/v1/status`, `GET /supercode/v1/status/stream`, `POST /supercode/v1/actions/{id}`.
+//!
+//! The answers themselves ([`status_response`], [`status_stream_response`], [`answer_action`])
+//! are public, so that every runtime serving the API (`agent-hooks`) answers with this code;
+//! what stays here is the demo's own: its scenarios that misbehave on the stream (`stall`,
+//! `blank-lines`) and telling [`ActionSink`] of each call.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,8 +21,9 @@ use futures_util::{stream, Stream, StreamExt};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::feed::{ObserverGuard, Published, Refusal, StatusFeed, Watch};
 use crate::scenario::{Scenario, BLANK_LINES_WRITE_BYTES};
-use crate::status::{is_valid_action_id, ObserverGuard, Published, Refusal, StatusBoard};
+use crate::status::{is_valid_action_id, StatusBoard};
 
 /// Path of the status document.
 pub const STATUS_PATH: &str = "/supercode/v1/status";
@@ -80,7 +86,8 @@ pub(crate) fn routes(
         .with_state(state)
 }
 
-fn json_response(status: StatusCode, json: impl Into<String>) -> Response {
+/// A JSON answer that no cache keeps.
+pub fn json_response(status: StatusCode, json: impl Into<String>) -> Response {
     (
         status,
         [
@@ -95,21 +102,31 @@ fn json_response(status: StatusCode, json: impl Into<String>) -> Response {
         .into_response()
 }
 
-async fn status(State(api): State<Arc<ApiState>>) -> Response {
-    json_response(StatusCode::OK, api.board.current().json.as_ref())
+/// The API's error answer: `{"error": {"code", "message"}}`.
+pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
+    json_response(
+        status,
+        serde_json::json!({ "error": { "code": code, "message": message } }).to_string(),
+    )
 }
 
-async fn status_stream(State(api): State<Arc<ApiState>>) -> Response {
-    let stop = api.board.stop_token().clone().cancelled_owned();
-    if api.board.scenario() == Scenario::Stall {
-        // Headers, then silence until the runtime stops: no document, no keep-alive.
-        let silence = stream::pending::<Result<Event, Infallible>>().take_until(stop);
-        return Sse::new(silence).into_response();
-    }
-    let (first, changes, guard) = api.board.watch();
-    if api.board.scenario() == Scenario::BlankLines {
-        return blank_lines(first, guard, stop);
-    }
+/// `GET /supercode/v1/status`: the current document.
+pub fn status_response(feed: &StatusFeed) -> Response {
+    json_response(StatusCode::OK, feed.current().json.as_ref())
+}
+
+/// `GET /supercode/v1/status/stream`: the watched documents as `status` events, each with its
+/// revision as id, and a `:keep-alive` comment after every `keep_alive` of silence, until `stop`.
+pub fn status_stream_response(
+    watch: Watch,
+    keep_alive: Duration,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Response {
+    let Watch {
+        first,
+        changes,
+        guard,
+    } = watch;
     let documents = stream::once(async move { first })
         .chain(later_documents(changes, guard))
         .map(|published| {
@@ -122,8 +139,26 @@ async fn status_stream(State(api): State<Arc<ApiState>>) -> Response {
         })
         .take_until(stop);
     Sse::new(documents)
-        .keep_alive(KeepAlive::new().interval(api.keep_alive).text("keep-alive"))
+        .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
         .into_response()
+}
+
+async fn status(State(api): State<Arc<ApiState>>) -> Response {
+    status_response(api.board.feed())
+}
+
+async fn status_stream(State(api): State<Arc<ApiState>>) -> Response {
+    let stop = api.board.stop_token().clone().cancelled_owned();
+    if api.board.scenario() == Scenario::Stall {
+        // Headers, then silence until the runtime stops: no document, no keep-alive.
+        let silence = stream::pending::<Result<Event, Infallible>>().take_until(stop);
+        return Sse::new(silence).into_response();
+    }
+    let watch = api.board.feed().watch();
+    if api.board.scenario() == Scenario::BlankLines {
+        return blank_lines(watch.first, watch.guard, stop);
+    }
+    status_stream_response(watch, api.keep_alive, stop)
 }
 
 /// The `blank-lines` stream: its first document as an event, then blank lines until the runtime
@@ -182,22 +217,28 @@ async fn run_action(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let (call, response) = answer_action(&api.board, id, &body);
+    let (call, response) = answer_action(id, &body, |id, seen| api.board.act(id, seen));
     if let Some(on_action) = &api.on_action {
         on_action(&call);
     }
     response
 }
 
-/// Runs or refuses one action call; says what was asked and answered beside the response.
-fn answer_action(board: &Arc<StatusBoard>, id: String, body: &[u8]) -> (ActionCall, Response) {
+/// `POST /supercode/v1/actions/{id}`: checks the id and the body, then runs the action with
+/// `act` (given the id and the caller's `revision`, returning the revision that offered it) and
+/// answers `202`, or refuses; says what was asked and answered beside the response.
+pub fn answer_action(
+    id: String,
+    body: &[u8],
+    act: impl FnOnce(&str, Option<u64>) -> Result<u64, Refusal>,
+) -> (ActionCall, Response) {
     let mut call = ActionCall {
         action: None,
         revision: None,
         outcome: "invalid-action-id",
     };
     if !is_valid_action_id(&id) {
-        let response = error(
+        let response = error_response(
             StatusCode::BAD_REQUEST,
             call.outcome,
             "action ids match ^[a-z0-9][a-z0-9._-]{0,63}$",
@@ -209,42 +250,41 @@ fn answer_action(board: &Arc<StatusBoard>, id: String, body: &[u8]) -> (ActionCa
         Ok(seen) => seen,
         Err(message) => {
             call.outcome = "bad-request";
-            let response = error(StatusCode::BAD_REQUEST, call.outcome, message);
+            let response = error_response(StatusCode::BAD_REQUEST, call.outcome, message);
             return (call, response);
         }
     };
     call.revision = seen;
-    let response = match board.act(&id, seen) {
+    let (outcome, message) = match act(&id, seen) {
         Ok(revision) => {
             call.outcome = "accepted";
-            json_response(
+            let response = json_response(
                 StatusCode::ACCEPTED,
                 serde_json::json!({ "action": id, "revision": revision }).to_string(),
-            )
+            );
+            return (call, response);
         }
-        Err(Refusal::NotOffered) => {
-            call.outcome = "not-offered";
-            error(
-                StatusCode::CONFLICT,
-                call.outcome,
-                &format!("the action {id:?} is not offered now"),
-            )
+        Err(Refusal::NotOffered) => (
+            "not-offered",
+            format!("the action {id:?} is not offered now"),
+        ),
+        Err(Refusal::AnsweredInTerminal) => {
+            ("not-offered", "already answered in the terminal".to_owned())
         }
-        Err(Refusal::StaleRevision) => {
-            call.outcome = "stale-revision";
-            error(
-                StatusCode::CONFLICT,
-                call.outcome,
-                "the status changed since that revision; act on the current document",
-            )
-        }
+        Err(Refusal::StaleRevision) => (
+            "stale-revision",
+            "the status changed since that revision; act on the current document".to_owned(),
+        ),
     };
-    (call, response)
+    call.outcome = outcome;
+    (
+        call,
+        error_response(StatusCode::CONFLICT, outcome, &message),
+    )
 }
 
-/// The caller's `revision`, if it sent one. An empty body is a call without one. Shared with
-/// every runtime that serves the API (`agent-hooks`).
-pub fn parse_action_body(body: &[u8]) -> Result<Option<u64>, &'static str> {
+/// The caller's `revision`, if it sent one. An empty body is a call without one.
+fn parse_action_body(body: &[u8]) -> Result<Option<u64>, &'static str> {
     if body.len() > MAX_ACTION_BODY {
         return Err("the request body must be at most 4 KiB");
     }
@@ -259,11 +299,4 @@ pub fn parse_action_body(body: &[u8]) -> Result<Option<u64>, &'static str> {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(revision) => revision.as_u64().map(Some).ok_or(SHAPE),
     }
-}
-
-fn error(status: StatusCode, code: &str, message: &str) -> Response {
-    json_response(
-        status,
-        serde_json::json!({ "error": { "code": code, "message": message } }).to_string(),
-    )
 }
