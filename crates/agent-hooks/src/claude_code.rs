@@ -34,41 +34,30 @@ use crate::settings::{AgentHooks, HookEntry, HooksError};
 /// The agent's name on our command line and in receipts' `runtimeKind`.
 pub const AGENT: &str = "claude-code";
 
-/// How long Claude Code lets an ordinary hook of ours run. Ours answer in milliseconds; this only
-/// bounds a host that hangs, and Claude Code goes on without the hook after it.
-pub(crate) const QUICK_HOOK_TIMEOUT_SECS: u64 = 10;
 /// How long Claude Code lets the `PermissionRequest` hook wait for the user's answer in the tray.
 /// The terminal's dialog stays open meanwhile and answering there ends the wait at once, so this
 /// is only the longest a forgotten prompt keeps its tray actions: a day.
 pub(crate) const PERMISSION_HOOK_TIMEOUT_SECS: u64 = 24 * 60 * 60;
-
-const fn quick(event: &'static str) -> HookEntry {
-    HookEntry {
-        event,
-        timeout_secs: QUICK_HOOK_TIMEOUT_SECS,
-        status_message: None,
-    }
-}
 
 /// Our hook entries in Claude Code's settings.
 pub const HOOKS: AgentHooks = AgentHooks {
     agent: AGENT,
     display_name: "Claude Code",
     entries: &[
-        quick("SessionStart"),
-        quick("UserPromptSubmit"),
-        quick("PreToolUse"),
-        quick("PostToolUse"),
-        quick("PostToolUseFailure"),
+        HookEntry::quick("SessionStart"),
+        HookEntry::quick("UserPromptSubmit"),
+        HookEntry::quick("PreToolUse"),
+        HookEntry::quick("PostToolUse"),
+        HookEntry::quick("PostToolUseFailure"),
         HookEntry {
             event: "PermissionRequest",
             timeout_secs: PERMISSION_HOOK_TIMEOUT_SECS,
             status_message: None,
         },
-        quick("Notification"),
-        quick("Stop"),
-        quick("StopFailure"),
-        quick("SessionEnd"),
+        HookEntry::quick("Notification"),
+        HookEntry::quick("Stop"),
+        HookEntry::quick("StopFailure"),
+        HookEntry::quick("SessionEnd"),
     ],
 };
 

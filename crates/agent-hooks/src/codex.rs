@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::choice::Choice;
-use crate::claude_code::{self, Decision, PERMISSION_HOOK_TIMEOUT_SECS, QUICK_HOOK_TIMEOUT_SECS};
+use crate::claude_code::{self, Decision, PERMISSION_HOOK_TIMEOUT_SECS};
 use crate::event::{first_line, EventKind, HookEvent, TITLE_CAP};
 use crate::settings::{AgentHooks, HookEntry, HooksError};
 use crate::transcript::{message, Message, Role};
@@ -41,29 +41,21 @@ pub const AGENT: &str = "codex";
 /// terminal says why it waits.
 pub const PERMISSION_STATUS: &str = "Waiting for your answer in Supercode Tray";
 
-const fn quick(event: &'static str) -> HookEntry {
-    HookEntry {
-        event,
-        timeout_secs: QUICK_HOOK_TIMEOUT_SECS,
-        status_message: None,
-    }
-}
-
 /// Our hook entries in Codex's `hooks.json`.
 pub const HOOKS: AgentHooks = AgentHooks {
     agent: AGENT,
     display_name: "Codex",
     entries: &[
-        quick("SessionStart"),
-        quick("UserPromptSubmit"),
-        quick("PreToolUse"),
+        HookEntry::quick("SessionStart"),
+        HookEntry::quick("UserPromptSubmit"),
+        HookEntry::quick("PreToolUse"),
         HookEntry {
             event: "PermissionRequest",
             timeout_secs: PERMISSION_HOOK_TIMEOUT_SECS,
             status_message: Some(PERMISSION_STATUS),
         },
-        quick("PostToolUse"),
-        quick("Stop"),
+        HookEntry::quick("PostToolUse"),
+        HookEntry::quick("Stop"),
         HookEntry {
             event: "SessionEnd",
             timeout_secs: SESSION_END_TIMEOUT_SECS,

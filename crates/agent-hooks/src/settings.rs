@@ -44,6 +44,21 @@ pub struct HookEntry {
     pub status_message: Option<&'static str>,
 }
 
+/// How long an agent lets an ordinary hook of ours run. Ours answer in milliseconds; this only
+/// bounds a host that hangs, and the agent goes on without the hook after it.
+pub const QUICK_HOOK_TIMEOUT_SECS: u64 = 10;
+
+impl HookEntry {
+    /// An ordinary entry: the agent waits at most [`QUICK_HOOK_TIMEOUT_SECS`] and shows nothing.
+    pub const fn quick(event: &'static str) -> Self {
+        Self {
+            event,
+            timeout_secs: QUICK_HOOK_TIMEOUT_SECS,
+            status_message: None,
+        }
+    }
+}
+
 /// What an agent's hooks look like in its settings file.
 #[derive(Clone, Copy, Debug)]
 pub struct AgentHooks {
@@ -221,28 +236,14 @@ impl AgentHooks {
             groups.push(group.clone());
             added.insert(entry.event.to_owned(), Value::Array(vec![group]));
         }
-        let nothing_to_do = added.is_empty();
-        let preview = if nothing_to_do {
-            format!(
-                "{} is already connected: {} has every hook entry.",
-                self.display_name,
-                path.display()
-            )
-        } else {
-            format!(
-                "Adds to \"hooks\" in {}, per event:\n{}",
-                path.display(),
-                pretty(&Value::Object(added))
-            )
-        };
-        Ok(Plan {
-            path: path.to_path_buf(),
-            preview,
-            nothing_to_do,
-            new_bytes: to_bytes(&root),
-            old_bytes,
-            warning,
-        })
+        let unchanged = format!(
+            "{} is already connected: {} has every hook entry.",
+            self.display_name,
+            path.display()
+        );
+        Ok(Plan::of(
+            path, &root, old_bytes, warning, "Adds to", added, unchanged,
+        ))
     }
 
     /// What removing our entries from `path` changes: every hook whose command is ours goes, a
@@ -295,28 +296,20 @@ impl AgentHooks {
                 object.remove("hooks");
             }
         }
-        let nothing_to_do = removed.is_empty();
-        let preview = if nothing_to_do {
-            format!(
-                "{} is not connected: {} has no hook entry of ours.",
-                self.display_name,
-                path.display()
-            )
-        } else {
-            format!(
-                "Removes from \"hooks\" in {}, per event:\n{}",
-                path.display(),
-                pretty(&Value::Object(removed))
-            )
-        };
-        Ok(Plan {
-            path: path.to_path_buf(),
-            preview,
-            nothing_to_do,
-            new_bytes: to_bytes(&root),
+        let unchanged = format!(
+            "{} is not connected: {} has no hook entry of ours.",
+            self.display_name,
+            path.display()
+        );
+        Ok(Plan::of(
+            path,
+            &root,
             old_bytes,
             warning,
-        })
+            "Removes from",
+            removed,
+            unchanged,
+        ))
     }
 
     /// Whether our entries are in `path`, and whether the program they run exists. A file that
@@ -393,6 +386,37 @@ impl AgentHooks {
 }
 
 impl Plan {
+    /// The plan that writes `root` to `path`, previewing `changed` (the entries added or
+    /// removed, by event) after `verb`, or saying `unchanged` when there are none.
+    fn of(
+        path: &Path,
+        root: &Value,
+        old_bytes: Option<Vec<u8>>,
+        warning: Option<String>,
+        verb: &str,
+        changed: Map<String, Value>,
+        unchanged: String,
+    ) -> Self {
+        let nothing_to_do = changed.is_empty();
+        let preview = if nothing_to_do {
+            unchanged
+        } else {
+            format!(
+                "{verb} \"hooks\" in {}, per event:\n{}",
+                path.display(),
+                pretty(&Value::Object(changed))
+            )
+        };
+        Plan {
+            path: path.to_path_buf(),
+            preview,
+            nothing_to_do,
+            new_bytes: to_bytes(root),
+            old_bytes,
+            warning,
+        }
+    }
+
     /// Writes the change: first the backup of the current content (if there is a file), then the
     /// new file, atomically. Does nothing when there is nothing to do.
     pub fn apply(&self) -> Result<(), HooksError> {
