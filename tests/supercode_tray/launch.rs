@@ -1,6 +1,8 @@
-//! The two binaries (issue 16): `supercode-tray` runs every subcommand without loading a display
+//! The binaries (issue 16): `supercode-tray` runs every subcommand without loading a display
 //! library, prints exactly what the tray app's binary prints, and with no subcommand becomes the
-//! app binary installed beside it, in the same process.
+//! app binary installed beside it, in the same process. The agents' hook program
+//! (`supercode-tray-hook`) loads nothing but libc's libraries, and is the same hook as the
+//! `hook` subcommand that older installed entries run.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use live_runtime::test_support::{output_within, ChildGuard};
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
 const TRAY_APP: &str = env!("CARGO_BIN_EXE_supercode-tray-app");
+const HOOK: &str = env!("CARGO_BIN_EXE_supercode-tray-hook");
 /// How long a subcommand of an already built binary may take here (CI machines are slow).
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Shared libraries of the display stack: none may be mapped into `supercode-tray`.
@@ -248,4 +251,121 @@ fn without_the_app_beside_it_the_command_says_what_is_missing_and_subcommands_st
         RUN_TIMEOUT,
     );
     assert!(version.status.success(), "{version:?}");
+}
+
+/// Runs `hook` (a command line: the hook program, or the old subcommand) through `sh -c` as the
+/// agent does, with `event` on stdin, for a Claude Code session whose agent process is this test
+/// (`CLAUDE_PID`, an ancestor of the hook's shell).
+fn run_hook(home: &Path, hook: &str, event: &serde_json::Value) -> Output {
+    let input = home.join("event.json");
+    std::fs::write(&input, event.to_string()).unwrap();
+    let mut command = Command::new("sh");
+    crate::cli::private_env(&mut command, home);
+    command
+        .args(["-c", hook])
+        .env("HOME", home)
+        .env("XDG_RUNTIME_DIR", home.join("run"))
+        .env("CLAUDE_PID", std::process::id().to_string())
+        .stdin(std::fs::File::open(&input).unwrap());
+    output_within(command, "the hook", RUN_TIMEOUT)
+}
+
+/// The session's runtime as `list --json` shows it, once `ready` holds (within the timeout).
+fn listed_session(
+    home: &Path,
+    ready: impl Fn(Option<&serde_json::Value>) -> bool,
+) -> Option<serde_json::Value> {
+    let deadline = std::time::Instant::now() + RUN_TIMEOUT;
+    loop {
+        let output = output_within(
+            command(TRAY, home, &["list", "--json"]),
+            "list --json",
+            RUN_TIMEOUT,
+        );
+        assert!(output.status.success(), "{output:?}");
+        let list: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let session = list["runtimes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "claude-code")
+            .cloned();
+        if ready(session.as_ref()) {
+            return session;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "list --json never showed what was awaited: {list}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+// Proves: the hook program links nothing but libc's libraries, and it and the `hook` subcommand
+// that entries installed before it run are one hook: events through either reach the same
+// session's host, whose runtime `list --json` shows following each, and the session's end
+// through the hook program ends it. Both print nothing and exit 0. (With the subcommand's event
+// replaced by a command that sends nothing, the wait for `working` fails.)
+#[test]
+fn the_hook_program_and_the_old_hook_subcommand_are_one_hook() {
+    let ldd = Command::new("ldd").arg(HOOK).output().unwrap();
+    assert!(ldd.status.success(), "{ldd:?}");
+    let libraries: Vec<String> = String::from_utf8_lossy(&ldd.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .map(str::to_owned)
+        .filter(|name| {
+            ![
+                "linux-vdso.so",
+                "libc.so",
+                "libgcc_s.so",
+                "libm.so",
+                "/lib64/ld-linux",
+            ]
+            .iter()
+            .any(|libc| name.starts_with(libc))
+        })
+        .collect();
+    assert_eq!(
+        libraries,
+        Vec::<String>::new(),
+        "the hook program loads only libc's libraries"
+    );
+
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    for dir in ["run", "workspace"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(home.join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let event = |name: &str| {
+        serde_json::json!({
+            "session_id": "one-hook-two-entry-points",
+            "cwd": home.join("workspace"),
+            "hook_event_name": name,
+        })
+    };
+    let program = format!("'{HOOK}' claude-code");
+    let subcommand = format!("'{TRAY}' hook claude-code");
+
+    let mut runs = vec![run_hook(home, &program, &event("SessionStart"))];
+    let session = listed_session(home, |s| s.is_some()).unwrap();
+    assert_eq!(
+        session["source"]["sessionId"], "one-hook-two-entry-points",
+        "{session}"
+    );
+    assert_eq!(session["state"]["value"], "idle", "{session}");
+
+    runs.push(run_hook(home, &subcommand, &event("UserPromptSubmit")));
+    listed_session(home, |s| {
+        s.is_some_and(|s| s["state"]["value"] == "working")
+    });
+
+    runs.push(run_hook(home, &program, &event("SessionEnd")));
+    listed_session(home, |s| s.is_none());
+    for run in runs {
+        assert!(run.status.success(), "{run:?}");
+        assert!(run.stdout.is_empty() && run.stderr.is_empty(), "{run:?}");
+    }
 }
