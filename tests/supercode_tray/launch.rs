@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use live_runtime::test_support::{output_within, ChildGuard};
+use live_runtime::test_support::{output_within, wait_until, ChildGuard};
+
+use crate::cli::Home;
 
 const TRAY: &str = env!("CARGO_BIN_EXE_supercode-tray");
 const TRAY_APP: &str = env!("CARGO_BIN_EXE_supercode-tray-app");
@@ -256,49 +258,27 @@ fn without_the_app_beside_it_the_command_says_what_is_missing_and_subcommands_st
 /// Runs `hook` (a command line: the hook program, or the old subcommand) through `sh -c` as the
 /// agent does, with `event` on stdin, for a Claude Code session whose agent process is this test
 /// (`CLAUDE_PID`, an ancestor of the hook's shell).
-fn run_hook(home: &Path, hook: &str, event: &serde_json::Value) -> Output {
-    let input = home.join("event.json");
+fn run_hook(home: &Home, hook: &str, event: &serde_json::Value) -> Output {
+    let input = home.path("event.json");
     std::fs::write(&input, event.to_string()).unwrap();
     let mut command = Command::new("sh");
-    crate::cli::private_env(&mut command, home);
+    crate::cli::private_env(&mut command, &home.path(""));
     command
         .args(["-c", hook])
-        .env("HOME", home)
-        .env("XDG_RUNTIME_DIR", home.join("run"))
+        .env("HOME", home.path(""))
+        .env("XDG_RUNTIME_DIR", home.path("run"))
         .env("CLAUDE_PID", std::process::id().to_string())
         .stdin(std::fs::File::open(&input).unwrap());
     output_within(command, "the hook", RUN_TIMEOUT)
 }
 
-/// The session's runtime as `list --json` shows it, once `ready` holds (within the timeout).
-fn listed_session(
-    home: &Path,
-    ready: impl Fn(Option<&serde_json::Value>) -> bool,
-) -> Option<serde_json::Value> {
-    let deadline = std::time::Instant::now() + RUN_TIMEOUT;
-    loop {
-        let output = output_within(
-            command(TRAY, home, &["list", "--json"]),
-            "list --json",
-            RUN_TIMEOUT,
-        );
-        assert!(output.status.success(), "{output:?}");
-        let list: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        let session = list["runtimes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["kind"] == "claude-code")
-            .cloned();
-        if ready(session.as_ref()) {
-            return session;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "list --json never showed what was awaited: {list}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// The Claude Code session's runtime as `list --json` shows it, if it is listed.
+fn listed_session(home: &Home) -> Option<serde_json::Value> {
+    let list = home.list_json(&mut String::new());
+    crate::cli::runtimes(&list)
+        .iter()
+        .find(|r| r["kind"] == "claude-code")
+        .cloned()
 }
 
 // Proves: the hook program links nothing but libc's libraries, and it and the `hook` subcommand
@@ -332,38 +312,37 @@ fn the_hook_program_and_the_old_hook_subcommand_are_one_hook() {
         "the hook program loads only libc's libraries"
     );
 
-    let home = tempfile::tempdir().unwrap();
-    let home = home.path();
-    for dir in ["run", "workspace"] {
-        std::fs::create_dir_all(home.join(dir)).unwrap();
-    }
+    let home = Home::new();
+    std::fs::create_dir(home.path("run")).unwrap();
     use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(home.join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(home.path("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
     let event = |name: &str| {
         serde_json::json!({
             "session_id": "one-hook-two-entry-points",
-            "cwd": home.join("workspace"),
+            "cwd": home.path("workspace"),
             "hook_event_name": name,
         })
     };
     let program = format!("'{HOOK}' claude-code");
     let subcommand = format!("'{TRAY}' hook claude-code");
 
-    let mut runs = vec![run_hook(home, &program, &event("SessionStart"))];
-    let session = listed_session(home, |s| s.is_some()).unwrap();
+    let mut runs = vec![run_hook(&home, &program, &event("SessionStart"))];
+    let session = wait_until("the session listed", RUN_TIMEOUT, || listed_session(&home));
     assert_eq!(
         session["source"]["sessionId"], "one-hook-two-entry-points",
         "{session}"
     );
     assert_eq!(session["state"]["value"], "idle", "{session}");
 
-    runs.push(run_hook(home, &subcommand, &event("UserPromptSubmit")));
-    listed_session(home, |s| {
-        s.is_some_and(|s| s["state"]["value"] == "working")
+    runs.push(run_hook(&home, &subcommand, &event("UserPromptSubmit")));
+    wait_until("the session working", RUN_TIMEOUT, || {
+        listed_session(&home).filter(|s| s["state"]["value"] == "working")
     });
 
-    runs.push(run_hook(home, &program, &event("SessionEnd")));
-    listed_session(home, |s| s.is_none());
+    runs.push(run_hook(&home, &program, &event("SessionEnd")));
+    wait_until("the session gone", RUN_TIMEOUT, || {
+        listed_session(&home).is_none().then_some(())
+    });
     for run in runs {
         assert!(run.status.success(), "{run:?}");
         assert!(run.stdout.is_empty() && run.stderr.is_empty(), "{run:?}");
