@@ -689,15 +689,16 @@ fn attach_shows_the_conversation(
 
 #[test]
 fn issue_32_a_real_claude_code_session_is_a_runtime_approved_and_denied_from_the_tray() {
-    let Some(claude) = claude_or_skip() else {
+    let Some(Walk {
+        runtime,
+        _markers_dir,
+        markers,
+        model: _model,
+        mut session,
+    }) = walk("walk")
+    else {
         return;
     };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let markers_dir = tempfile::tempdir().unwrap();
-    let markers = markers_dir.path().to_path_buf();
-    let model = serve_model(&runtime, markers.clone());
-
-    let mut session = prepare_session("walk", &claude, &model, &markers);
     // The user's own settings and hook, which must keep working beside ours and stay after
     // `hooks remove`: it counts the tool calls Claude Code makes.
     let own_hook_log = session.path("own-hook.log");
@@ -989,6 +990,35 @@ fn script_denied_at_once(session: &Session, markers: &Path, marker: &str) -> Out
     script
 }
 
+/// What each walk starts from: the pinned CLI (or the skip, see [`claude_or_skip`]), the stand-in
+/// model API on a runtime of its own, the directory its commands leave markers in, and a prepared
+/// session. Bind every field (in this order, so they drop as plain locals would: the session
+/// first, the runtime last).
+struct Walk {
+    runtime: tokio::runtime::Runtime,
+    _markers_dir: tempfile::TempDir,
+    markers: PathBuf,
+    model: StandIn,
+    session: Session,
+}
+
+/// The [`Walk`] of test `test`, or `None` (skipped) without the pinned CLI or tmux.
+fn walk(test: &str) -> Option<Walk> {
+    let claude = claude_or_skip()?;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let markers_dir = tempfile::tempdir().unwrap();
+    let markers = markers_dir.path().to_path_buf();
+    let model = serve_model(&runtime, markers.clone());
+    let session = prepare_session(test, &claude, &model, &markers);
+    Some(Walk {
+        runtime,
+        _markers_dir: markers_dir,
+        markers,
+        model,
+        session,
+    })
+}
+
 /// Skips (or, under `scripts/test-env.sh`, fails) without the pinned Claude Code and tmux.
 fn claude_or_skip() -> Option<PathBuf> {
     match (claude_binary(), have_tmux()) {
@@ -1015,14 +1045,16 @@ fn only_state(session: &mut Session) -> Value {
 // and ends while the subagent works; the subagent's report comes back as a new turn.
 #[test]
 fn issue_32_a_subagents_events_do_not_flip_the_sessions_state() {
-    let Some(claude) = claude_or_skip() else {
+    let Some(Walk {
+        runtime,
+        _markers_dir,
+        markers,
+        model,
+        mut session,
+    }) = walk("subagent")
+    else {
         return;
     };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let markers_dir = tempfile::tempdir().unwrap();
-    let markers = markers_dir.path().to_path_buf();
-    let model = serve_model(&runtime, markers.clone());
-    let mut session = prepare_session("subagent", &claude, &model, &markers);
     let log = install_with_event_log(&mut session);
     launch(&session);
 
@@ -1085,14 +1117,16 @@ fn issue_32_a_subagents_events_do_not_flip_the_sessions_state() {
 // `updatedPermissions`, its label names all of them, and the next identical call is not asked.
 #[test]
 fn issue_32_always_allow_from_the_tray_and_the_next_call_is_not_asked() {
-    let Some(claude) = claude_or_skip() else {
+    let Some(Walk {
+        runtime: _runtime,
+        _markers_dir,
+        markers,
+        model: _model,
+        mut session,
+    }) = walk("always")
+    else {
         return;
     };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let markers_dir = tempfile::tempdir().unwrap();
-    let markers = markers_dir.path().to_path_buf();
-    let model = serve_model(&runtime, markers.clone());
-    let mut session = prepare_session("always", &claude, &model, &markers);
     let log = install_with_event_log(&mut session);
     let settings_path = session.path("home/.claude/settings.json");
     let installed = std::fs::read(&settings_path).unwrap();
@@ -1151,14 +1185,16 @@ fn issue_32_always_allow_from_the_tray_and_the_next_call_is_not_asked() {
 // runtimes, each with its own state; answering one's request leaves the other's waiting.
 #[test]
 fn issue_32_two_sessions_at_once_are_two_runtimes_answered_apart() {
-    let Some(claude) = claude_or_skip() else {
+    let Some(Walk {
+        runtime: _runtime,
+        _markers_dir,
+        markers,
+        model: _model,
+        mut session,
+    }) = walk("two")
+    else {
         return;
     };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let markers_dir = tempfile::tempdir().unwrap();
-    let markers = markers_dir.path().to_path_buf();
-    let model = serve_model(&runtime, markers.clone());
-    let mut session = prepare_session("two", &claude, &model, &markers);
     let install = session.run(&["hooks", "install", "claude-code", "--yes"]);
     assert!(install.status.success(), "{install:?}");
     let second = session.second_terminal();
@@ -1233,14 +1269,16 @@ fn issue_32_two_sessions_at_once_are_two_runtimes_answered_apart() {
 // request waits for the tray like an interactive one, and off again it is denied at once.
 #[test]
 fn issue_32_claude_p_waits_for_the_tray_only_when_the_user_chose_so() {
-    let Some(claude) = claude_or_skip() else {
+    let Some(Walk {
+        runtime: _runtime,
+        _markers_dir,
+        markers,
+        model: _model,
+        mut session,
+    }) = walk("unattended")
+    else {
         return;
     };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let markers_dir = tempfile::tempdir().unwrap();
-    let markers = markers_dir.path().to_path_buf();
-    let model = serve_model(&runtime, markers.clone());
-    let mut session = prepare_session("unattended", &claude, &model, &markers);
     let install = session.run(&["hooks", "install", "claude-code", "--yes"]);
     assert!(install.status.success(), "{install:?}");
     let chosen = |session: &mut Session| {
