@@ -185,6 +185,24 @@ def hook_program(args):
     return os.path.join(os.path.dirname(os.path.abspath(args.tray)), "supercode-tray-hook")
 
 
+def follow_events(args, env, parse=lambda line: line):
+    """Runs `supercode-tray events --json` and keeps, in the background, (the time in ns each line
+    was read, parse(line)); returns the process, that list and a Condition notified on each."""
+    events = subprocess.Popen([args.tray, "events", "--json"], env=env, stdout=subprocess.PIPE, text=True)
+    lines, seen = [], threading.Condition()
+
+    def read():
+        for line in events.stdout:
+            now = time.time_ns()
+            item = parse(line)
+            with seen:
+                lines.append((now, item))
+                seen.notify_all()
+
+    threading.Thread(target=read, daemon=True).start()
+    return events, lines, seen
+
+
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
@@ -204,23 +222,15 @@ def latency(args, config, base_env, work, project):
     subprocess.run([args.tray, "hooks", "install", "claude-code", "--yes"], env=env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run([args.tray, "hooks", "claude-code-unattended", "on"], env=env, check=True, stdout=subprocess.DEVNULL)
     config.update(calls=1, command=f"date +%s%N > {ran}")
-    events = subprocess.Popen([args.tray, "events", "--json"], env=env, stdout=subprocess.PIPE, text=True)
-    lines = []  # (receipt time in ns, the session id asking, or None)
-    seen = threading.Condition()
+    def asking(line):
+        """The runtime asking for approval in this event, or None."""
+        found = None
+        for runtime in json.loads(line).get("snapshot", {}).get("runtimes", []):
+            if (runtime.get("state") or {}).get("value") == "needs-approval":
+                found = runtime["endpoint"]
+        return found
 
-    def read():
-        for line in events.stdout:
-            now = time.time_ns()
-            event = json.loads(line)
-            asking = None
-            for runtime in event.get("snapshot", {}).get("runtimes", []):
-                if (runtime.get("state") or {}).get("value") == "needs-approval":
-                    asking = runtime["endpoint"]
-            with seen:
-                lines.append((now, asking))
-                seen.notify_all()
-
-    threading.Thread(target=read, daemon=True).start()
+    events, lines, seen = follow_events(args, env, asking)  # lines: (time in ns, who asks, or None)
     to_events, to_tool = [], []
     for _ in range(args.latency_rounds):
         for path in (asked, ran):
@@ -261,17 +271,7 @@ def our_share(args, base_env, work):
         subprocess.run([hook_program(args), "claude-code"], env=env, input=event(name, **fields), text=True, check=True)
 
     hook("SessionStart")
-    events = subprocess.Popen([args.tray, "events", "--json"], env=env, stdout=subprocess.PIPE, text=True)
-    lines, seen = [], threading.Condition()
-
-    def read():
-        for line in events.stdout:
-            now = time.time_ns()
-            with seen:
-                lines.append((now, line))
-                seen.notify_all()
-
-    threading.Thread(target=read, daemon=True).start()
+    events, lines, seen = follow_events(args, env)
     to_events, to_decision = [], []
     for i in range(args.latency_rounds):
         command = f"bench-{i}-command"
