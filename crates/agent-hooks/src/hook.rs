@@ -181,7 +181,7 @@ fn start_host(agent: Agent, dir: &Path, event: &HookEvent) -> Option<()> {
 }
 
 /// The `supercode-tray` command beside the running program: hosts are started from it.
-pub fn host_program() -> Option<PathBuf> {
+fn host_program() -> Option<PathBuf> {
     beside("supercode-tray")
 }
 
