@@ -259,7 +259,7 @@ async fn a_runtime_without_the_api_is_unknown_and_nothing_breaks() {
 }
 
 // Proves: a live runtime whose stream sends headers and then nothing becomes `not-answering`
-// (three failed attempts), with one trouble alert.
+// (its first document never came: an attempt left unanswered), with one trouble alert.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_stream_makes_the_runtime_not_answering() {
     let fixture = Fixture::new();
