@@ -9,7 +9,9 @@ use demo_runtime::{DemoConfig, DemoServer, Scenario};
 use live_runtime::test_support::prompt_runtime::{bait_and_switch, Posted, PromptRuntime};
 use live_runtime::{LiveRuntimeRegistration, Sensitive};
 use supercode_core::agents::AgentOptions;
-use supercode_core::view::{ActOutcome, AgentState, CommandError, RuntimeStatus, Snapshot};
+use supercode_core::view::{
+    ActOutcome, AgentState, AgentStateView, CommandError, RuntimeStatus, Snapshot,
+};
 use supercode_core::{CoreError, CoreEvent, Refusal, Supercode};
 
 use crate::support::{recorder, register_at, wait_until, Events, Fixture, TIMEOUT};
@@ -519,6 +521,113 @@ async fn a_one_shot_read_gives_every_running_runtime_its_state() {
         core.act(&steady.endpoint(), "approve", revision).await,
         Err(CoreError::ActionNotOffered { .. })
     ));
+}
+
+/// A loopback address nothing listens at (a port the kernel just handed out, closed again).
+fn free_address() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// The state a one-shot read (`list`) gives the runtime at `endpoint`, and how long it took.
+async fn read_once(core: &Supercode, endpoint: &str) -> (AgentStateView, Duration) {
+    let started = Instant::now();
+    let snapshot = core.snapshot_with_states().await;
+    let took = started.elapsed();
+    let runtime = snapshot.runtimes.iter().find(|r| r.id == endpoint).unwrap();
+    assert_eq!(
+        runtime.status,
+        RuntimeStatus::Running,
+        "the process is alive"
+    );
+    (runtime.state.clone().unwrap(), took)
+}
+
+// Issue 30 (one not-answering rule): a runtime whose HTTP server is restarting (its process
+// alive, nothing listening at its address yet) is read once as the tray's subscription reads
+// it: turned away, tried again after the backoff, and shown as it answers once its server is
+// back, not `not-answering` on the first refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_read_waits_out_a_server_restart_as_the_subscription_does() {
+    /// When the server comes back: well after the read's first attempt, well before its third.
+    const BACK_AFTER: Duration = Duration::from_millis(300);
+    let fixture = Fixture::new();
+    let core = fixture.core().with_agent_options(AgentOptions {
+        backoff_initial: Duration::from_millis(600),
+        backoff_max: Duration::from_millis(1200),
+        ..AgentOptions::default()
+    });
+    let address = free_address();
+    let registration = register_at(fixture.receipts(), "restarting", CANARY, None, address);
+    let endpoint = registration.endpoint().to_string();
+    let server = tokio::spawn(async move {
+        tokio::time::sleep(BACK_AFTER).await;
+        let mut config = DemoConfig::new("restarting", Sensitive::new(CANARY.to_owned()));
+        config.bind = address;
+        demo_runtime::serve(config).await.unwrap()
+    });
+    let (state, took) = read_once(&core, &endpoint).await;
+    assert_eq!(state.value, AgentState::Idle, "{:?}", state.detail);
+    assert!(took >= BACK_AFTER, "answered after {took:?}");
+    drop(server.await.unwrap());
+}
+
+// Issue 30: a runtime whose process lives but where nothing ever listens is `not-answering` in a
+// one-shot read by the rule the subscription follows (three attempts turned away, about a
+// second and a half of backoff), with the reason, and the read stays bounded by its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_read_finds_nothing_listening_not_answering_after_the_rules_attempts() {
+    let fixture = Fixture::new();
+    let core = fixture.core();
+    let registration = register_at(fixture.receipts(), "deaf", CANARY, None, free_address());
+    let endpoint = registration.endpoint().to_string();
+    let (state, took) = read_once(&core, &endpoint).await;
+    assert_eq!(state.value, AgentState::NotAnswering);
+    assert!(!state.detail.unwrap_or_default().is_empty(), "it says why");
+    let backoffs = supercode_core::agents::BACKOFF_INITIAL * 3;
+    assert!(
+        took >= backoffs,
+        "decided after {took:?}, before the rule's attempts"
+    );
+    // The read's deadline, and a loaded machine's slack for the inventory around it.
+    let bound = supercode_core::agents::ONE_SHOT_TIMEOUT + Duration::from_secs(3);
+    assert!(took < bound, "the read took {took:?}");
+}
+
+// Issue 30: a runtime that takes the request and says nothing (a stopped process's kernel queues
+// the connection) is `not-answering` once the one-shot read's deadline passes, the read's whole
+// wait for an answer, as a subscription's unanswered request is; the read ends then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_read_finds_a_silent_runtime_not_answering_at_its_deadline() {
+    const DEADLINE: Duration = Duration::from_millis(800);
+    let fixture = Fixture::new();
+    let core = fixture.core().with_agent_options(AgentOptions {
+        one_shot_timeout: DEADLINE,
+        ..AgentOptions::default()
+    });
+    // Listening (this process, the receipt's), never accepting: the kernel queues the connection.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = silent.local_addr().unwrap();
+    let registration = register_at(fixture.receipts(), "silent", CANARY, None, address);
+    let endpoint = registration.endpoint().to_string();
+    let (state, took) = read_once(&core, &endpoint).await;
+    assert_eq!(state.value, AgentState::NotAnswering);
+    assert!(
+        state
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("did not answer within"),
+        "{:?}",
+        state.detail
+    );
+    assert!(took >= DEADLINE, "decided after {took:?}");
+    assert!(
+        took < DEADLINE + Duration::from_secs(3),
+        "the read took {took:?}"
+    );
 }
 
 // Regression (issue 29): a runtime answering its stream with blank lines (valid SSE that
