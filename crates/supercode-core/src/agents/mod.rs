@@ -93,8 +93,7 @@ pub const ACTION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a one-shot read of every runtime's state may take (the CLI's `list`, which has no
 /// subscriptions): a person waits on it. It is the read's whole wait for an answer, so a
 /// runtime that has not answered by then is `not-answering` by the one rule (`answering`), as
-/// one that leaves a subscription's request unanswered is; it leaves room for the attempts that
-/// rule needs of a runtime that turns them away (about a second and a half of backoff).
+/// one that leaves a subscription's request unanswered is.
 pub const ONE_SHOT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Every timing the subscriptions use; [`Default`] is the API's figures. Tests shorten them.

@@ -545,55 +545,23 @@ async fn read_once(core: &Supercode, endpoint: &str) -> (AgentStateView, Duratio
     (runtime.state.clone().unwrap(), took)
 }
 
-// Issue 30 (one not-answering rule): a runtime whose HTTP server is restarting (its process
-// alive, nothing listening at its address yet) is read once as the tray's subscription reads
-// it: turned away, tried again after the backoff, and shown as it answers once its server is
-// back, not `not-answering` on the first refusal.
+// Issue 30 (one not-answering rule): a runtime whose process lives but where nothing listens
+// (its HTTP server restarting, or gone) is judged by the subscriptions' rule: one attempt turned
+// away can be a restart, so a one-shot read (`list`), which makes one, shows its state unknown
+// with why, at once, and not `not-answering` on the first refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_one_shot_read_waits_out_a_server_restart_as_the_subscription_does() {
-    /// When the server comes back: well after the read's first attempt, well before its third.
-    const BACK_AFTER: Duration = Duration::from_millis(300);
-    let fixture = Fixture::new();
-    let core = fixture.core().with_agent_options(AgentOptions {
-        backoff_initial: Duration::from_millis(600),
-        backoff_max: Duration::from_millis(1200),
-        ..AgentOptions::default()
-    });
-    let address = free_address();
-    let registration = register_at(fixture.receipts(), "restarting", CANARY, None, address);
-    let endpoint = registration.endpoint().to_string();
-    let server = tokio::spawn(async move {
-        tokio::time::sleep(BACK_AFTER).await;
-        let mut config = DemoConfig::new("restarting", Sensitive::new(CANARY.to_owned()));
-        config.bind = address;
-        demo_runtime::serve(config).await.unwrap()
-    });
-    let (state, took) = read_once(&core, &endpoint).await;
-    assert_eq!(state.value, AgentState::Idle, "{:?}", state.detail);
-    assert!(took >= BACK_AFTER, "answered after {took:?}");
-    drop(server.await.unwrap());
-}
-
-// Issue 30: a runtime whose process lives but where nothing ever listens is `not-answering` in a
-// one-shot read by the rule the subscription follows (three attempts turned away, about a
-// second and a half of backoff), with the reason, and the read stays bounded by its deadline.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_one_shot_read_finds_nothing_listening_not_answering_after_the_rules_attempts() {
+async fn a_one_shot_read_of_a_runtime_turned_away_once_is_unknown_with_why() {
     let fixture = Fixture::new();
     let core = fixture.core();
     let registration = register_at(fixture.receipts(), "deaf", CANARY, None, free_address());
     let endpoint = registration.endpoint().to_string();
     let (state, took) = read_once(&core, &endpoint).await;
-    assert_eq!(state.value, AgentState::NotAnswering);
-    assert!(!state.detail.unwrap_or_default().is_empty(), "it says why");
-    let backoffs = supercode_core::agents::BACKOFF_INITIAL * 3;
-    assert!(
-        took >= backoffs,
-        "decided after {took:?}, before the rule's attempts"
-    );
-    // The read's deadline, and a loaded machine's slack for the inventory around it.
-    let bound = supercode_core::agents::ONE_SHOT_TIMEOUT + Duration::from_secs(3);
-    assert!(took < bound, "the read took {took:?}");
+    assert_eq!(state.value, AgentState::Unknown, "{:?}", state.detail);
+    let detail = state.detail.unwrap_or_default();
+    assert!(detail.contains("may be restarting"), "{detail}");
+    assert!(!detail.contains(CANARY));
+    // No waiting for attempts it does not make (a loaded machine's slack for the inventory).
+    assert!(took < Duration::from_secs(2), "the read took {took:?}");
 }
 
 // Issue 30: a runtime that takes the request and says nothing (a stopped process's kernel queues
