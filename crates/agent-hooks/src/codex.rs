@@ -48,11 +48,14 @@ pub const HOOKS: AgentHooks = AgentHooks {
     entries: &[
         HookEntry::quick("SessionStart"),
         HookEntry::quick("UserPromptSubmit"),
+        // Waited for, unlike Claude Code's: Codex 0.169 runs an `async` hook synchronously all
+        // the same (and says so in its log), so there is nothing to gain.
         HookEntry::quick("PreToolUse"),
         HookEntry {
             event: "PermissionRequest",
             timeout_secs: PERMISSION_HOOK_TIMEOUT_SECS,
             status_message: Some(PERMISSION_STATUS),
+            background: false,
         },
         HookEntry::quick("PostToolUse"),
         HookEntry::quick("Stop"),
@@ -60,6 +63,7 @@ pub const HOOKS: AgentHooks = AgentHooks {
             event: "SessionEnd",
             timeout_secs: SESSION_END_TIMEOUT_SECS,
             status_message: None,
+            background: false,
         },
     ],
 };
