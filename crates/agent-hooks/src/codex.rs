@@ -48,8 +48,8 @@ pub const HOOKS: AgentHooks = AgentHooks {
     entries: &[
         HookEntry::quick("SessionStart"),
         HookEntry::quick("UserPromptSubmit"),
-        // Waited for, unlike Claude Code's: Codex 0.169 runs an `async` hook synchronously all
-        // the same (and says so in its log), so there is nothing to gain.
+        // Waited for, unlike Claude Code's: Codex 0.169 does not run a hook marked `async` at
+        // all (one that writes a file never wrote it), so its state would be lost.
         HookEntry::quick("PreToolUse"),
         HookEntry {
             event: "PermissionRequest",
