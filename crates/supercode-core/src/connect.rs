@@ -136,7 +136,7 @@ fn connection(status: &HooksStatus) -> (AgentConnection, String) {
         (None, Installed::Yes) if status.binary_exists => (
             AgentConnection::Partly,
             format!(
-                "connected by an earlier version ({}): connect again to bring its entries up to date",
+                "connected by an earlier version, whose entries for {} connecting again updates",
                 status.outdated_events.join(", ")
             ),
         ),
