@@ -13,10 +13,12 @@
 //!   then newest) and which view takes a catalog id.
 //! - `views`: a receipt's or a catalog entry's view, its status and what actions apply.
 //! - `name`: the name a runtime is shown by.
+//! - `find`: the live record an action applies to, from an endpoint or any id `list` shows.
 //! - `forget`: what forget removes, whether it may, and removing it.
 
 mod canon;
 mod catalog;
+mod find;
 mod forget;
 mod merge;
 mod name;
@@ -29,6 +31,7 @@ mod views;
 
 pub use canon::CanonSummary;
 pub use catalog::{catalog_runtimes, CatalogRuntime};
+pub(crate) use find::find_record;
 pub use forget::{catalog_forget, forget, forget_plan, ForgetPlan};
 pub(crate) use name::display_name;
 pub use pending::pending;
