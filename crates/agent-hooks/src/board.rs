@@ -17,12 +17,20 @@
 //!   one subagent; they run at the same time) moves the session on: another one's events change
 //!   neither the state nor the request.
 //!
-//! The terminal answering first: any later event of the agent that asked (the tool's
-//! `PostToolUse`, a new prompt, the end of the turn) or the waiting hook ending (Claude Code stops
-//! it when the user says no) means the request was answered there; the pending request is
-//! dropped, the hook is told "no decision", and a late answer from the tray is refused with
-//! "already answered in the terminal". A decision is only ever sent for the request the tray was
-//! shown.
+//! The terminal answering first: the end of the tool that was asked for, or any later event of
+//! the agent that asked that moves its turn on (a new prompt, the end of the turn), or the
+//! waiting hook ending (Claude Code stops it when the user says no) means the request was
+//! answered there; the pending request is dropped, the hook is told "no decision", and a late
+//! answer from the tray is refused with "already answered in the terminal". A decision is only
+//! ever sent for the request the tray was shown.
+//!
+//! Order: the agent waits for every hook but those of a tool's start and end, which Claude Code
+//! runs in the background so that they cost a tool call nothing (docs/BENCHMARKS.md). Those two
+//! can therefore reach the host after events that came later. Each event carries the time its
+//! hook started ([`HookEvent::at`]): a tool's start or end that started before the latest event
+//! taken in is old news and changes nothing, except that the end of the very tool a pending
+//! request asked for still settles it. The end of a tool never leaves `needs-input`, `idle` or
+//! `error` either: a tool ends before the turn does.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -47,6 +55,8 @@ struct Pending {
     /// The subagent that asked, or `None` for the session's own agent: only its events settle it.
     agent: Option<String>,
     tool: String,
+    /// What the tool works on, to know its end among parallel tools' ends.
+    detail: Option<String>,
     responder: oneshot::Sender<Decision>,
     suggestions: Option<serde_json::Value>,
 }
@@ -58,6 +68,30 @@ struct Inner {
     answered_in_terminal: bool,
     /// The session's transcript, as its latest own event named it.
     transcript: Option<std::path::PathBuf>,
+    /// When the hook of the latest event taken in started ([`HookEvent::at`]).
+    latest: u64,
+}
+
+impl Pending {
+    /// True when `event` says the request was answered in the terminal: the asking agent's
+    /// end of the tool asked for, or its turn moving on.
+    fn settled_by(&self, event: &HookEvent) -> bool {
+        self.agent == event.subagent
+            && match &event.kind {
+                EventKind::ToolDone { tool, detail } => {
+                    *tool == self.tool && *detail == self.detail
+                }
+                EventKind::Prompt
+                | EventKind::Delegated { .. }
+                | EventKind::NeedsInput { .. }
+                | EventKind::Failed { .. }
+                | EventKind::SessionEnd => true,
+                EventKind::SessionStart
+                | EventKind::ToolStart { .. }
+                | EventKind::PermissionRequest { .. }
+                | EventKind::Other => false,
+            }
+    }
 }
 
 /// One session's status and its subscribers.
@@ -86,6 +120,7 @@ impl Board {
                 next_seq: 1,
                 answered_in_terminal: false,
                 transcript: None,
+                latest: 0,
             }),
             feed: StatusFeed::new(idle(), STREAM_BACKLOG),
         })
@@ -115,21 +150,15 @@ impl Board {
     pub fn apply(&self, event: &HookEvent) {
         let mut inner = self.lock();
         note_transcript(&mut inner, event);
-        let settles = inner
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.agent == event.subagent)
-            && !matches!(
-                event.kind,
-                EventKind::Other | EventKind::SessionStart | EventKind::PermissionRequest { .. }
-            );
-        let mut settled = false;
-        if settles {
+        let settled = inner.pending.as_ref().is_some_and(|p| p.settled_by(event));
+        if settled {
             // Dropping the responder tells the waiting hook: no decision from us.
             inner.pending = None;
             inner.answered_in_terminal = true;
-            settled = true;
+        } else if in_background(&event.kind) && event.at < inner.latest {
+            return;
         }
+        inner.latest = inner.latest.max(event.at);
         if inner.pending.is_some() {
             // The session still waits for the user: another agent's work does not hide the
             // prompt (and its end does not answer it).
@@ -142,9 +171,18 @@ impl Board {
             EventKind::ToolStart { title, detail, .. } => Some(working(title, detail.clone())),
             // The tool the terminal allowed has run: say who answered, so a late answer from
             // the tray is told why it is not offered any more.
-            EventKind::ToolDone if settled => Some(working(ANSWERED_IN_TERMINAL, None)),
-            EventKind::ToolDone if !subagent => Some(working("Thinking", None)),
-            EventKind::ToolDone => None,
+            EventKind::ToolDone { .. } if settled => Some(working(ANSWERED_IN_TERMINAL, None)),
+            // From `needs-approval` too: an unattended session's request, answered by its agent.
+            EventKind::ToolDone { .. }
+                if !subagent
+                    && matches!(
+                        self.feed.content().state,
+                        AgentState::Working | AgentState::NeedsApproval
+                    ) =>
+            {
+                Some(working("Thinking", None))
+            }
+            EventKind::ToolDone { .. } => None,
             EventKind::PermissionRequest { tool, detail, .. } => Some(shown(
                 AgentState::NeedsApproval,
                 format!("Run {tool}?"),
@@ -196,6 +234,7 @@ impl Board {
         };
         let mut inner = self.lock();
         note_transcript(&mut inner, event);
+        inner.latest = inner.latest.max(event.at);
         let (responder, decision) = oneshot::channel();
         let seq = inner.next_seq;
         inner.next_seq += 1;
@@ -204,6 +243,7 @@ impl Board {
             seq,
             agent: event.subagent.clone(),
             tool: tool.clone(),
+            detail: detail.clone(),
             responder,
             suggestions: suggestions.clone(),
         });
@@ -295,6 +335,15 @@ impl Board {
     }
 }
 
+/// True for the events whose hooks the agent does not wait for (a tool's start and end), which
+/// may therefore arrive after later ones.
+fn in_background(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::ToolStart { .. } | EventKind::ToolDone { .. }
+    )
+}
+
 /// A subagent's events may name the subagent's own transcript: only the session's count.
 fn note_transcript(inner: &mut Inner, event: &HookEvent) {
     if event.subagent.is_none() && event.transcript.is_some() {
@@ -354,7 +403,16 @@ mod tests {
             cwd: PathBuf::from("/w"),
             subagent: None,
             transcript: None,
+            at: 0,
             kind,
+        }
+    }
+
+    /// The end of the tool [`permission`] asks for.
+    fn done() -> EventKind {
+        EventKind::ToolDone {
+            tool: "Bash".into(),
+            detail: Some("touch x".into()),
         }
     }
 
@@ -411,7 +469,7 @@ mod tests {
     fn the_terminal_answering_first_clears_the_request_and_refuses_a_late_tray_answer() {
         let board = Board::new();
         let mut waiting = board.request_approval(&permission()).unwrap();
-        board.apply(&event(EventKind::ToolDone));
+        board.apply(&event(done()));
         assert!(
             matches!(
                 waiting.decision.try_recv(),
@@ -478,15 +536,15 @@ mod tests {
             .request_approval(&from("a1", permission().kind))
             .unwrap();
         // The main agent goes on meanwhile, and its turn ends while the subagent works.
-        board.apply(&event(EventKind::ToolDone));
+        board.apply(&event(done()));
         board.apply(&event(EventKind::Delegated {
             title: "Subagent: Make it".into(),
         }));
-        board.apply(&from("a2", EventKind::ToolDone));
+        board.apply(&from("a2", done()));
         assert_eq!(board.content().state, AgentState::NeedsApproval);
         assert!(waiting.decision.try_recv().is_err(), "still waiting");
         // The subagent's own next event: the terminal answered it.
-        board.apply(&from("a1", EventKind::ToolDone));
+        board.apply(&from("a1", done()));
         assert!(matches!(
             waiting.decision.try_recv(),
             Err(oneshot::error::TryRecvError::Closed)
@@ -496,10 +554,103 @@ mod tests {
         assert_eq!(board.act("approve", None), Err(Refusal::AnsweredInTerminal));
         // The session's own request is settled by the session, not by a subagent.
         let mut main = board.request_approval(&permission()).unwrap();
-        board.apply(&from("a1", EventKind::ToolDone));
+        board.apply(&from("a1", done()));
         assert!(main.decision.try_recv().is_err());
         board.act("approve", None).unwrap();
         assert_eq!(main.decision.try_recv().unwrap(), Decision::Allow);
+    }
+
+    fn at(time: u64, kind: EventKind) -> HookEvent {
+        HookEvent {
+            at: time,
+            ..event(kind)
+        }
+    }
+
+    fn start(tool: &str, detail: &str) -> EventKind {
+        EventKind::ToolStart {
+            tool: tool.into(),
+            title: format!("Running {tool}"),
+            detail: Some(detail.into()),
+        }
+    }
+
+    // Issue 32: Claude Code runs the hooks of a tool's start and end in the background, so they
+    // can arrive after the events that followed them.
+    #[test]
+    fn a_tools_start_arriving_after_its_permission_request_leaves_the_request_to_the_user() {
+        let board = Board::new();
+        board.apply(&at(10, EventKind::Prompt));
+        let mut waiting = board
+            .request_approval(&HookEvent {
+                at: 30,
+                ..permission()
+            })
+            .unwrap();
+        board.apply(&at(20, start("Bash", "touch x")));
+        assert_eq!(board.content().state, AgentState::NeedsApproval);
+        // Even one whose hook was slow to start (a later time) neither settles nor hides it.
+        board.apply(&at(31, start("Bash", "touch x")));
+        assert_eq!(board.content().state, AgentState::NeedsApproval);
+        board.act("approve", None).unwrap();
+        assert_eq!(waiting.decision.try_recv().unwrap(), Decision::Allow);
+    }
+
+    #[test]
+    fn an_earlier_tools_end_neither_settles_a_request_nor_reopens_a_finished_turn() {
+        let board = Board::new();
+        board.apply(&at(10, start("Read", "/w/a")));
+        let mut waiting = board
+            .request_approval(&HookEvent {
+                at: 30,
+                ..permission()
+            })
+            .unwrap();
+        let read_done = EventKind::ToolDone {
+            tool: "Read".into(),
+            detail: Some("/w/a".into()),
+        };
+        board.apply(&at(20, read_done.clone()));
+        board.apply(&at(31, read_done.clone()));
+        assert_eq!(board.content().state, AgentState::NeedsApproval);
+        assert!(waiting.decision.try_recv().is_err(), "still waiting");
+        board.act("approve", None).unwrap();
+        board.apply(&at(50, done()));
+        board.apply(&at(
+            60,
+            EventKind::NeedsInput {
+                title: Some("Done".into()),
+            },
+        ));
+        // The tool's end, late: old news. And a late one that looks newer cannot leave
+        // needs-input either (a tool ends before its turn does).
+        board.apply(&at(55, done()));
+        board.apply(&at(65, read_done));
+        let content = board.content();
+        assert_eq!(
+            (content.state, content.title.as_str()),
+            (AgentState::NeedsInput, "Done")
+        );
+    }
+
+    #[test]
+    fn the_end_of_the_tool_asked_for_settles_its_request_even_after_a_later_start() {
+        let board = Board::new();
+        let mut waiting = board
+            .request_approval(&HookEvent {
+                at: 10,
+                ..permission()
+            })
+            .unwrap();
+        // The terminal allowed it; the next tool's start overtook this one's end.
+        board.apply(&at(30, start("Read", "/w/b")));
+        board.apply(&at(20, done()));
+        assert!(matches!(
+            waiting.decision.try_recv(),
+            Err(oneshot::error::TryRecvError::Closed)
+        ));
+        assert_eq!(board.act("approve", None), Err(Refusal::AnsweredInTerminal));
+        assert_eq!(board.content().state, AgentState::Working);
     }
 
     #[test]

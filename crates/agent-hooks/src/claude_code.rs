@@ -46,13 +46,16 @@ pub const HOOKS: AgentHooks = AgentHooks {
     entries: &[
         HookEntry::quick("SessionStart"),
         HookEntry::quick("UserPromptSubmit"),
-        HookEntry::quick("PreToolUse"),
-        HookEntry::quick("PostToolUse"),
-        HookEntry::quick("PostToolUseFailure"),
+        // A tool's start and end only report: Claude Code need not wait for them, on every
+        // tool call (the host puts them back in order, see `board`).
+        HookEntry::background("PreToolUse"),
+        HookEntry::background("PostToolUse"),
+        HookEntry::background("PostToolUseFailure"),
         HookEntry {
             event: "PermissionRequest",
             timeout_secs: PERMISSION_HOOK_TIMEOUT_SECS,
             status_message: None,
+            background: false,
         },
         HookEntry::quick("Notification"),
         HookEntry::quick("Stop"),
@@ -125,7 +128,10 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
                 tool,
             }
         }
-        "PostToolUse" | "PostToolUseFailure" => EventKind::ToolDone,
+        "PostToolUse" | "PostToolUseFailure" => EventKind::ToolDone {
+            detail: tool_detail(input),
+            tool: tool(),
+        },
         "PermissionRequest" => {
             let suggestions = object
                 .get("permission_suggestions")
@@ -176,6 +182,7 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
         transcript: text("transcript_path")
             .filter(|p| p.len() <= MAX_PATH && p.starts_with('/'))
             .map(PathBuf::from),
+        at: 0,
         kind,
     })
 }

@@ -48,11 +48,14 @@ pub const HOOKS: AgentHooks = AgentHooks {
     entries: &[
         HookEntry::quick("SessionStart"),
         HookEntry::quick("UserPromptSubmit"),
+        // Waited for, unlike Claude Code's: Codex 0.169 does not run a hook marked `async` at
+        // all (one that writes a file never wrote it), so its state would be lost.
         HookEntry::quick("PreToolUse"),
         HookEntry {
             event: "PermissionRequest",
             timeout_secs: PERMISSION_HOOK_TIMEOUT_SECS,
             status_message: Some(PERMISSION_STATUS),
+            background: false,
         },
         HookEntry::quick("PostToolUse"),
         HookEntry::quick("Stop"),
@@ -60,6 +63,7 @@ pub const HOOKS: AgentHooks = AgentHooks {
             event: "SessionEnd",
             timeout_secs: SESSION_END_TIMEOUT_SECS,
             status_message: None,
+            background: false,
         },
     ],
 };

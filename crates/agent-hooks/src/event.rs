@@ -36,8 +36,21 @@ pub struct HookEvent {
     /// [`crate::transcript`] allows), when the agent names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<PathBuf>,
+    /// When its hook started: the system's monotonic clock, in nanoseconds ([`now`]). The
+    /// agent does not wait for the hooks of a tool's start and end (Claude Code runs them in the
+    /// background), so those can reach the host after later events; this says which came first.
+    #[serde(default)]
+    pub at: u64,
     /// What happened.
     pub kind: EventKind,
+}
+
+/// The monotonic clock now, in nanoseconds: the same clock for every process of the machine, so
+/// the host can compare the times its hooks started.
+pub fn now() -> u64 {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    u64::try_from(time.tv_sec).unwrap_or_default() * 1_000_000_000
+        + u64::try_from(time.tv_nsec).unwrap_or_default()
 }
 
 /// What a hook event says happened.
@@ -58,7 +71,12 @@ pub enum EventKind {
         detail: Option<String>,
     },
     /// A tool finished (successfully or not).
-    ToolDone,
+    ToolDone {
+        /// The tool's name.
+        tool: String,
+        /// The command, file or address, capped (as its start and its permission request say).
+        detail: Option<String>,
+    },
     /// The agent asks the user to allow a tool.
     PermissionRequest {
         /// The tool's name.

@@ -74,9 +74,12 @@ pub fn main() -> ExitCode {
 
 /// Runs `agent`'s hook: stdin in, maybe a decision out. Never fails.
 pub fn run(agent: Agent) {
-    let Some(event) = read_event(agent, std::io::stdin().lock()) else {
+    // First of all: when the agent started this hook places its event among the session's.
+    let at = crate::event::now();
+    let Some(mut event) = read_event(agent, std::io::stdin().lock()) else {
         return;
     };
+    event.at = at;
     let wait = agent.waits_for_tray(&event);
     if let Some(decision) = deliver(agent, event, wait) {
         println!("{}", agent.decision_output(&decision));

@@ -185,6 +185,7 @@ async fn note_failed_turn(board: &Board, config: &HostConfig, failed: fn(&str) -
             cwd: config.cwd.clone(),
             subagent: None,
             transcript: None,
+            at: crate::event::now(),
             kind: EventKind::Failed { reason },
         });
     }

@@ -42,6 +42,9 @@ pub struct HookEntry {
     /// What the agent shows while the hook runs, for agents that show one (Codex's
     /// `statusMessage`); `None` writes no such key.
     pub status_message: Option<&'static str>,
+    /// True when the agent runs the hook in the background instead of waiting for it
+    /// (`"async": true`, Claude Code's): for the events that only report, on every tool call.
+    pub background: bool,
 }
 
 /// How long an agent lets an ordinary hook of ours run. Ours answer in milliseconds; this only
@@ -55,7 +58,40 @@ impl HookEntry {
             event,
             timeout_secs: QUICK_HOOK_TIMEOUT_SECS,
             status_message: None,
+            background: false,
         }
+    }
+
+    /// An ordinary entry the agent runs in the background, not waiting for it.
+    pub const fn background(event: &'static str) -> Self {
+        Self {
+            background: true,
+            ..Self::quick(event)
+        }
+    }
+
+    /// The hook as it goes into the settings, running `command`.
+    fn hook(&self, command: &str) -> Value {
+        let mut hook = serde_json::json!({
+            "type": "command", "command": command, "timeout": self.timeout_secs
+        });
+        if let Some(message) = self.status_message {
+            hook["statusMessage"] = Value::String(message.to_owned());
+        }
+        if self.background {
+            hook["async"] = Value::Bool(true);
+        }
+        hook
+    }
+
+    /// True when `hook` (one of ours) runs as this entry says: `command`, and in the background
+    /// or not.
+    fn is_current(&self, hook: &Value, command: &str) -> bool {
+        hook.get("command").and_then(Value::as_str) == Some(command) && self.runs_as_written(hook)
+    }
+
+    fn runs_as_written(&self, hook: &Value) -> bool {
+        hook.get("async").and_then(Value::as_bool).unwrap_or(false) == self.background
     }
 }
 
@@ -131,6 +167,10 @@ pub struct HooksStatus {
     pub installed: Installed,
     /// Events whose entry is missing.
     pub missing_events: Vec<&'static str>,
+    /// Events whose entry is ours but written by an earlier version, to run otherwise than
+    /// this one writes it (waited for, where it now runs in the background; or through the old
+    /// `supercode-tray hook` command): `hooks install` brings them up to date.
+    pub outdated_events: Vec<&'static str>,
     /// The programs our entries run; each must exist for the hooks to work.
     pub commands: Vec<String>,
     /// True when every program our entries run exists and is executable.
@@ -205,7 +245,8 @@ impl AgentHooks {
             };
             if groups.iter().any(|group| self.group_has_ours(group)) {
                 // Ours already; one that runs a program from elsewhere (the app was moved or
-                // reinstalled) is pointed at this one.
+                // reinstalled), or that an earlier version wrote to run otherwise (waited for
+                // where it now runs in the background), is made as this one writes it.
                 let mut moved = Vec::new();
                 for hook in groups
                     .iter_mut()
@@ -215,9 +256,18 @@ impl AgentHooks {
                     let stale = hook
                         .get("command")
                         .and_then(Value::as_str)
-                        .is_some_and(|c| self.is_ours(c) && c != command);
+                        .is_some_and(|c| self.is_ours(c))
+                        && !entry.is_current(hook, &command);
                     if stale {
                         hook["command"] = Value::String(command.clone());
+                        match entry.background {
+                            true => hook["async"] = Value::Bool(true),
+                            false => {
+                                if let Some(object) = hook.as_object_mut() {
+                                    object.remove("async");
+                                }
+                            }
+                        }
                         moved.push(hook.clone());
                     }
                 }
@@ -226,13 +276,7 @@ impl AgentHooks {
                 }
                 continue;
             }
-            let mut hook = serde_json::json!({
-                "type": "command", "command": command, "timeout": entry.timeout_secs
-            });
-            if let Some(message) = entry.status_message {
-                hook["statusMessage"] = Value::String(message.to_owned());
-            }
-            let group = serde_json::json!({ "hooks": [hook] });
+            let group = serde_json::json!({ "hooks": [entry.hook(&command)] });
             groups.push(group.clone());
             added.insert(entry.event.to_owned(), Value::Array(vec![group]));
         }
@@ -320,6 +364,7 @@ impl AgentHooks {
             settings: path.to_path_buf(),
             installed: Installed::No,
             missing_events: Vec::new(),
+            outdated_events: Vec::new(),
             commands: Vec::new(),
             binary_exists: false,
             problem: None,
@@ -343,19 +388,27 @@ impl AgentHooks {
             let groups = hooks
                 .and_then(|h| h.get(entry.event))
                 .and_then(Value::as_array);
-            let commands: Vec<String> = groups
+            let ours: Vec<(&Value, &str)> = groups
                 .into_iter()
                 .flatten()
                 .filter_map(|group| group.get("hooks").and_then(Value::as_array))
                 .flatten()
-                .filter_map(|hook| hook.get("command").and_then(Value::as_str))
-                .filter(|command| self.is_ours(command))
-                .map(str::to_owned)
+                .filter_map(|hook| Some((hook, hook.get("command").and_then(Value::as_str)?)))
+                .filter(|(_, command)| self.is_ours(command))
                 .collect();
-            if commands.is_empty() {
+            if ours.is_empty() {
                 status.missing_events.push(entry.event);
             }
-            for command in commands {
+            let outdated = ours.iter().any(|(hook, command)| {
+                let old_command = self.program_of(command).is_some_and(|p| {
+                    Path::new(&p).file_name() != Some(crate::hook::PROGRAM.as_ref())
+                });
+                old_command || !entry.runs_as_written(hook)
+            });
+            if outdated {
+                status.outdated_events.push(entry.event);
+            }
+            for command in ours.into_iter().map(|(_, command)| command.to_owned()) {
                 if !status.commands.contains(&command) {
                     status.commands.push(command);
                 }

@@ -130,9 +130,16 @@ pub fn trust_note(agent: Agent, status: &HooksStatus, path: &Path) -> Option<Str
 fn connection(status: &HooksStatus) -> (AgentConnection, String) {
     match (&status.problem, &status.installed) {
         (Some(problem), _) => (AgentConnection::Problem, problem.clone()),
-        (None, Installed::Yes) if status.binary_exists => {
+        (None, Installed::Yes) if status.binary_exists && status.outdated_events.is_empty() => {
             (AgentConnection::Connected, "connected".to_owned())
         }
+        (None, Installed::Yes) if status.binary_exists => (
+            AgentConnection::Partly,
+            format!(
+                "connected by an earlier version, whose entries for {} connecting again updates",
+                status.outdated_events.join(", ")
+            ),
+        ),
         (None, Installed::Yes) => (
             AgentConnection::Partly,
             format!(

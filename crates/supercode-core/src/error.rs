@@ -4,7 +4,8 @@
 //! compiler from the variant (see [`CoreError::code`]), never by reading a message; the messages
 //! are for people and say what to do next.
 
-use crate::revive::{ReviveBlocker, ReviveFailure};
+use crate::inventory::ReviveBlocker;
+use crate::revive::ReviveFailure;
 use crate::text::{quoted, visible};
 use crate::view::{CommandError, ErrorCode};
 

@@ -267,7 +267,7 @@ impl Supercode {
     ) -> Result<live_runtime::LiveRuntimeRecord, CoreError> {
         let (locations, owned) = (self.locations.clone(), id.to_owned());
         let record = tokio::task::spawn_blocking(move || {
-            attach::find_record(&locations, &owned, resolve::RuntimeAction::Act)
+            inventory::find_record(&locations, &owned, resolve::RuntimeAction::Act)
         })
         .await
         .map_err(|source| CoreError::Interrupted { what, source });

@@ -48,6 +48,7 @@ async fn conversation(path: PathBuf) -> Value {
         cwd: PathBuf::from("/work/project"),
         subagent: None,
         transcript: Some(path),
+        at: 0,
         kind: EventKind::Prompt,
     });
     let body = reqwest::Client::new()

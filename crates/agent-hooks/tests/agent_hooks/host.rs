@@ -30,6 +30,7 @@ fn event(kind: EventKind) -> HookEvent {
         cwd: PathBuf::from("/work/project"),
         subagent: None,
         transcript: None,
+        at: agent_hooks::event::now(),
         kind,
     }
 }
@@ -204,7 +205,11 @@ async fn the_terminal_answering_first_wins_and_the_late_tray_answer_is_refused()
     while status(&scene).await["state"] != "needs-approval" {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    hook(&scene.sockets, event(EventKind::ToolDone), false).await;
+    let done = EventKind::ToolDone {
+        tool: "Bash".into(),
+        detail: Some("touch /tmp/marker".into()),
+    };
+    hook(&scene.sockets, event(done), false).await;
     let decision = tokio::time::timeout(TIMEOUT, waiting)
         .await
         .unwrap()

@@ -47,6 +47,7 @@ fn event(transcript: Option<PathBuf>, kind: EventKind) -> HookEvent {
         cwd: PathBuf::from("/work/project"),
         subagent: None,
         transcript,
+        at: 0,
         kind,
     }
 }
@@ -203,7 +204,13 @@ async fn a_linked_transcript_is_refused_and_a_subagent_cannot_repoint_it() {
     assert!(body["unavailable"].is_string());
 
     served.board.apply(&event(Some(real), EventKind::Prompt));
-    let mut sub = event(Some(other), EventKind::ToolDone);
+    let mut sub = event(
+        Some(other),
+        EventKind::ToolDone {
+            tool: "Read".into(),
+            detail: None,
+        },
+    );
     sub.subagent = Some("a1".into());
     served.board.apply(&sub);
     let body = conversation(&served).await;

@@ -80,9 +80,23 @@ fn install_merges_and_remove_restores_the_users_settings_exactly() {
         users_own(),
         "the backup is the file before"
     );
+    assert_eq!(
+        ours.get("async"),
+        None,
+        "Claude Code waits for a permission hook"
+    );
+    assert_eq!(
+        installed["hooks"]["PreToolUse"][1]["hooks"][0]["async"], true,
+        "a tool's start and end run in the background"
+    );
+    assert_eq!(
+        installed["hooks"]["PostToolUse"][0]["hooks"][0]["async"],
+        true
+    );
     let status = HOOKS.status(&path);
     assert_eq!(status.installed, Installed::Yes, "{status:?}");
     assert!(status.binary_exists);
+    assert!(status.outdated_events.is_empty(), "{status:?}");
 
     let again = HOOKS.plan_install(&path, &program).unwrap();
     assert!(again.nothing_to_do, "installing twice adds nothing");
@@ -121,9 +135,11 @@ fn install_creates_a_missing_file_and_status_notices_a_missing_program() {
     assert_eq!(read(&path), json!({}));
 }
 
-// Proves: entries installed before the hook program existed (`supercode-tray hook
-// claude-code`) are ours: status counts them, install points them at the hook program in place
-// (nothing added beside them, the user's own hooks untouched), and remove takes them out.
+// Proves: entries installed by earlier versions (the `supercode-tray hook claude-code`
+// command, every event waited for) are ours: status counts them and says they are outdated,
+// install brings them up to date in place (the hook program; a tool's start and end in the
+// background; nothing added beside them, the user's own hooks untouched), and remove takes
+// them out.
 #[test]
 fn install_points_entries_of_the_old_command_at_the_hook_program() {
     let temp = tempfile::tempdir().unwrap();
@@ -147,6 +163,8 @@ fn install_points_entries_of_the_old_command_at_the_hook_program() {
     let before = HOOKS.status(&path);
     assert_eq!(before.installed, Installed::Yes, "{before:?}");
     assert!(before.binary_exists);
+    let every_event: Vec<&str> = HOOKS.entries.iter().map(|e| e.event).collect();
+    assert_eq!(before.outdated_events, every_event);
 
     let plan = HOOKS.plan_install(&path, &program).unwrap();
     assert!(!plan.nothing_to_do);
@@ -164,7 +182,29 @@ fn install_points_entries_of_the_old_command_at_the_hook_program() {
             ours[0]["command"],
             format!("{} claude-code", program.display())
         );
+        assert_eq!(
+            ours[0].get("async").is_some_and(|a| a == true),
+            entry.background,
+            "{}",
+            entry.event
+        );
     }
+    assert!(HOOKS.status(&path).outdated_events.is_empty());
+    // An entry of the current program that is waited for where it should run in the background
+    // (as the previous version wrote it) is outdated too, and install fixes just that.
+    let mut waited = upgraded.clone();
+    waited["hooks"]["PostToolUse"][0]["hooks"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("async");
+    std::fs::write(&path, waited.to_string()).unwrap();
+    assert_eq!(HOOKS.status(&path).outdated_events, ["PostToolUse"]);
+    HOOKS
+        .plan_install(&path, &program)
+        .unwrap()
+        .apply()
+        .unwrap();
+    assert_eq!(read(&path), upgraded);
     assert_eq!(
         upgraded["hooks"]["PreToolUse"][0],
         users_own()["hooks"]["PreToolUse"][0]

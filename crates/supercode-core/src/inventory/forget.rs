@@ -1,6 +1,7 @@
 //! Forget: whether a runtime may be forgotten, what forgetting it removes, and removing it.
 
 use super::catalog::{catalog_runtimes, catalog_status, CatalogRuntime};
+use super::find::find_record;
 use super::name::display_name;
 use crate::resolve::RuntimeAction;
 use crate::view::{ActionAvailability, RuntimeStatus, RuntimeView};
@@ -10,7 +11,7 @@ use crate::{CoreError, Locations};
 /// entry, or a stale catalog entry (by catalog id) as `removeLocalRuntimeEntry` does: its one
 /// file under `runtimes/`. Nothing else: profiles, locks and other entries stay.
 pub fn forget(locations: &Locations, id: &str) -> Result<(), CoreError> {
-    let record = match crate::attach::find_record(locations, id, RuntimeAction::Forget) {
+    let record = match find_record(locations, id, RuntimeAction::Forget) {
         Err(CoreError::UnknownRuntime { .. }) => return forget_catalog_entry(locations, id),
         other => other?,
     };

@@ -13,25 +13,32 @@
 //!   then newest) and which view takes a catalog id.
 //! - `views`: a receipt's or a catalog entry's view, its status and what actions apply.
 //! - `name`: the name a runtime is shown by.
+//! - `revivable`: whether a runtime can be revived now, and why not (what the views show and
+//!   revive refuses with).
+//! - `find`: the live record an action applies to, from an endpoint or any id `list` shows.
 //! - `forget`: what forget removes, whether it may, and removing it.
 
 mod canon;
 mod catalog;
+mod find;
 mod forget;
 mod merge;
 mod name;
 mod pending;
 mod problems;
 mod reconcile;
+pub(crate) mod revivable;
 mod snapshot;
 mod sources;
 mod views;
 
 pub use canon::CanonSummary;
 pub use catalog::{catalog_runtimes, CatalogRuntime};
+pub(crate) use find::find_record;
 pub use forget::{catalog_forget, forget, forget_plan, ForgetPlan};
 pub(crate) use name::display_name;
 pub use pending::pending;
+pub use revivable::ReviveBlocker;
 pub use snapshot::{snapshot, snapshot_with_receipts};
 pub(crate) use sources::FullReadNeeded;
 pub use sources::Sources;

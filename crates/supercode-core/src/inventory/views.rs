@@ -6,7 +6,7 @@ use live_runtime::{LiveRuntimeRecord, LiveRuntimeStatus};
 use super::catalog::{catalog_status, CatalogRuntime};
 use super::forget::catalog_forget;
 use super::name::display_name;
-use crate::revive;
+use super::revivable;
 use crate::view::{ActionAvailability, RuntimeOrigin, RuntimeStatus, RuntimeView, SourceView};
 use crate::Locations;
 
@@ -41,7 +41,7 @@ pub(super) fn live_view(
             ActionAvailability::yes(),
         ),
     };
-    let revive = revive::availability_of_receipt(locations, record, entry);
+    let revive = revivable::availability_of_receipt(locations, record, entry);
     let launch_command =
         entry
             .map(|e| e.launch_command.clone())
@@ -112,7 +112,7 @@ pub(super) fn catalog_view(locations: &Locations, entry: &CatalogRuntime) -> Run
         ),
         _ => ActionAvailability::never("It is not running."),
     };
-    let revive = revive::availability(locations, entry);
+    let revive = revivable::availability(locations, entry);
     let name = display_name(None, Some(entry));
     RuntimeView {
         id: entry.id.clone(),
