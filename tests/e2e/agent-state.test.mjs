@@ -52,9 +52,9 @@ const ALERT_INTERVAL_MS = 3_000;
 const NO_REPEAT_WINDOW_MS = 2 * ALERT_INTERVAL_MS + 1_000;
 
 /**
- * How long a stalled stream takes to be judged not answering: three attempts whose first
- * document never comes (agents::FIRST_DOCUMENT_TIMEOUT, 5 s each) and two backoffs between
- * them, plus a loaded machine's slack.
+ * How long a stalled stream takes to be judged not answering: one attempt whose first document
+ * never comes (agents::FIRST_DOCUMENT_TIMEOUT, 5 s: an attempt left unanswered decides at once,
+ * agents::answering), plus a loaded machine's generous slack.
  */
 const STALL_NOTICED_TIMEOUT_MS = 60_000;
 

@@ -85,6 +85,9 @@ pub enum AttemptError {
     /// No first document in time after the headers.
     #[error("the runtime sent no status document within {0:?} of its headers")]
     FirstDocumentTimeout(Duration),
+    /// The one-shot read's deadline passed before the runtime answered.
+    #[error("the runtime did not answer within {0:?}")]
+    NoAnswer(Duration),
     /// An open stream went silent for too long.
     #[error("the status stream sent nothing for {0:?}")]
     Silent(Duration),

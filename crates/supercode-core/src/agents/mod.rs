@@ -24,10 +24,12 @@
 //! - [`document`]: parsing, validating and sanitizing one status document.
 //! - [`client`]: the HTTP client of the API (status, stream, actions) over a checked connection.
 //! - [`sse`]: parsing the status stream's events into documents, within the API's caps.
+//! - `answering`: when a live runtime is `not-answering`, the one rule both readers follow.
 //! - `subscription`: one runtime's subscription task (reconnection, coalescing, alerts).
 //! - `act`: what a runtime offers now, and acting on it.
 //! - `read_once`: the one-shot read of every running runtime's state (the CLI's `list`).
 mod act;
+mod answering;
 pub mod client;
 pub mod document;
 mod read_once;
@@ -53,7 +55,8 @@ use document::Document;
 use subscription::Subscription;
 
 /// How long to wait for a runtime's response headers (connect included). The API's figure: a
-/// runtime answers on loopback in milliseconds, five seconds is a runtime that is stuck.
+/// runtime answers on loopback in milliseconds, five seconds is a runtime that is stuck, so an
+/// attempt left unanswered this long makes it `not-answering` at once (`answering`).
 pub const HEADERS_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the first document may take after the stream's headers (the API says at once;
 /// five seconds is the API's figure for "it never will").
@@ -62,7 +65,7 @@ pub const FIRST_DOCUMENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// keep-alive intervals and five seconds (the API's figure for a stuck answer), so a missed
 /// keep-alive is noticed at once while a late one is not taken for a stuck runtime. The
 /// reconnection tells them apart: a runtime that does not answer it either is `not-answering`
-/// ([`FAILURES_BEFORE_NOT_ANSWERING`]). Waiting the API's full 45 s (three intervals) made a
+/// (`answering`). Waiting the API's full 45 s (three intervals) made a
 /// stopped runtime show `not-answering` only 34 s after it stopped (issue 31).
 pub const SILENCE_TIMEOUT: Duration = Duration::from_secs(20);
 /// The first reconnection delay (the API's figure); it doubles with each failed attempt.
@@ -70,10 +73,11 @@ pub const BACKOFF_INITIAL: Duration = Duration::from_millis(500);
 /// The longest reconnection delay (the API's figure): a runtime that is down for long is still
 /// picked up within half a minute of coming back, at a cost of two connections a minute.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// Consecutive failed attempts after which a live runtime is `not-answering` (the API's figure:
-/// one failure can be a restart of its HTTP server, three are a stuck runtime). A stream that
-/// went silent ([`SILENCE_TIMEOUT`]) and whose reconnection failed too is one sooner: a silent
-/// stream was already a failure to answer, for 20 s.
+/// Consecutive attempts turned away (nothing listening, refused, a bad answer) after which a live
+/// runtime is `not-answering` (the API's figure: one can be a restart of its HTTP server, three,
+/// over about a second and a half of backoff, are a stuck runtime). An attempt left unanswered
+/// for the reader's whole wait decides at once, and a silent stream's failed reconnection too:
+/// the whole rule, for the subscriptions and `list` alike, is in `answering`.
 pub const FAILURES_BEFORE_NOT_ANSWERING: u32 = 3;
 /// Least time between two states one runtime shows (latest wins): ten a second is as fast as a
 /// person can follow and keeps a runtime sending 10,000 changes a second from costing more than
@@ -87,7 +91,9 @@ pub const ALERT_INTERVAL: Duration = Duration::from_secs(3);
 /// How long the runtime has to answer an action (the API's figure); actions are not retried.
 pub const ACTION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a one-shot read of every runtime's state may take (the CLI's `list`, which has no
-/// subscriptions): short, since a runtime that does not answer within it is shown as such.
+/// subscriptions): a person waits on it. It is the read's whole wait for an answer, so a
+/// runtime that has not answered by then is `not-answering` by the one rule (`answering`), as
+/// one that leaves a subscription's request unanswered is.
 pub const ONE_SHOT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Every timing the subscriptions use; [`Default`] is the API's figures. Tests shorten them.

@@ -4,8 +4,9 @@
 use live_runtime::{LiveRuntimeEndpoint, LocatedLiveRuntime, ReceiptDir, ReceiptFiles};
 use runtime_link::owner::{ListenerLookup, SocketTable};
 
+use super::answering::{Answering, Failure};
 use super::client::{self, AttemptError, Fetched, Target};
-use super::{not_answering, Agents};
+use super::{document, not_answering, AgentOptions, Agents};
 use crate::view::{AgentStateView, RuntimeOrigin, RuntimeStatus, Snapshot};
 
 impl Agents {
@@ -13,8 +14,9 @@ impl Agents {
     /// `files` is the receipt directory as the snapshot was built from it, so no receipt is read
     /// again: one blocking pass checks who listens at each runtime's address (one netlink socket
     /// for all of them) and asks the secret store only for runtimes whose own process listens
-    /// there; a runtime with nothing listening is `not-answering` at once. Those that serve get
-    /// a concurrent `GET` each, bounded by [`super::AgentOptions::one_shot_timeout`].
+    /// there. Those get a concurrent `GET` each, bounded by
+    /// [`super::AgentOptions::one_shot_timeout`]. A failed attempt is judged by the one rule the
+    /// subscriptions follow ([`judged`]).
     pub(crate) async fn read_once(&self, snapshot: &mut Snapshot, files: Option<ReceiptFiles>) {
         let options = self.inner.options.clone();
         let receipts = self.inner.receipts.clone();
@@ -54,17 +56,15 @@ impl Agents {
             async move {
                 let target = match target? {
                     Ok(target) => target,
-                    Err(error) => return Some(not_answering(&error)),
+                    Err(error) => return Some(judged(&options, &error)),
                 };
                 let read = client::get_status(&target, options.timeouts());
                 Some(
                     match tokio::time::timeout(options.one_shot_timeout, read).await {
                         Ok(Ok(Fetched::Served(document))) => document.view,
                         Ok(Ok(Fetched::NotServed)) => AgentStateView::unknown(),
-                        Ok(Err(error)) => not_answering(&error),
-                        Err(_) => {
-                            not_answering(&AttemptError::HeadersTimeout(options.one_shot_timeout))
-                        }
+                        Ok(Err(error)) => judged(&options, &error),
+                        Err(_) => judged(&options, &AttemptError::NoAnswer(options.one_shot_timeout)),
                     },
                 )
             }
@@ -89,4 +89,24 @@ fn located_target(
     let located = located.ok_or(AttemptError::Unresolved)?;
     runtime_link::verify_listener_in(table, &located.address, Some(located.record.listener_pid()))?;
     Ok(located.resolve(receipts)?.into())
+}
+
+/// A one-shot read's failed attempt, as the one rule (`answering`) judges a runtime's first
+/// failure: left unanswered, it is `not-answering`; turned away (nothing listening, refused), it
+/// may be restarting its server, which one attempt cannot tell, so its state is unknown, with
+/// why. A subscription that keeps being turned away says `not-answering` after the rule's
+/// further attempts; `list`, which makes one, does not wait for them.
+fn judged(options: &AgentOptions, error: &AttemptError) -> AgentStateView {
+    let mut answering = Answering::new(options.backoff_initial, options.backoff_max);
+    if answering.failed(Failure::of(error)).not_answering {
+        return not_answering(error);
+    }
+    AgentStateView {
+        detail: Some(document::clean(
+            &format!("{error} (once: it may be restarting)"),
+            false,
+            document::MESSAGE_CAP,
+        )),
+        ..AgentStateView::unknown()
+    }
 }

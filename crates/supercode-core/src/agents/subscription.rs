@@ -11,11 +11,10 @@ use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::answering::{Answering, Failure};
 use super::client::{self, AttemptError, Fetched, Target};
 use super::document::Document;
-use super::{
-    not_answering, AgentOptions, Generation, Inner, Latest, FAILURES_BEFORE_NOT_ANSWERING,
-};
+use super::{not_answering, AgentOptions, Generation, Inner, Latest};
 use crate::view::{AgentActionView, AgentState, AgentStateView};
 use crate::CoreEvent;
 
@@ -85,11 +84,9 @@ pub(super) struct Subscription {
     /// that state began before, so it is the starting point, not news (see
     /// [`AgentOptions::alert_states_found_at_start`]).
     pub(super) baseline: bool,
-    failures: u32,
-    /// Whether the last attempt ended in a silent stream: a failed reconnection after it is a
-    /// runtime that does not answer.
-    after_silence: bool,
-    backoff: Duration,
+    /// The evidence of whether the runtime answers, and the backoff (the rule of
+    /// `agents::answering`).
+    answering: Answering,
 }
 
 impl Subscription {
@@ -102,7 +99,7 @@ impl Subscription {
     ) -> Self {
         let options = inner.options.clone();
         Self {
-            backoff: options.backoff_initial,
+            answering: Answering::new(options.backoff_initial, options.backoff_max),
             options,
             inner,
             endpoint,
@@ -123,21 +120,19 @@ impl Subscription {
             alerted: None,
             last_alert: None,
             baseline: false,
-            failures: 0,
-            after_silence: false,
         }
     }
 
     pub(super) async fn run(mut self) {
         loop {
-            let mut heard = false;
             let started = Instant::now();
-            let outcome = self.attempt(&mut heard).await;
+            let outcome = self.attempt().await;
             let error = match outcome {
                 None => return,
                 Some(Ok(())) => {
                     // 404: not served. Shown as today, not asked again until the receipt
                     // changes (which restarts this subscription).
+                    self.answering.answered();
                     self.show(AgentStateView::unknown());
                     self.flush_now();
                     self.wait(std::future::pending::<()>()).await;
@@ -145,19 +140,15 @@ impl Subscription {
                 }
                 Some(Err(error)) => error,
             };
-            self.failures = if heard { 1 } else { self.failures + 1 };
-            tracing::debug!(runtime = %self.name, failures = self.failures, "status stream attempt failed: {error}");
-            let stuck =
-                self.failures >= FAILURES_BEFORE_NOT_ANSWERING || (self.after_silence && !heard);
-            self.after_silence = matches!(error, AttemptError::Silent(_));
-            if stuck && self.view.value != AgentState::NotAnswering {
+            tracing::debug!(runtime = %self.name, "status stream attempt failed: {error}");
+            let verdict = self.answering.failed(Failure::of(&error));
+            if verdict.not_answering && self.view.value != AgentState::NotAnswering {
                 tracing::info!(runtime = %self.name, "not answering: {error}");
                 self.show(not_answering(&error));
             }
             // The time the attempt took counts toward its backoff: a stream that went silent is
             // reconnected at once, and so is an attempt that waited as long as its backoff.
-            let delay = jittered(self.backoff).saturating_sub(started.elapsed());
-            self.backoff = (self.backoff * 2).min(self.options.backoff_max);
+            let delay = jittered(verdict.retry_after).saturating_sub(started.elapsed());
             if self.wait(tokio::time::sleep(delay)).await.is_none() {
                 return;
             }
@@ -166,7 +157,7 @@ impl Subscription {
 
     /// One attempt: resolve, open the stream, read documents until it fails. `Some(Ok(()))`
     /// is a `404`; `None` is cancellation.
-    async fn attempt(&mut self, heard: &mut bool) -> Option<Result<(), AttemptError>> {
+    async fn attempt(&mut self) -> Option<Result<(), AttemptError>> {
         let (receipts, endpoint, source) = (
             self.inner.receipts.clone(),
             self.endpoint.clone(),
@@ -183,7 +174,7 @@ impl Subscription {
             Err(_) => return Some(Err(AttemptError::Unresolved)),
         };
         let mut timeouts = self.options.timeouts();
-        if self.view.value == AgentState::NotAnswering {
+        if self.answering.is_not_answering() {
             // A stopped runtime's kernel still queues the connection: waiting on it for as long
             // as the longest backoff (instead of giving up at 5 s and sleeping) hears the
             // runtime the moment it resumes, as quick as the reconnection itself (issue 31).
@@ -202,9 +193,7 @@ impl Subscription {
                 Ok(document) => {
                     let continues = first.is_none();
                     first = None;
-                    *heard = true;
-                    self.failures = 0;
-                    self.backoff = self.options.backoff_initial;
+                    self.answering.answered();
                     self.accept(without_us(document), continues);
                 }
                 Err(error) => return Some(Err(error)),

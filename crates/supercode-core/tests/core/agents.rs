@@ -9,7 +9,9 @@ use demo_runtime::{DemoConfig, DemoServer, Scenario};
 use live_runtime::test_support::prompt_runtime::{bait_and_switch, Posted, PromptRuntime};
 use live_runtime::{LiveRuntimeRegistration, Sensitive};
 use supercode_core::agents::AgentOptions;
-use supercode_core::view::{ActOutcome, AgentState, CommandError, RuntimeStatus, Snapshot};
+use supercode_core::view::{
+    ActOutcome, AgentState, AgentStateView, CommandError, RuntimeStatus, Snapshot,
+};
 use supercode_core::{CoreError, CoreEvent, Refusal, Supercode};
 
 use crate::support::{recorder, register_at, wait_until, Events, Fixture, TIMEOUT};
@@ -259,7 +261,7 @@ async fn a_runtime_without_the_api_is_unknown_and_nothing_breaks() {
 }
 
 // Proves: a live runtime whose stream sends headers and then nothing becomes `not-answering`
-// (three failed attempts), with one trouble alert.
+// (its first document never came: an attempt left unanswered), with one trouble alert.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_stream_makes_the_runtime_not_answering() {
     let fixture = Fixture::new();
@@ -519,6 +521,81 @@ async fn a_one_shot_read_gives_every_running_runtime_its_state() {
         core.act(&steady.endpoint(), "approve", revision).await,
         Err(CoreError::ActionNotOffered { .. })
     ));
+}
+
+/// A loopback address nothing listens at (a port the kernel just handed out, closed again).
+fn free_address() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// The state a one-shot read (`list`) gives the runtime at `endpoint`, and how long it took.
+async fn read_once(core: &Supercode, endpoint: &str) -> (AgentStateView, Duration) {
+    let started = Instant::now();
+    let snapshot = core.snapshot_with_states().await;
+    let took = started.elapsed();
+    let runtime = snapshot.runtimes.iter().find(|r| r.id == endpoint).unwrap();
+    assert_eq!(
+        runtime.status,
+        RuntimeStatus::Running,
+        "the process is alive"
+    );
+    (runtime.state.clone().unwrap(), took)
+}
+
+// Issue 30 (one not-answering rule): a runtime whose process lives but where nothing listens
+// (its HTTP server restarting, or gone) is judged by the subscriptions' rule: one attempt turned
+// away can be a restart, so a one-shot read (`list`), which makes one, shows its state unknown
+// with why, at once, and not `not-answering` on the first refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_read_of_a_runtime_turned_away_once_is_unknown_with_why() {
+    let fixture = Fixture::new();
+    let core = fixture.core();
+    let registration = register_at(fixture.receipts(), "deaf", CANARY, None, free_address());
+    let endpoint = registration.endpoint().to_string();
+    let (state, took) = read_once(&core, &endpoint).await;
+    assert_eq!(state.value, AgentState::Unknown, "{:?}", state.detail);
+    let detail = state.detail.unwrap_or_default();
+    assert!(detail.contains("may be restarting"), "{detail}");
+    assert!(!detail.contains(CANARY));
+    // No waiting for attempts it does not make (a loaded machine's slack for the inventory).
+    assert!(took < Duration::from_secs(2), "the read took {took:?}");
+}
+
+// Issue 30: a runtime that takes the request and says nothing (a stopped process's kernel queues
+// the connection) is `not-answering` once the one-shot read's deadline passes, the read's whole
+// wait for an answer, as a subscription's unanswered request is; the read ends then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_read_finds_a_silent_runtime_not_answering_at_its_deadline() {
+    const DEADLINE: Duration = Duration::from_millis(800);
+    let fixture = Fixture::new();
+    let core = fixture.core().with_agent_options(AgentOptions {
+        one_shot_timeout: DEADLINE,
+        ..AgentOptions::default()
+    });
+    // Listening (this process, the receipt's), never accepting: the kernel queues the connection.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = silent.local_addr().unwrap();
+    let registration = register_at(fixture.receipts(), "silent", CANARY, None, address);
+    let endpoint = registration.endpoint().to_string();
+    let (state, took) = read_once(&core, &endpoint).await;
+    assert_eq!(state.value, AgentState::NotAnswering);
+    assert!(
+        state
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("did not answer within"),
+        "{:?}",
+        state.detail
+    );
+    assert!(took >= DEADLINE, "decided after {took:?}");
+    assert!(
+        took < DEADLINE + Duration::from_secs(3),
+        "the read took {took:?}"
+    );
 }
 
 // Regression (issue 29): a runtime answering its stream with blank lines (valid SSE that
