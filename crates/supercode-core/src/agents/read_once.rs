@@ -64,7 +64,9 @@ impl Agents {
                         Ok(Ok(Fetched::Served(document))) => document.view,
                         Ok(Ok(Fetched::NotServed)) => AgentStateView::unknown(),
                         Ok(Err(error)) => judged(&options, &error),
-                        Err(_) => judged(&options, &AttemptError::NoAnswer(options.one_shot_timeout)),
+                        Err(_) => {
+                            judged(&options, &AttemptError::NoAnswer(options.one_shot_timeout))
+                        }
                     },
                 )
             }
