@@ -403,17 +403,21 @@ impl Session {
         self.hooks() > 0
     }
 
-    /// How many of our hook processes this session's Claude Code runs now (other tests' run in
-    /// parallel; the shell Claude Code runs each through is not counted).
+    /// How many of our hooks this session's Claude Code runs now (other tests' run in
+    /// parallel), each counted by the `sh -c` Claude Code starts it through: that shell lives
+    /// from the hook's start to the program's end, where the program itself appears only once
+    /// the shell has started it, so a wait could otherwise end in between, before the hook's
+    /// event reached its host.
     fn hooks(&self) -> usize {
         let home = format!("HOME={}\0", self.path("home").display());
-        processes_running("supercode-tray-hook claude-code")
+        processes_running(HOOK)
             .iter()
             .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| c.starts_with(HOOK.as_bytes()))
-                    && std::fs::read(format!("/proc/{pid}/environ"))
-                        .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&home))
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                    let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+                    args.len() > 2 && args[0].ends_with(b"sh") && args[1] == b"-c"
+                }) && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&home))
             })
             .count()
     }
