@@ -26,9 +26,9 @@
 //!
 //! Order: the agent waits for every hook but those of a tool's start and end, which Claude Code
 //! runs in the background so that they cost a tool call nothing (docs/BENCHMARKS.md). Those two
-//! can therefore reach the host after events that came later. Each event carries the time its
-//! hook started ([`HookEvent::at`]): a tool's start or end that started before the latest event
-//! taken in is old news and changes nothing, except that the end of the very tool a pending
+//! can therefore reach the host after events that came later. Each event carries when the agent
+//! started its hook ([`HookEvent::spawned`]): a tool's start or end started before the latest
+//! event taken in is old news and changes nothing, except that the end of the very tool a pending
 //! request asked for still settles it. The end of a tool never leaves `needs-input`, `idle` or
 //! `error` either: a tool ends before the turn does.
 
@@ -39,7 +39,7 @@ use demo_runtime::feed::{Controller, StatusFeed};
 use tokio::sync::oneshot;
 
 use crate::claude_code::Decision;
-use crate::event::{EventKind, HookEvent};
+use crate::event::{EventKind, HookEvent, Spawned};
 
 /// How many published documents a stream may fall behind before it skips ahead: every document
 /// is whole, so a lagging reader loses only intermediate states.
@@ -68,8 +68,20 @@ struct Inner {
     answered_in_terminal: bool,
     /// The session's transcript, as its latest own event named it.
     transcript: Option<std::path::PathBuf>,
-    /// When the hook of the latest event taken in started ([`HookEvent::at`]).
-    latest: u64,
+    /// When the hook of the latest event taken in was started ([`HookEvent::spawned`]).
+    latest: Option<Spawned>,
+}
+
+impl Inner {
+    /// True when `event`'s hook was started before the latest event's taken in (either unknown:
+    /// not old).
+    fn is_old(&self, event: &HookEvent) -> bool {
+        matches!((event.spawned, self.latest), (Some(spawned), Some(latest)) if spawned < latest)
+    }
+
+    fn note_spawned(&mut self, event: &HookEvent) {
+        self.latest = self.latest.max(event.spawned);
+    }
 }
 
 impl Pending {
@@ -120,7 +132,7 @@ impl Board {
                 next_seq: 1,
                 answered_in_terminal: false,
                 transcript: None,
-                latest: 0,
+                latest: None,
             }),
             feed: StatusFeed::new(idle(), STREAM_BACKLOG),
         })
@@ -155,10 +167,10 @@ impl Board {
             // Dropping the responder tells the waiting hook: no decision from us.
             inner.pending = None;
             inner.answered_in_terminal = true;
-        } else if in_background(&event.kind) && event.at < inner.latest {
+        } else if in_background(&event.kind) && inner.is_old(event) {
             return;
         }
-        inner.latest = inner.latest.max(event.at);
+        inner.note_spawned(event);
         if inner.pending.is_some() {
             // The session still waits for the user: another agent's work does not hide the
             // prompt (and its end does not answer it).
@@ -234,7 +246,7 @@ impl Board {
         };
         let mut inner = self.lock();
         note_transcript(&mut inner, event);
-        inner.latest = inner.latest.max(event.at);
+        inner.note_spawned(event);
         let (responder, decision) = oneshot::channel();
         let seq = inner.next_seq;
         inner.next_seq += 1;
@@ -403,7 +415,7 @@ mod tests {
             cwd: PathBuf::from("/w"),
             subagent: None,
             transcript: None,
-            at: 0,
+            spawned: None,
             kind,
         }
     }
@@ -560,9 +572,13 @@ mod tests {
         assert_eq!(main.decision.try_recv().unwrap(), Decision::Allow);
     }
 
+    /// An event whose hook's shell started at tick `time`.
     fn at(time: u64, kind: EventKind) -> HookEvent {
         HookEvent {
-            at: time,
+            spawned: Some(Spawned {
+                ticks: time,
+                pid: 100,
+            }),
             ..event(kind)
         }
     }
@@ -583,8 +599,8 @@ mod tests {
         board.apply(&at(10, EventKind::Prompt));
         let mut waiting = board
             .request_approval(&HookEvent {
-                at: 30,
-                ..permission()
+                kind: permission().kind,
+                ..at(30, EventKind::Other)
             })
             .unwrap();
         board.apply(&at(20, start("Bash", "touch x")));
@@ -602,8 +618,8 @@ mod tests {
         board.apply(&at(10, start("Read", "/w/a")));
         let mut waiting = board
             .request_approval(&HookEvent {
-                at: 30,
-                ..permission()
+                kind: permission().kind,
+                ..at(30, EventKind::Other)
             })
             .unwrap();
         let read_done = EventKind::ToolDone {
@@ -638,8 +654,8 @@ mod tests {
         let board = Board::new();
         let mut waiting = board
             .request_approval(&HookEvent {
-                at: 10,
-                ..permission()
+                kind: permission().kind,
+                ..at(10, EventKind::Other)
             })
             .unwrap();
         // The terminal allowed it; the next tool's start overtook this one's end.

@@ -182,7 +182,7 @@ pub fn parse(input: &Value) -> Option<HookEvent> {
         transcript: text("transcript_path")
             .filter(|p| p.len() <= MAX_PATH && p.starts_with('/'))
             .map(PathBuf::from),
-        at: 0,
+        spawned: None,
         kind,
     })
 }

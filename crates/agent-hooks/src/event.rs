@@ -36,21 +36,40 @@ pub struct HookEvent {
     /// [`crate::transcript`] allows), when the agent names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<PathBuf>,
-    /// When its hook started: the system's monotonic clock, in nanoseconds ([`now`]). The
-    /// agent does not wait for the hooks of a tool's start and end (Claude Code runs them in the
-    /// background), so those can reach the host after later events; this says which came first.
-    #[serde(default)]
-    pub at: u64,
+    /// When the agent started its hook ([`Spawned::parent`]), if known. The agent does not wait
+    /// for the hooks of a tool's start and end (Claude Code runs them in the background), so
+    /// those can reach the host after later events; this says which came first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawned: Option<Spawned>,
     /// What happened.
     pub kind: EventKind,
 }
 
-/// The monotonic clock now, in nanoseconds: the same clock for every process of the machine, so
-/// the host can compare the times its hooks started.
-pub fn now() -> u64 {
-    let time = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    u64::try_from(time.tv_sec).unwrap_or_default() * 1_000_000_000
-        + u64::try_from(time.tv_nsec).unwrap_or_default()
+/// When the agent started a hook, as the kernel recorded it: the `sh -c` the agent runs the hook
+/// through is forked at the event, in the order of the events, whenever the hook program itself
+/// gets to run (on a loaded machine, a hook started in the background may run only after hooks
+/// started later: its own clock would misplace it). Ordered by its start time (clock ticks since
+/// boot), then by its pid, which the kernel hands out in increasing order, so two hooks started
+/// within one tick are ordered too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Spawned {
+    /// The shell's start, in clock ticks since boot.
+    pub ticks: u64,
+    /// The shell's pid.
+    pub pid: u32,
+}
+
+impl Spawned {
+    /// The calling hook's: its parent's (the shell the agent started it through), or `None` when
+    /// that cannot be read.
+    pub fn parent() -> Option<Self> {
+        let parent = rustix::process::getppid()?.as_raw_pid().unsigned_abs();
+        let identity = live_runtime::ProcessIdentity::of(parent)?;
+        Some(Self {
+            ticks: identity.start_time,
+            pid: identity.pid,
+        })
+    }
 }
 
 /// What a hook event says happened.
@@ -160,6 +179,36 @@ mod tests {
         ] {
             assert!(!valid_session_id(bad), "{bad:?}");
         }
+    }
+
+    // The premise of the order of a session's events: a hook's shell started after another's
+    // has the greater `Spawned`, however late either gets to run.
+    #[test]
+    fn shells_started_one_after_another_are_spawned_in_that_order() {
+        let spawned = |child: &std::process::Child| {
+            let identity = live_runtime::ProcessIdentity::of(child.id()).unwrap();
+            Spawned {
+                ticks: identity.start_time,
+                pid: identity.pid,
+            }
+        };
+        let mut shells: Vec<std::process::Child> = (0..20)
+            .map(|_| {
+                std::process::Command::new("sh")
+                    .args(["-c", "sleep 1"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let order: Vec<Spawned> = shells.iter().map(spawned).collect();
+        for shell in &mut shells {
+            shell.kill().unwrap();
+            shell.wait().unwrap();
+        }
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        let parent = Spawned::parent().unwrap();
+        let own = live_runtime::ProcessIdentity::of(std::os::unix::process::parent_id()).unwrap();
+        assert_eq!((parent.ticks, parent.pid), (own.start_time, own.pid));
     }
 
     #[test]

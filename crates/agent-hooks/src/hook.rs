@@ -74,12 +74,10 @@ pub fn main() -> ExitCode {
 
 /// Runs `agent`'s hook: stdin in, maybe a decision out. Never fails.
 pub fn run(agent: Agent) {
-    // First of all: when the agent started this hook places its event among the session's.
-    let at = crate::event::now();
     let Some(mut event) = read_event(agent, std::io::stdin().lock()) else {
         return;
     };
-    event.at = at;
+    event.spawned = crate::event::Spawned::parent();
     let wait = agent.waits_for_tray(&event);
     if let Some(decision) = deliver(agent, event, wait) {
         println!("{}", agent.decision_output(&decision));

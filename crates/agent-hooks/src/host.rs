@@ -185,7 +185,7 @@ async fn note_failed_turn(board: &Board, config: &HostConfig, failed: fn(&str) -
             cwd: config.cwd.clone(),
             subagent: None,
             transcript: None,
-            at: crate::event::now(),
+            spawned: None,
             kind: EventKind::Failed { reason },
         });
     }

@@ -48,7 +48,7 @@ async fn conversation(path: PathBuf) -> Value {
         cwd: PathBuf::from("/work/project"),
         subagent: None,
         transcript: Some(path),
-        at: 0,
+        spawned: None,
         kind: EventKind::Prompt,
     });
     let body = reqwest::Client::new()

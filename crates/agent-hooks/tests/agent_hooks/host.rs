@@ -30,7 +30,7 @@ fn event(kind: EventKind) -> HookEvent {
         cwd: PathBuf::from("/work/project"),
         subagent: None,
         transcript: None,
-        at: agent_hooks::event::now(),
+        spawned: None,
         kind,
     }
 }

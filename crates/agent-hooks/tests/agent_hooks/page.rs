@@ -47,7 +47,7 @@ fn event(transcript: Option<PathBuf>, kind: EventKind) -> HookEvent {
         cwd: PathBuf::from("/work/project"),
         subagent: None,
         transcript,
-        at: 0,
+        spawned: None,
         kind,
     }
 }
