@@ -94,6 +94,21 @@ impl Agent {
         }
     }
 
+    /// True when the agent runs the hook of this kind of event in the background (our entry for
+    /// it is `async`: a tool's start and end, for Claude Code), so that it may arrive after later
+    /// events, even after the session's end.
+    pub fn runs_in_background(self, kind: &EventKind) -> bool {
+        let events: &[&str] = match kind {
+            EventKind::ToolStart { .. } => &["PreToolUse"],
+            EventKind::ToolDone { .. } => &["PostToolUse", "PostToolUseFailure"],
+            _ => &[],
+        };
+        self.hooks()
+            .entries
+            .iter()
+            .any(|entry| entry.background && events.contains(&entry.event))
+    }
+
     /// The agent's process, from the hook's parent `parent`.
     pub fn process(self, parent: u32) -> Option<u32> {
         match self {
@@ -130,5 +145,28 @@ impl Agent {
             Agent::ClaudeCode => claude_code::decision_output(decision),
             Agent::Codex => codex::decision_output(decision),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_claude_codes_tool_events_run_in_the_background() {
+        let start = EventKind::ToolStart {
+            tool: "Bash".into(),
+            title: "Running Bash".into(),
+            detail: None,
+        };
+        let done = EventKind::ToolDone {
+            tool: "Bash".into(),
+            detail: None,
+        };
+        assert!(Agent::ClaudeCode.runs_in_background(&start));
+        assert!(Agent::ClaudeCode.runs_in_background(&done));
+        assert!(!Agent::ClaudeCode.runs_in_background(&EventKind::Prompt));
+        assert!(!Agent::Codex.runs_in_background(&start));
+        assert!(!Agent::Codex.runs_in_background(&done));
     }
 }

@@ -24,11 +24,12 @@
 //! answer from the tray is refused with "already answered in the terminal". A decision is only
 //! ever sent for the request the tray was shown.
 //!
-//! Order: the agent waits for every hook but those of a tool's start and end, which Claude Code
-//! runs in the background so that they cost a tool call nothing (docs/BENCHMARKS.md). Those two
-//! can therefore reach the host after events that came later. Each event carries when the agent
-//! started its hook ([`HookEvent::spawned`]): a tool's start or end started before the latest
-//! event taken in is old news and changes nothing, except that the end of the very tool a pending
+//! Order: the agent waits for every hook but those it runs in the background
+//! ([`Agent::runs_in_background`]: Claude Code's for a tool's start and end, so that they cost a
+//! tool call nothing, docs/BENCHMARKS.md). Those can therefore reach the host after events that
+//! came later. Each event carries when the agent
+//! started its hook ([`HookEvent::spawned`]): such an event started before the latest event
+//! taken in is old news and changes nothing, except that the end of the very tool a pending
 //! request asked for still settles it. The end of a tool never leaves `needs-input`, `idle` or
 //! `error` either: a tool ends before the turn does.
 
@@ -38,6 +39,7 @@ pub use demo_runtime::feed::{Action, AgentState, Content, Published, Refusal};
 use demo_runtime::feed::{Controller, StatusFeed};
 use tokio::sync::oneshot;
 
+use crate::agent::Agent;
 use crate::claude_code::Decision;
 use crate::event::{EventKind, HookEvent, Spawned};
 
@@ -108,6 +110,8 @@ impl Pending {
 
 /// One session's status and its subscribers.
 pub struct Board {
+    /// The agent, whose entries say which events it does not wait for.
+    agent: Agent,
     // std Mutex: never held across an `.await`. Every change of the feed's content is made
     // while it is held, so what `act` checked on the feed still holds when it answers.
     inner: Mutex<Inner>,
@@ -125,8 +129,9 @@ pub struct Waiting {
 
 impl Board {
     /// A new session's board: `idle`.
-    pub fn new() -> Arc<Self> {
+    pub fn new(agent: Agent) -> Arc<Self> {
         Arc::new(Self {
+            agent,
             inner: Mutex::new(Inner {
                 pending: None,
                 next_seq: 1,
@@ -167,7 +172,7 @@ impl Board {
             // Dropping the responder tells the waiting hook: no decision from us.
             inner.pending = None;
             inner.answered_in_terminal = true;
-        } else if in_background(&event.kind) && inner.is_old(event) {
+        } else if self.agent.runs_in_background(&event.kind) && inner.is_old(event) {
             return;
         }
         inner.note_spawned(event);
@@ -347,15 +352,6 @@ impl Board {
     }
 }
 
-/// True for the events whose hooks the agent does not wait for (a tool's start and end), which
-/// may therefore arrive after later ones.
-fn in_background(kind: &EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::ToolStart { .. } | EventKind::ToolDone { .. }
-    )
-}
-
 /// A subagent's events may name the subagent's own transcript: only the session's count.
 fn note_transcript(inner: &mut Inner, event: &HookEvent) {
     if event.subagent.is_none() && event.transcript.is_some() {
@@ -439,7 +435,7 @@ mod tests {
 
     #[test]
     fn approve_from_the_tray_sends_allow_to_the_waiting_hook() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         let mut waiting = board.request_approval(&permission()).unwrap();
         let content = board.content();
         assert_eq!(content.state, AgentState::NeedsApproval);
@@ -453,7 +449,7 @@ mod tests {
 
     #[test]
     fn always_allow_sends_claude_codes_own_suggestions_back_as_updated_permissions() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         let suggestions = serde_json::json!([
             {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "touch:*"}],
              "behavior": "allow", "destination": "localSettings"}
@@ -479,7 +475,7 @@ mod tests {
 
     #[test]
     fn the_terminal_answering_first_clears_the_request_and_refuses_a_late_tray_answer() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         let mut waiting = board.request_approval(&permission()).unwrap();
         board.apply(&event(done()));
         assert!(
@@ -496,7 +492,7 @@ mod tests {
 
     #[test]
     fn a_hook_stopped_by_a_no_in_the_terminal_clears_only_its_own_request() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         let first = board.request_approval(&permission()).unwrap();
         let second = board.request_approval(&permission()).unwrap();
         board.hook_gone(first.seq);
@@ -508,7 +504,7 @@ mod tests {
 
     #[test]
     fn a_subagent_neither_ends_the_turn_nor_settles_the_sessions_request() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         let mut waiting = board.request_approval(&permission()).unwrap();
         let mut sub = event(EventKind::NeedsInput {
             title: Some("sub done".into()),
@@ -543,7 +539,7 @@ mod tests {
     // Issue 32: a subagent runs beside the session's own agent; each settles only its own request.
     #[test]
     fn only_the_agent_that_asked_settles_its_request() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         let mut waiting = board
             .request_approval(&from("a1", permission().kind))
             .unwrap();
@@ -595,7 +591,7 @@ mod tests {
     // can arrive after the events that followed them.
     #[test]
     fn a_tools_start_arriving_after_its_permission_request_leaves_the_request_to_the_user() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         board.apply(&at(10, EventKind::Prompt));
         let mut waiting = board
             .request_approval(&HookEvent {
@@ -614,7 +610,7 @@ mod tests {
 
     #[test]
     fn an_earlier_tools_end_neither_settles_a_request_nor_reopens_a_finished_turn() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         board.apply(&at(10, start("Read", "/w/a")));
         let mut waiting = board
             .request_approval(&HookEvent {
@@ -651,7 +647,7 @@ mod tests {
 
     #[test]
     fn the_end_of_the_tool_asked_for_settles_its_request_even_after_a_later_start() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         let mut waiting = board
             .request_approval(&HookEvent {
                 kind: permission().kind,
@@ -671,7 +667,7 @@ mod tests {
 
     #[test]
     fn a_turn_that_ends_with_subagents_at_work_is_still_working() {
-        let board = Board::new();
+        let board = Board::new(Agent::ClaudeCode);
         board.apply(&event(EventKind::Prompt));
         board.apply(&event(EventKind::Delegated {
             title: "Subagent: Make it".into(),

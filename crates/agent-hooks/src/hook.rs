@@ -100,8 +100,12 @@ fn deliver(agent: Agent, event: HookEvent, wait: bool) -> Option<Decision> {
     let path = channel::socket_path(&dir, agent.name(), &event.session_id);
     let stream = match connect(&dir, &path) {
         Some(stream) => stream,
-        // A session that ends with no host needs none.
-        None if event.kind == EventKind::SessionEnd => return None,
+        // A session that ends with no host needs none; nor does an event the agent did not wait
+        // for, which may come after the session's end (the session's next waited-for event
+        // starts its host).
+        None if event.kind == EventKind::SessionEnd || agent.runs_in_background(&event.kind) => {
+            return None
+        }
         None => {
             start_host(agent, &dir, &event)?;
             let deadline = Instant::now() + HOST_START_TIMEOUT;

@@ -83,7 +83,7 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
     let path = channel::socket_path(&config.socket_dir, config.agent.name(), &config.session_id);
     let listener = bind(&path).await?;
     let stop = CancellationToken::new();
-    let board = Board::new();
+    let board = Board::new(config.agent);
     let token = BearerToken::new(random_token());
     let address = crate::server::serve(
         Arc::clone(&board),

@@ -32,7 +32,7 @@ fn said(kind: &str, text: &str) -> String {
 }
 
 async fn conversation(path: PathBuf) -> Value {
-    let board = Board::new();
+    let board = Board::new(agent_hooks::agent::Agent::Codex);
     let stop = CancellationToken::new();
     let address = server::serve(
         Arc::clone(&board),

@@ -23,7 +23,7 @@ struct Served {
 }
 
 async fn serve() -> Served {
-    let board = Board::new();
+    let board = Board::new(agent_hooks::agent::Agent::ClaudeCode);
     let stop = CancellationToken::new();
     let address = server::serve(
         Arc::clone(&board),
