@@ -38,6 +38,14 @@ pub const HIDDEN_CONTROLS: [(char, char); 7] = [
     ('\u{2066}', '\u{2069}'),
 ];
 
+/// True when `text` is printable ASCII only (space to `~`), as nearly all text is: then it holds
+/// none of the [`HIDDEN_CONTROLS`], which are the C0 controls, DEL and characters beyond ASCII,
+/// and one pass over its bytes says so, where a pass over its characters compares each with
+/// every range (for `list --json`, a megabyte of them).
+fn plain_ascii(text: &str) -> bool {
+    text.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
 /// Whether `c` is one of the [`HIDDEN_CONTROLS`].
 pub fn is_hidden_control(c: char) -> bool {
     HIDDEN_CONTROLS
@@ -49,7 +57,7 @@ pub fn is_hidden_control(c: char) -> bool {
 /// (ESC shows as `\u{1b}`), newlines included, so it stays on its line. Borrowed when there is
 /// nothing to escape.
 pub fn visible(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_hidden_control) {
+    if plain_ascii(text) || !text.chars().any(is_hidden_control) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -115,7 +123,8 @@ pub fn quoted(text: &str) -> String {
 /// the escape means the same character: a parser reads the same document.
 pub fn json_safe(json: &str) -> Cow<'_, str> {
     let escaped = |c: char| c > '\u{1f}' && is_hidden_control(c);
-    if !json.chars().any(escaped) {
+    // The C0 controls stay here, so only DEL and beyond can be escaped.
+    if json.bytes().all(|b| b < 0x7f) || !json.chars().any(escaped) {
         return Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
@@ -143,6 +152,20 @@ fn push_visible(out: &mut String, c: char) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // What the byte-wise fast paths (`plain_ascii`, `json_safe`'s) rely on.
+    #[test]
+    fn every_hidden_control_is_a_c0_control_del_or_beyond_ascii() {
+        for (first, last) in HIDDEN_CONTROLS {
+            assert!(
+                last <= '\u{1f}' || first >= '\u{7f}',
+                "{first:?}..={last:?}"
+            );
+        }
+        for c in (0u8..=0x7f).map(char::from) {
+            assert_eq!(is_hidden_control(c), !plain_ascii(&c.to_string()), "{c:?}");
+        }
+    }
 
     /// Every character a terminal acts on, and the text it hides in.
     const HOSTILE: &str = "a\u{1b}[2J\rb\nc\td\u{7}\u{7f}\u{85}\u{9b}31m\u{202e}e\u{2066}f\u{2069}\u{200f}\u{61c}\u{2028}g";
