@@ -27,10 +27,9 @@
 //! Order: the agent waits for every hook but those it runs in the background
 //! ([`Agent::runs_in_background`]: Claude Code's for a tool's start and end, so that they cost a
 //! tool call nothing, docs/BENCHMARKS.md). Those can therefore reach the host after events that
-//! came later. Each event carries when the agent
-//! started its hook ([`HookEvent::spawned`]): such an event started before the latest event
-//! taken in is old news and changes nothing, except that the end of the very tool a pending
-//! request asked for still settles it. The end of a tool never leaves `needs-input`, `idle` or
+//! came later. Each event carries when the agent started its hook ([`HookEvent::spawned`]):
+//! such an event started before the latest event taken in is old news and changes nothing,
+//! except that the end of the very tool a pending request asked for still settles it. The end of a tool never leaves `needs-input`, `idle` or
 //! `error` either: a tool ends before the turn does.
 
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -63,8 +63,12 @@ impl Spawned {
     /// The calling hook's: its parent's (the shell the agent started it through), or `None` when
     /// that cannot be read.
     pub fn parent() -> Option<Self> {
-        let parent = rustix::process::getppid()?.as_raw_pid().unsigned_abs();
-        let identity = live_runtime::ProcessIdentity::of(parent)?;
+        Self::of(rustix::process::getppid()?.as_raw_pid().unsigned_abs())
+    }
+
+    /// Process `pid`'s, while it runs.
+    pub fn of(pid: u32) -> Option<Self> {
+        let identity = live_runtime::ProcessIdentity::of(pid)?;
         Some(Self {
             ticks: identity.start_time,
             pid: identity.pid,
@@ -185,13 +189,6 @@ mod tests {
     // has the greater `Spawned`, however late either gets to run.
     #[test]
     fn shells_started_one_after_another_are_spawned_in_that_order() {
-        let spawned = |child: &std::process::Child| {
-            let identity = live_runtime::ProcessIdentity::of(child.id()).unwrap();
-            Spawned {
-                ticks: identity.start_time,
-                pid: identity.pid,
-            }
-        };
         let mut shells: Vec<std::process::Child> = (0..20)
             .map(|_| {
                 std::process::Command::new("sh")
@@ -200,7 +197,10 @@ mod tests {
                     .unwrap()
             })
             .collect();
-        let order: Vec<Spawned> = shells.iter().map(spawned).collect();
+        let order: Vec<Spawned> = shells
+            .iter()
+            .map(|shell| Spawned::of(shell.id()).unwrap())
+            .collect();
         for shell in &mut shells {
             shell.kill().unwrap();
             shell.wait().unwrap();

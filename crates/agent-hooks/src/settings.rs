@@ -78,10 +78,17 @@ impl HookEntry {
         if let Some(message) = self.status_message {
             hook["statusMessage"] = Value::String(message.to_owned());
         }
+        self.write_mode(&mut hook);
+        hook
+    }
+
+    /// Makes `hook` run in the background or be waited for, as this entry says.
+    fn write_mode(&self, hook: &mut Value) {
         if self.background {
             hook["async"] = Value::Bool(true);
+        } else if let Some(object) = hook.as_object_mut() {
+            object.remove("async");
         }
-        hook
     }
 
     /// True when `hook` (one of ours) runs as this entry says: `command`, and in the background
@@ -260,14 +267,7 @@ impl AgentHooks {
                         && !entry.is_current(hook, &command);
                     if stale {
                         hook["command"] = Value::String(command.clone());
-                        match entry.background {
-                            true => hook["async"] = Value::Bool(true),
-                            false => {
-                                if let Some(object) = hook.as_object_mut() {
-                                    object.remove("async");
-                                }
-                            }
-                        }
+                        entry.write_mode(hook);
                         moved.push(hook.clone());
                     }
                 }
