@@ -347,10 +347,6 @@ fn apply<R: Runtime>(
             Edit::Remove { at } => {
                 lines.remove(*at)?;
             }
-            Edit::Move { from, to } => {
-                let item = lines.remove(*from)?;
-                lines.insert(&item, *to)?;
-            }
             Edit::Insert { at, entry } => lines.insert(&*native_item(app, entry)?, *at)?,
             Edit::Label { at, label } => match lines.at(*at)? {
                 MenuItemKind::MenuItem(item) => item.set_text(label)?,

@@ -5,10 +5,14 @@
 //! under a user who has the menu open. Nearly every inventory change touches one line: an agent's
 //! state, a title, a check mark. So the tray compares what it shows with what it should show, line
 //! by line, matched by what each line is for ([`Key`]), and changes only the lines that differ:
-//! a text, a check mark, a submenu's items, or a line moved, added or removed. A submenu whose
-//! title changes (an agent's state) is replaced whole: one runtime's few items, not the menu.
+//! a text, a check mark, a submenu's items, or a line added or removed (a line that moves is
+//! both). A submenu whose title changes (an agent's state) is replaced whole: one runtime's few
+//! items, not the menu.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use similar::algorithms::{myers, Capture, Replace};
+use similar::DiffTag;
 
 use super::{Entry, MenuId};
 
@@ -20,13 +24,6 @@ pub enum Edit<'a> {
     Remove {
         /// Its position.
         at: usize,
-    },
-    /// Take the line at `from` out and put it back at `to` (`to < from`).
-    Move {
-        /// Where it is.
-        from: usize,
-        /// Where it goes.
-        to: usize,
     },
     /// Put a new line for `entry` at `at`.
     Insert {
@@ -101,48 +98,35 @@ fn keys(entries: &[Entry]) -> Vec<Key<'_>> {
 
 /// The edits that turn a menu showing `old` into one showing `new`; none when they are equal.
 ///
-/// Linear in the menu's length when lines keep their order (the usual change: one line's text),
-/// so a menu of thousands of runtimes costs the tray's main thread little more than comparing it.
+/// The lines are matched by their keys with `similar`'s diff (Myers): linear in the menu's length
+/// when few lines come, go or move, so the usual change (one line's text) costs the tray's main
+/// thread about as much as comparing the menus. A line that moves is removed and inserted again.
 pub fn edits<'a>(old: &[Entry], new: &'a [Entry]) -> Vec<Edit<'a>> {
-    let new_keys = keys(new);
-    let kept: HashSet<&Key<'_>> = new_keys.iter().collect();
-    let old_keys = keys(old);
-    let mut edits: Vec<Edit<'a>> = (0..old.len())
-        .rev()
-        .filter(|&at| !kept.contains(&old_keys[at]))
-        .map(|at| Edit::Remove { at })
-        .collect();
-    let mut shown: Vec<(Key<'_>, &Entry)> = old_keys
-        .into_iter()
-        .zip(old)
-        .filter(|(key, _)| kept.contains(key))
-        .collect();
-    for (at, (key, entry)) in new_keys.iter().zip(new).enumerate() {
-        // Lines before `at` already hold the first `at` new keys, so a match lies at or after it:
-        // at `at` itself unless lines moved.
-        let found = shown[at.min(shown.len())..]
-            .iter()
-            .position(|(k, _)| k == key)
-            .map(|offset| at + offset);
-        match found {
-            Some(from) if replaced(shown[from].1, entry) => {
-                edits.push(Edit::Remove { at: from });
-                edits.push(Edit::Insert { at, entry });
-                shown.remove(from);
-                shown.insert(at, (key.clone(), entry));
-            }
-            Some(from) => {
-                if from != at {
-                    edits.push(Edit::Move { from, to: at });
-                    let line = shown.remove(from);
-                    shown.insert(at, line);
+    let (old_keys, new_keys) = (keys(old), keys(new));
+    let mut edits = Vec::new();
+    // Where the next edit applies: the lines before it already are the new menu's first `at`.
+    let mut at = 0;
+    // `Replace` merges a deletion and the insertion beside it, so a line that changes kind (an
+    // item that became a submenu) is removed before its successor is inserted, in one place.
+    let mut ops = Replace::new(Capture::new());
+    let Ok(()) = myers::diff(&mut ops, &old_keys, 0..old.len(), &new_keys, 0..new.len());
+    for op in ops.into_inner().into_ops() {
+        let (was, now) = (&old[op.old_range()], &new[op.new_range()]);
+        if op.tag() == DiffTag::Equal {
+            for (shown, entry) in was.iter().zip(now) {
+                if replaced(shown, entry) {
+                    edits.extend([Edit::Remove { at }, Edit::Insert { at, entry }]);
+                } else {
+                    update(at, shown, entry, &mut edits);
                 }
-                update(at, shown[at].1, entry, &mut edits);
-                shown[at].1 = entry;
+                at += 1;
             }
-            None => {
+        } else {
+            // Lines deleted, inserted, or both: the old ones go, the new ones come.
+            edits.extend(was.iter().map(|_| Edit::Remove { at }));
+            for entry in now {
                 edits.push(Edit::Insert { at, entry });
-                shown.insert(at, (key.clone(), entry));
+                at += 1;
             }
         }
     }
@@ -227,11 +211,6 @@ mod tests {
             match edit {
                 Edit::Remove { at } => {
                     menu.remove(*at);
-                }
-                Edit::Move { from, to } => {
-                    assert!(to < from, "a move goes up: {edit:?}");
-                    let line = menu.remove(*from);
-                    menu.insert(*to, line);
                 }
                 Edit::Insert { at, entry } => menu.insert(*at, (*entry).clone()),
                 Edit::Label { at, label: text } => match &mut menu[*at] {
@@ -376,11 +355,11 @@ mod tests {
         assert_eq!(
             check(&old, &new),
             vec![
-                Edit::Remove { at: 2 },
                 Edit::Insert {
                     at: 0,
                     entry: &new[0]
                 },
+                Edit::Remove { at: 3 },
             ]
         );
     }
