@@ -5,8 +5,9 @@
 //! `attach` reach a session through it exactly as they reach any runtime.
 //!
 //! At `/` it serves the page `attach` opens (through the attach proxy, which adds the token):
-//! the session's status with Approve/Deny for a pending request (the same action endpoint, with
-//! the revision shown), and the conversation so far from `/api/conversation`
+//! the session's status with Approve/Deny for a pending request (the status card every runtime's
+//! page has, `demo_runtime::status_card_response`: the same action endpoint, with the revision
+//! shown), and the conversation so far from `/api/conversation`
 //! ([`crate::transcript`]). The page is static; what it shows from the session is set as text.
 //! Its Content-Security-Policy allows only its own script and style and same-origin requests,
 //! no inline code, no framing, no forms and no other resource.
@@ -22,7 +23,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use demo_runtime::auth::{require_bearer, ExpectedToken};
-use demo_runtime::{error_response, json_response, ACTIONS_PATH, STATUS_PATH, STATUS_STREAM_PATH};
+use demo_runtime::{
+    error_response, json_response, ACTIONS_PATH, STATUS_CARD_PATH, STATUS_PATH, STATUS_STREAM_PATH,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -50,6 +53,10 @@ pub async fn serve(
         .route("/", get(page))
         .route("/session.js", get(page_script))
         .route("/session.css", get(page_style))
+        .route(
+            STATUS_CARD_PATH,
+            get(|| async { demo_runtime::status_card_response() }),
+        )
         .route(CONVERSATION_PATH, get(conversation))
         .route(STATUS_PATH, get(status))
         .route(STATUS_STREAM_PATH, get(status_stream))

@@ -46,9 +46,9 @@ pub use scenario::{
 };
 pub use status::is_valid_action_id;
 pub use status_api::{
-    answer_action, error_response, json_response, status_response, status_stream_response,
-    ActionCall, ActionSink, ACTIONS_PATH, KEEP_ALIVE_INTERVAL, MAX_ACTION_BODY, STATUS_PATH,
-    STATUS_STREAM_PATH,
+    answer_action, error_response, json_response, status_card_response, status_response,
+    status_stream_response, ActionCall, ActionSink, ACTIONS_PATH, KEEP_ALIVE_INTERVAL,
+    MAX_ACTION_BODY, STATUS_CARD_PATH, STATUS_PATH, STATUS_STREAM_PATH,
 };
 
 /// How long a stopping server lets in-flight responses finish before it drops their connections.

@@ -1,14 +1,30 @@
-//! The runtime's HTML page: self-contained (inline CSS and JS, no external resources) and using
-//! only same-origin relative URLs, so it works unchanged behind the attach proxy.
+//! The runtime's HTML page: inline CSS and JS but for the status card's script, no external
+//! resources, and only same-origin relative URLs, so it works unchanged behind the attach proxy.
 //!
-//! Its status card follows the status stream and shows each offered action as a button that
-//! POSTs it (with the revision it was shown for), so pressing Approve in a browser attached
-//! through the tray drives the runtime. Everything from the document is set as text, never HTML.
+//! Its status card is the status API's own (`status_card.js`, served at [`STATUS_CARD_PATH`]):
+//! it follows the status stream and shows each offered action as a button that POSTs it, so
+//! pressing Approve in a browser attached through the tray drives the runtime. Everything from
+//! the document is set as text, never HTML.
+
+use crate::STATUS_CARD_PATH;
 
 /// Renders the page for a runtime called `name`; `status_api` says whether it serves the status API.
 pub(crate) fn render(name: &str, status_api: bool) -> String {
     let name = escape_html(name);
-    let status_api = if status_api { "true" } else { "false" };
+    // The status card's script follows the stream; without the API the card says so instead.
+    let (state, title, status_card) = if status_api {
+        (
+            "…",
+            "",
+            format!(r#"<script src="{STATUS_CARD_PATH}"></script>"#),
+        )
+    } else {
+        (
+            "not served",
+            "This runtime does not serve the status API.",
+            String::new(),
+        )
+    };
     format!(
         r#"<!doctype html>
 <html lang="en">
@@ -35,8 +51,8 @@ pub(crate) fn render(name: &str, status_api: bool) -> String {
 <p class="muted">Demo runtime, served through an authenticated loopback endpoint.</p>
 <div class="card" id="status-card">
   <div class="muted">Agent status</div>
-  <div id="status-state">…</div>
-  <div id="status-title"></div>
+  <div id="status-state">{state}</div>
+  <div id="status-title">{title}</div>
   <div id="status-detail"></div>
   <div id="status-meta" class="muted"></div>
   <div id="status-actions"></div>
@@ -53,57 +69,9 @@ pub(crate) fn render(name: &str, status_api: bool) -> String {
   <div>Echo: <span id="ws-echo">–</span></div>
   <div id="ws-status" class="muted">connecting</div>
 </div>
+{status_card}
 <script>
 (() => {{
-  const stateEl = document.getElementById('status-state');
-  const titleEl = document.getElementById('status-title');
-  const detailEl = document.getElementById('status-detail');
-  const metaEl = document.getElementById('status-meta');
-  const actionsEl = document.getElementById('status-actions');
-  const resultEl = document.getElementById('status-result');
-  if (!{status_api}) {{
-    stateEl.textContent = 'not served';
-    titleEl.textContent = 'This runtime does not serve the status API.';
-  }} else {{
-    const act = async (action, revision) => {{
-      if (action.confirm && !window.confirm(action.confirm)) return;
-      resultEl.textContent = action.label + '…';
-      try {{
-        const response = await fetch('/supercode/v1/actions/' + encodeURIComponent(action.id), {{
-          method: 'POST',
-          headers: {{ 'content-type': 'application/json' }},
-          body: JSON.stringify({{ revision }}),
-        }});
-        const body = await response.json().catch(() => ({{}}));
-        resultEl.textContent = response.status === 202
-          ? action.label + ': accepted'
-          : action.label + ': refused (' + String((body.error && body.error.message) || response.status) + ')';
-      }} catch (e) {{
-        resultEl.textContent = action.label + ': failed';
-      }}
-    }};
-    const show = (doc) => {{
-      stateEl.textContent = String(doc.state);
-      titleEl.textContent = String(doc.title);
-      detailEl.textContent = doc.detail === undefined ? '' : String(doc.detail);
-      const controller = doc.controller && doc.controller.kind !== 'none'
-        ? 'driven from ' + String(doc.controller.kind) : 'not driven';
-      metaEl.textContent = controller + ' · ' + String(doc.observers) + ' watching · since ' + String(doc.since);
-      actionsEl.replaceChildren(...doc.actions.map((action) => {{
-        const button = document.createElement('button');
-        button.type = 'button';
-        button.textContent = String(action.label);
-        button.dataset.action = String(action.id);
-        if (action.destructive) button.className = 'destructive';
-        button.onclick = () => act(action, doc.revision);
-        return button;
-      }}));
-    }};
-    const status = new EventSource('/supercode/v1/status/stream');
-    status.addEventListener('status', (e) => show(JSON.parse(e.data)));
-    status.onerror = () => {{ stateEl.textContent = 'reconnecting'; }};
-  }}
-
   const tick = document.getElementById('tick');
   const tickStatus = document.getElementById('tick-status');
   const events = new EventSource('/api/events');
@@ -149,6 +117,15 @@ fn escape_html(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::render;
+
+    #[test]
+    fn the_status_card_script_is_loaded_only_where_the_status_api_is_served() {
+        let script = r#"<script src="/supercode/status-card.js"></script>"#;
+        assert!(render("a", true).contains(script));
+        let without = render("a", false);
+        assert!(!without.contains(script));
+        assert!(without.contains(r#"<div id="status-state">not served</div>"#));
+    }
 
     #[test]
     fn runtime_name_is_html_escaped() {

@@ -31,6 +31,9 @@ pub const STATUS_PATH: &str = "/supercode/v1/status";
 pub const STATUS_STREAM_PATH: &str = "/supercode/v1/status/stream";
 /// Path prefix of action calls: `POST {ACTIONS_PATH}/{id}`.
 pub const ACTIONS_PATH: &str = "/supercode/v1/actions";
+/// Path of the status card's script: the status API's side of a runtime's page, served by every
+/// runtime of this project for its own page ([`status_card_response`]).
+pub const STATUS_CARD_PATH: &str = "/supercode/status-card.js";
 
 /// How often an otherwise quiet status stream sends a `:keep-alive` comment.
 ///
@@ -83,6 +86,7 @@ pub(crate) fn routes(
         .route(STATUS_PATH, get(status))
         .route(STATUS_STREAM_PATH, get(status_stream))
         .route(&format!("{ACTIONS_PATH}/{{id}}"), post(run_action))
+        .route(STATUS_CARD_PATH, get(|| async { status_card_response() }))
         .with_state(state)
 }
 
@@ -108,6 +112,26 @@ pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response
         status,
         serde_json::json!({ "error": { "code": code, "message": message } }).to_string(),
     )
+}
+
+/// `GET STATUS_CARD_PATH`: the script of a page's status card (`status_card.js`), which follows
+/// the status stream and offers its actions as buttons.
+pub fn status_card_response() -> Response {
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/javascript; charset=utf-8"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        include_str!("status_card.js"),
+    )
+        .into_response()
 }
 
 /// `GET /supercode/v1/status`: the current document.

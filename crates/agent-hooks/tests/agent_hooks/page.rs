@@ -346,7 +346,7 @@ async fn in_a_real_browser_through_the_proxy_the_page_shows_the_request_and_the_
         "{dom}"
     );
     assert!(!dom.contains("<img") && !dom.contains("<b>"), "{dom}");
-    assert_eq!(seen["result"], "Approve: sent", "{seen}");
+    assert_eq!(seen["result"], "Approve: accepted", "{seen}");
     assert_eq!(
         waiting.decision.try_recv().unwrap(),
         agent_hooks::claude_code::Decision::Allow

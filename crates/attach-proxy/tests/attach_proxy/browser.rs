@@ -174,7 +174,8 @@ async fn drive(driver: &WebDriver, session: &str, rig: &Rig) {
         .await;
 
     // Wait (inside the page, event-driven by the page's own updates) until the SSE counter has
-    // advanced past its first value and the WebSocket echo came back.
+    // advanced past its first value, the WebSocket echo came back and the status card (its own
+    // script, from the status API) shows the runtime's state.
     let alive = driver
         .post(
             &format!("{session}/execute/async"),
@@ -182,13 +183,14 @@ async fn drive(driver: &WebDriver, session: &str, rig: &Rig) {
                 const done = arguments[arguments.length - 1];
                 const tick = document.getElementById('tick');
                 const echo = document.getElementById('ws-echo');
+                const state = document.getElementById('status-state');
                 const seen = new Set();
                 const check = () => {
                   const n = parseInt(tick.textContent, 10);
                   if (!Number.isNaN(n)) seen.add(n);
-                  if (seen.size >= 2 && echo.textContent === 'hello') {
+                  if (seen.size >= 2 && echo.textContent === 'hello' && state.textContent === 'idle') {
                     obs.disconnect();
-                    done({ ticks: [...seen], echo: echo.textContent });
+                    done({ ticks: [...seen], echo: echo.textContent, state: state.textContent });
                   }
                 };
                 const obs = new MutationObserver(check);
@@ -199,6 +201,7 @@ async fn drive(driver: &WebDriver, session: &str, rig: &Rig) {
         .await;
     assert!(alive["ticks"].as_array().unwrap().len() >= 2, "{alive}");
     assert_eq!(alive["echo"], "hello");
+    assert_eq!(alive["state"], "idle");
 
     let page = driver
         .post(
