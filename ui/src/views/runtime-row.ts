@@ -4,7 +4,8 @@
 // confirmation states. The row owns that UI state, keyed by runtime id, so a
 // live snapshot patches the row without closing an open confirmation or moving
 // focus. Everything the agent says is set as text, never markup.
-import type { ActOutcome, AgentActionView, AgentState, CommandError, PlanEnvVar, ReviveOutcome, RevivePlanView, RuntimeView } from "../bindings";
+import type { Backend } from "../backend";
+import type { AgentActionView, AgentState, CommandError, PlanEnvVar, RevivePlanView, RuntimeView } from "../bindings";
 import { AGENT_RULES } from "../bindings/agentRules";
 import { h, icon, setAttr, Slot, setText, show, uid, type KeyedView } from "../dom";
 import { agentLabel, cardTime, fullTime, peopleText, relativeTime, shortenPath, statusLabel, statusTone, visible } from "../format";
@@ -31,18 +32,8 @@ export function asksFirst(action: AgentActionView): boolean {
   return action.confirm !== null;
 }
 
-/** What a row needs from the app to run its actions. */
-export interface RuntimeActions {
-  attach(id: string): Promise<void>;
-  forget(id: string): Promise<void>;
-  /** Takes an exited runtime off the list (only the tray's record of it goes). */
-  dismiss(id: string): Promise<void>;
-  /** What a revive would run, shown before it runs. */
-  revivePlan(id: string): Promise<RevivePlanView>;
-  /** Revives from the plan that was shown (its digest), with the variables the user allowed. */
-  revive(id: string, planDigest: string, allowEnv: string[]): Promise<ReviveOutcome>;
-  /** Invokes an action the runtime's agent offers, chosen from its state of `revision` (the one shown). */
-  act(id: string, action: string, revision: number): Promise<ActOutcome>;
+/** What a row needs from the app to run its actions: the backend's, and two of its own. */
+export type RuntimeActions = Pick<Backend, "attach" | "forget" | "dismiss" | "revivePlan" | "revive" | "act"> & {
   /**
    * Puts focus on a place that does not move with the list, without scrolling: the button that
    * had it went with the state it belonged to, and the row itself may be re-sorted away (issue 31:
@@ -51,7 +42,7 @@ export interface RuntimeActions {
   settleFocus(): void;
   /** Current time, injectable for tests. */
   now(): Date;
-}
+};
 
 const BUSY_LABELS: Record<RuntimeAction, string> = {
   attach: "Opening…",
