@@ -204,31 +204,26 @@ if [ "$want_test" -eq 1 ]; then
   fi
 fi
 
-# --- Claude Code (its real-CLI tests only) ------------------------------------------------
-# Pinned by tests/claude-code/package-lock.json; the tests run its native binary directly, so
-# its postinstall (which only copies that binary over a placeholder) is not needed.
-if [ "$want_test" -eq 1 ]; then
-  claude_dir="$REPO_ROOT/tests/claude-code"
-  claude_bin="$claude_dir/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
-  if [ -x "$claude_bin" ] && [ "$("$claude_bin" --version 2>/dev/null)" = "2.1.328 (Claude Code)" ]; then
-    log "Claude Code 2.1.328: ok ($claude_bin)"
+# --- Claude Code and Codex (their real-CLI tests only) --------------------------------------
+# Each pinned by its package-lock.json (tests/claude-code, tests/codex). The tests run each
+# one's native binary directly, so the postinstall scripts (which only copy that binary over a
+# placeholder) are not needed.
+# pinned_agent NAME DIR BINARY VERSION_LINE: `npm ci` into DIR unless BINARY prints VERSION_LINE.
+pinned_agent() {
+  if [ -x "$3" ] && [ "$("$3" --version 2>/dev/null)" = "$4" ]; then
+    log "$1: ok ($3)"
   else
-    log "installing Claude Code 2.1.328 into $claude_dir (npm ci)"
-    npm --prefix "$claude_dir" ci --ignore-scripts --no-audit --no-fund </dev/null
+    log "installing $1 into $2 (npm ci)"
+    npm --prefix "$2" ci --ignore-scripts --no-audit --no-fund </dev/null
   fi
-fi
-
-# --- Codex (its real-CLI tests only) ------------------------------------------------------
-# Pinned by tests/codex/package-lock.json; the tests run its native binary directly.
+}
 if [ "$want_test" -eq 1 ]; then
-  codex_dir="$REPO_ROOT/tests/codex"
-  codex_bin="$codex_dir/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-  if [ -x "$codex_bin" ] && [ "$("$codex_bin" --version 2>/dev/null)" = "codex-cli 0.169.0" ]; then
-    log "Codex 0.169.0: ok ($codex_bin)"
-  else
-    log "installing Codex 0.169.0 into $codex_dir (npm ci)"
-    npm --prefix "$codex_dir" ci --ignore-scripts --no-audit --no-fund </dev/null
-  fi
+  pinned_agent "Claude Code 2.1.328" "$REPO_ROOT/tests/claude-code" \
+    "$REPO_ROOT/tests/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude" \
+    "2.1.328 (Claude Code)"
+  pinned_agent "Codex 0.169.0" "$REPO_ROOT/tests/codex" \
+    "$REPO_ROOT/tests/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex" \
+    "codex-cli 0.169.0"
 fi
 
 log "done"
