@@ -46,8 +46,16 @@ fn plain_ascii(text: &str) -> bool {
     text.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
-/// Whether `c` is one of the [`HIDDEN_CONTROLS`].
+/// Whether `c` is one of the [`HIDDEN_CONTROLS`]. Of ASCII those are exactly the controls, so
+/// the ranges are searched only beyond it.
 pub fn is_hidden_control(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_control();
+    }
+    in_hidden_ranges(c)
+}
+
+fn in_hidden_ranges(c: char) -> bool {
     HIDDEN_CONTROLS
         .iter()
         .any(|&(first, last)| (first..=last).contains(&c))
@@ -123,8 +131,9 @@ pub fn quoted(text: &str) -> String {
 /// the escape means the same character: a parser reads the same document.
 pub fn json_safe(json: &str) -> Cow<'_, str> {
     let escaped = |c: char| c > '\u{1f}' && is_hidden_control(c);
-    // The C0 controls stay here, so only DEL and beyond can be escaped.
-    if json.bytes().all(|b| b < 0x7f) || !json.chars().any(escaped) {
+    // The C0 controls stay here, so only DEL and beyond can be escaped: a document that is ASCII
+    // without DEL (checked a word, then a memchr, at a time) has none.
+    if (json.is_ascii() && !json.as_bytes().contains(&0x7f)) || !json.chars().any(escaped) {
         return Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
@@ -153,7 +162,7 @@ fn push_visible(out: &mut String, c: char) {
 mod tests {
     use super::*;
 
-    // What the byte-wise fast paths (`plain_ascii`, `json_safe`'s) rely on.
+    // What the fast paths (`plain_ascii`, `json_safe`'s, `is_hidden_control`'s) rely on.
     #[test]
     fn every_hidden_control_is_a_c0_control_del_or_beyond_ascii() {
         for (first, last) in HIDDEN_CONTROLS {
@@ -163,7 +172,8 @@ mod tests {
             );
         }
         for c in (0u8..=0x7f).map(char::from) {
-            assert_eq!(is_hidden_control(c), !plain_ascii(&c.to_string()), "{c:?}");
+            assert_eq!(in_hidden_ranges(c), !plain_ascii(&c.to_string()), "{c:?}");
+            assert_eq!(in_hidden_ranges(c), is_hidden_control(c), "{c:?}");
         }
     }
 
