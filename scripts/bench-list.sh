@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `supercode-tray list --json` at 10 / 100 / 1,000 / 10,000 receipts, with no tray app running,
 # beside the floor of that reading (the inventory bench's `--once floor`: read and parse every
-# file, read each pid's /proc/<pid>/stat), one hyperfine run per size (docs/BENCHMARKS.md,
+# file, read each pid's /proc/<pid>/stat), taking turns in rounds of hyperfine runs (docs/BENCHMARKS.md,
 # "Inventory scale"):
 #
 #   scripts/bench-list.sh [SIZE...]
@@ -18,6 +18,8 @@ release=${SUPERCODE_BENCH_BIN_DIR:-${CARGO_TARGET_DIR:-target}/release}
 before=${SUPERCODE_BENCH_BEFORE_DIR:-}
 bench=$(cargo bench -p benchmarks --bench inventory --no-run 2>&1 | sed -n 's/.*(\(.*inventory-[^)]*\))$/\1/p')
 [ -x "$bench" ] || { echo "bench-list: the inventory bench did not build" >&2; exit 1; }
+# SUPERCODE_BENCH_ROUNDS: how many rounds of five runs each command gets (default 6).
+rounds=${SUPERCODE_BENCH_ROUNDS:-6}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10 100 1000 10000)
 
@@ -34,17 +36,25 @@ for n in "${sizes[@]}"; do
   commands=(-n "list --json" "$release/supercode-tray list --json")
   [ -z "$before" ] || commands+=(-n "list --json (before)" "$before/supercode-tray list --json")
   commands+=(-n "floor" "$bench --once floor $d")
-  hyperfine -N --warmup 3 --runs 20 "${commands[@]}" --export-markdown "$d.md" --export-json "$d.json"
-  cat "$d.md"
-  python3 - "$d.json" <<'PY'
+  # The commands take turns in short rounds, so a change in the machine's load between one
+  # command's runs and the next's shows in every command alike.
+  for round in $(seq "$rounds"); do
+    hyperfine -N --warmup 1 --runs 5 "${commands[@]}" --export-json "$d.round$round.json" >/dev/null
+  done
+  python3 - "$d".round*.json <<'PY'
 import json, statistics, sys
-results = json.load(open(sys.argv[1]))["results"]
-floor = statistics.median(results[-1]["times"])
-for r in results:
-    t = sorted(x * 1000 for x in r["times"])
-    print(f"  {r['command']}: median {statistics.median(t):.1f} ms, p90 {t[int(len(t) * 0.9) - 1]:.1f} ms, "
-          f"max {t[-1]:.1f} ms, {statistics.median(r['times']) / floor:.2f}x the floor")
+rounds = [json.load(open(path))["results"] for path in sys.argv[1:]]
+names = [r["command"] for r in rounds[0]]
+times = {name: [t * 1000 for round in rounds for r in round if r["command"] == name for t in r["times"]] for name in names}
+floor = statistics.median(times["floor"])
+for name in names:
+    t = sorted(times[name])
+    per_round = sorted(statistics.median(next(r["times"] for r in round if r["command"] == name))
+                       / statistics.median(next(r["times"] for r in round if r["command"] == "floor")) for round in rounds)
+    print(f"  {name}: median {statistics.median(t):.1f} ms, p90 {t[int(len(t) * 0.9) - 1]:.1f} ms, "
+          f"max {t[-1]:.1f} ms, {statistics.median(t) / floor:.2f}x the floor "
+          f"({per_round[0]:.2f}-{per_round[-1]:.2f}x in the {len(rounds)} rounds)")
 PY
   xargs kill <"$d/sleepers" 2>/dev/null || true
-  rm -rf "$d"
+  rm -rf "$d" "$d".round*.json
 done
