@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use demo_runtime::{ActionCall, DemoConfig, Scenario, BLANK_LINES_WRITE_BYTES, HUGE_DETAIL_BYTES};
+use demo_runtime::{
+    ActionCall, DemoConfig, Scenario, BLANK_LINES_WRITE_BYTES, HUGE_DETAIL_BYTES, STATUS_CARD_PATH,
+};
 use futures_util::{Stream, StreamExt};
 use live_runtime::Sensitive;
 use serde_json::{json, Value};
@@ -547,6 +549,7 @@ async fn the_no_api_scenario_answers_404_on_every_status_path_behind_the_token()
         ("GET", STATUS),
         ("GET", STREAM),
         ("POST", "/supercode/v1/actions/approve"),
+        ("GET", STATUS_CARD_PATH),
     ] {
         let url = format!("{base}{path}");
         let authed = client()
@@ -569,9 +572,10 @@ async fn the_no_api_scenario_answers_404_on_every_status_path_behind_the_token()
     }
     let page = get_authed(&base, "/").await.text().await.unwrap();
     assert!(
-        page.contains("if (!false)"),
+        page.contains(r#"<div id="status-state">not served</div>"#),
         "the page knows the API is not served"
     );
+    assert!(!page.contains(STATUS_CARD_PATH), "and loads no status card");
 }
 
 #[tokio::test]
@@ -697,13 +701,23 @@ async fn blank_lines_sends_the_first_document_then_blank_lines_as_fast_as_they_a
 async fn the_page_shows_the_status_and_posts_actions_same_origin_as_text() {
     let (_server, base) = start_with(Scenario::Approval, None).await;
     let html = get_authed(&base, "/").await.text().await.unwrap();
-    assert!(html.contains("new EventSource('/supercode/v1/status/stream')"));
-    assert!(html.contains("fetch('/supercode/v1/actions/' + encodeURIComponent(action.id)"));
-    assert!(
-        !html.contains("innerHTML"),
-        "document strings are set as text only"
+    assert!(html.contains(&format!(r#"<script src="{STATUS_CARD_PATH}"></script>"#)));
+    let card = get_authed(&base, STATUS_CARD_PATH).await;
+    assert_eq!(
+        card.headers()["content-type"],
+        "text/javascript; charset=utf-8"
     );
-    assert!(!html.contains("http://") && !html.contains(TOKEN));
+    assert_eq!(card.headers()["x-content-type-options"], "nosniff");
+    let script = card.text().await.unwrap();
+    assert!(script.contains("new EventSource('/supercode/v1/status/stream')"));
+    assert!(script.contains("fetch('/supercode/v1/actions/' + encodeURIComponent(action.id)"));
+    for text in [&html, &script] {
+        assert!(
+            !text.contains("innerHTML"),
+            "document strings are set as text only"
+        );
+        assert!(!text.contains("http://") && !text.contains(TOKEN));
+    }
 }
 
 #[test]
