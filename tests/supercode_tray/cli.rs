@@ -151,6 +151,11 @@ pub(crate) struct Demo {
 }
 
 impl Demo {
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops it (SIGKILL) and returns what it printed on stderr.
     pub(crate) fn kill(&mut self) -> String {
         let _ = self.child.kill();

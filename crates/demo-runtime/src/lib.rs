@@ -58,6 +58,9 @@ pub use status_api::{
 /// runtime" feeling immediate to a person and to tests that kill the upstream on purpose.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// How long the server waits after `accept` fails before it tries again.
+const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
+
 /// What to serve and where.
 pub struct DemoConfig {
     /// Runtime name shown on the page and in `/api/info`.
@@ -210,7 +213,19 @@ async fn accept_loop(listener: TcpListener, router: axum::Router, stop: Cancella
         tokio::select! {
             _ = stop.cancelled() => break,
             accepted = listener.accept() => {
-                let Ok((stream, _peer)) = accepted else { continue };
+                let (stream, _peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    // Out of file descriptors, say: the connection stays queued, so trying again
+                    // at once would spin a core until one frees.
+                    Err(error) => {
+                        tracing::warn!(%error, "demo runtime could not accept a connection");
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            _ = tokio::time::sleep(ACCEPT_ERROR_BACKOFF) => {}
+                        }
+                        continue;
+                    }
+                };
                 let _ = stream.set_nodelay(true);
                 let service = TowerToHyperService::new(router.clone());
                 let stop = stop.clone();
