@@ -29,8 +29,8 @@
 //! tool call nothing, docs/BENCHMARKS.md). Those can therefore reach the host after events that
 //! came later. Each event carries when the agent started its hook ([`HookEvent::spawned`]):
 //! such an event started before the latest event taken in is old news and changes nothing,
-//! except that the end of the very tool a pending request asked for still settles it. The end of a tool never leaves `needs-input`, `idle` or
-//! `error` either: a tool ends before the turn does.
+//! except that the end of the very tool a pending request asked for still settles it. The end of
+//! a tool never leaves `needs-input`, `idle` or `error` either: a tool ends before the turn does.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -38,14 +38,6 @@ pub const HIDDEN_CONTROLS: [(char, char); 7] = [
     ('\u{2066}', '\u{2069}'),
 ];
 
-/// True when `text` is printable ASCII only (space to `~`), as nearly all text is: then it holds
-/// none of the [`HIDDEN_CONTROLS`], which are the C0 controls, DEL and characters beyond ASCII,
-/// and one pass over its bytes says so, where a pass over its characters compares each with
-/// every range (for `list --json`, a megabyte of them).
-fn plain_ascii(text: &str) -> bool {
-    text.bytes().all(|b| (0x20..0x7f).contains(&b))
-}
-
 /// Whether `c` is one of the [`HIDDEN_CONTROLS`]. Of ASCII those are exactly the controls, so
 /// the ranges are searched only beyond it.
 pub fn is_hidden_control(c: char) -> bool {
@@ -65,7 +57,7 @@ fn in_hidden_ranges(c: char) -> bool {
 /// (ESC shows as `\u{1b}`), newlines included, so it stays on its line. Borrowed when there is
 /// nothing to escape.
 pub fn visible(text: &str) -> Cow<'_, str> {
-    if plain_ascii(text) || !text.chars().any(is_hidden_control) {
+    if !text.chars().any(is_hidden_control) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -162,7 +154,7 @@ fn push_visible(out: &mut String, c: char) {
 mod tests {
     use super::*;
 
-    // What the fast paths (`plain_ascii`, `json_safe`'s, `is_hidden_control`'s) rely on.
+    // What the fast paths (`is_hidden_control`'s, `json_safe`'s) rely on.
     #[test]
     fn every_hidden_control_is_a_c0_control_del_or_beyond_ascii() {
         for (first, last) in HIDDEN_CONTROLS {
@@ -172,7 +164,7 @@ mod tests {
             );
         }
         for c in (0u8..=0x7f).map(char::from) {
-            assert_eq!(in_hidden_ranges(c), !plain_ascii(&c.to_string()), "{c:?}");
+            assert_eq!(in_hidden_ranges(c), c.is_ascii_control(), "{c:?}");
             assert_eq!(in_hidden_ranges(c), is_hidden_control(c), "{c:?}");
         }
     }
