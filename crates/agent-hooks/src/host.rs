@@ -138,6 +138,24 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
     let turn_failure = config.agent.turn_failure();
     let mut failure_poll = tokio::time::interval(TURN_FAILURE_POLL);
     failure_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let hooks = tokio::spawn(accept_loop::run(
+        "session host",
+        listener,
+        stop.clone(),
+        Duration::ZERO,
+        {
+            let (board, ended, session) = (
+                Arc::clone(&board),
+                Arc::clone(&ended),
+                config.session_id.clone(),
+            );
+            move |stream, _open| {
+                let (board, ended, session) =
+                    (Arc::clone(&board), Arc::clone(&ended), session.clone());
+                Some(async move { serve_hook(stream, &board, &session, &ended).await })
+            }
+        },
+    ));
     loop {
         tokio::select! {
             _ = &mut agent_exited => break,
@@ -147,17 +165,12 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
                     note_failed_turn(&board, &config, failed).await;
                 }
             }
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let board = Arc::clone(&board);
-                let ended = Arc::clone(&ended);
-                let session = config.session_id.clone();
-                tokio::spawn(async move { serve_hook(stream, &board, &session, &ended).await });
-            }
         }
     }
     stop.cancel();
-    drop(listener);
+    // The session is over: its socket closes, and a hook still connected reads the end of the
+    // connection, which it takes as no decision, as when the host is gone.
+    let _ = hooks.await;
     let _ = std::fs::remove_file(&path);
     let _ = tokio::task::spawn_blocking(move || registration.unregister()).await;
     Ok(())

@@ -55,14 +55,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use error::AttachError;
 pub use health::check_health;
 pub use options::{
-    AttachOptions, ACCEPT_ERROR_BACKOFF, ATTACH_CODE_TTL, HEADER_READ_TIMEOUT, HEALTH_TIMEOUT,
-    MAX_CONNECTIONS, RESPONSE_HEAD_TIMEOUT, SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE,
+    AttachOptions, ATTACH_CODE_TTL, HEADER_READ_TIMEOUT, HEALTH_TIMEOUT, MAX_CONNECTIONS,
+    RESPONSE_HEAD_TIMEOUT, SESSION_IDLE_TIMEOUT, SHUTDOWN_GRACE,
 };
 
 use authorization::bearer_header;
@@ -328,40 +327,31 @@ async fn accept_loop(
     mut gate: Gate,
     stop: CancellationToken,
 ) {
-    // Connection tasks live in this set so that stopping the proxy really closes them.
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => match gate.admit(&shared, &stream, connections.len()) {
-                    Ok(()) => {
-                        let _ = stream.set_nodelay(true);
-                        connections.spawn(serve_connection(stream, shared.clone(), stop.clone()));
-                    }
-                    // Dropped unread: the peer sees the connection close.
-                    Err(refusal) => gate.refused(refusal),
-                },
-                Err(error) => {
-                    tracing::warn!(%error, "attach proxy could not accept a connection");
-                    tokio::select! {
-                        _ = stop.cancelled() => break,
-                        _ = tokio::time::sleep(ACCEPT_ERROR_BACKOFF) => {}
-                    }
+    let connection_stop = stop.clone();
+    accept_loop::run(
+        "attach proxy",
+        listener,
+        stop,
+        SHUTDOWN_GRACE * 2,
+        |stream, open| {
+            match gate.admit(&shared, &stream, open) {
+                Ok(()) => {
+                    let _ = stream.set_nodelay(true);
+                    Some(serve_connection(
+                        stream,
+                        shared.clone(),
+                        connection_stop.clone(),
+                    ))
                 }
-            },
-            // Reap finished connections so the set does not grow with every browser connection.
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE * 2, async {
-        while connections.join_next().await.is_some() {}
-    })
+                // Dropped unread: the peer sees the connection close.
+                Err(refusal) => {
+                    gate.refused(refusal);
+                    None
+                }
+            }
+        },
+    )
     .await;
-    if drained.is_err() {
-        connections.abort_all();
-    }
 }
 
 async fn serve_connection(

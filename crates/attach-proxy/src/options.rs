@@ -42,10 +42,6 @@ pub const SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 /// connections can make the proxy hold. Connections over the cap are closed at once.
 pub const MAX_CONNECTIONS: usize = 256;
 
-/// Pause after a failed `accept` (for example out of file descriptors) before trying again, so
-/// the accept loop does not spin on a persistent error. 100 ms is invisible to a person.
-pub const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
-
 /// How long a runtime has to send its response head (the status line and fields) once the
 /// request has been sent, and how long an upload to it may stall; over it the browser gets a
 /// 504 and the runtime connection is closed.

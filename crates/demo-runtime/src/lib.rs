@@ -35,7 +35,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use live_runtime::{BearerToken, Sensitive};
 use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use feed::STATUS_API_VERSION;
@@ -57,9 +57,6 @@ pub use status_api::{
 /// only bounds slow finite transfers such as a big `/api/blob`; two seconds keeps "stop the
 /// runtime" feeling immediate to a person and to tests that kill the upstream on purpose.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-
-/// How long the server waits after `accept` fails before it tries again.
-const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 
 /// What to serve and where.
 pub struct DemoConfig {
@@ -207,52 +204,30 @@ pub async fn serve(config: DemoConfig) -> Result<DemoServer, DemoError> {
 }
 
 async fn accept_loop(listener: TcpListener, router: axum::Router, stop: CancellationToken) {
-    // Connection tasks live in this set so that stopping the server really closes them.
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            accepted = listener.accept() => {
-                let (stream, _peer) = match accepted {
-                    Ok(accepted) => accepted,
-                    // Out of file descriptors, say: the connection stays queued, so trying again
-                    // at once would spin a core until one frees.
-                    Err(error) => {
-                        tracing::warn!(%error, "demo runtime could not accept a connection");
-                        tokio::select! {
-                            _ = stop.cancelled() => break,
-                            _ = tokio::time::sleep(ACCEPT_ERROR_BACKOFF) => {}
-                        }
-                        continue;
+    let connection_stop = stop.clone();
+    accept_loop::run(
+        "demo runtime",
+        listener,
+        stop,
+        SHUTDOWN_GRACE * 2,
+        |stream, _open| {
+            let _ = stream.set_nodelay(true);
+            let service = TowerToHyperService::new(router.clone());
+            let stop = connection_stop.clone();
+            Some(async move {
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .with_upgrades();
+                tokio::pin!(conn);
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    _ = stop.cancelled() => {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
                     }
-                };
-                let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(router.clone());
-                let stop = stop.clone();
-                connections.spawn(async move {
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .with_upgrades();
-                    tokio::pin!(conn);
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        _ = stop.cancelled() => {
-                            conn.as_mut().graceful_shutdown();
-                            let _ = tokio::time::timeout(SHUTDOWN_GRACE, conn).await;
-                        }
-                    }
-                });
-            }
-            // Reap finished connections so the set does not grow with every request.
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
-    }
-    drop(listener);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE * 2, async {
-        while connections.join_next().await.is_some() {}
-    })
+                }
+            })
+        },
+    )
     .await;
-    if drained.is_err() {
-        connections.abort_all();
-    }
 }
