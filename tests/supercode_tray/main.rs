@@ -1,7 +1,7 @@
 //! Integration tests of the app package, one binary with a module per area: the `cli_*` modules
 //! (`list`, `approve`, `attach`, `forget` and `dismiss`, `revive`, `act` and `events`,
 //! `demo-runtime`) run the real `supercode-tray` binary as a user would, on the harness in
-//! `cli`; `doctor` runs its doctor on private session buses, `launch` checks what splitting it
+//! `cli`; `crowded` runs our servers out of file descriptors; `doctor` runs its doctor on private session buses, `launch` checks what splitting it
 //! from the app's binary must keep (no display library loaded, the same output, the exec into
 //! the app), and `app_commands` drives every IPC command on Tauri's mock runtime. The `cli_*`
 //! modules and `app_commands` check everything they see for the canary secrets.
@@ -16,11 +16,11 @@ mod cli;
 mod cli_act;
 mod cli_approve;
 mod cli_attach;
-mod cli_demo;
 mod cli_forget;
 mod cli_list;
 mod cli_revive;
 mod codex;
+mod crowded;
 mod doctor;
 mod launch;
 mod terminal;
