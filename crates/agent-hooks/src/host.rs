@@ -138,23 +138,20 @@ pub async fn run(config: HostConfig) -> Result<(), HostError> {
     let turn_failure = config.agent.turn_failure();
     let mut failure_poll = tokio::time::interval(TURN_FAILURE_POLL);
     failure_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let serve = {
+        let (board, ended) = (Arc::clone(&board), Arc::clone(&ended));
+        let session = config.session_id.clone();
+        move |stream, _open| {
+            let (board, ended, session) = (Arc::clone(&board), Arc::clone(&ended), session.clone());
+            Some(async move { serve_hook(stream, &board, &session, &ended).await })
+        }
+    };
     let hooks = tokio::spawn(accept_loop::run(
         "session host",
         listener,
         stop.clone(),
         Duration::ZERO,
-        {
-            let (board, ended, session) = (
-                Arc::clone(&board),
-                Arc::clone(&ended),
-                config.session_id.clone(),
-            );
-            move |stream, _open| {
-                let (board, ended, session) =
-                    (Arc::clone(&board), Arc::clone(&ended), session.clone());
-                Some(async move { serve_hook(stream, &board, &session, &ended).await })
-            }
-        },
+        serve,
     ));
     loop {
         tokio::select! {
