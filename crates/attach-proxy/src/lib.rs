@@ -165,7 +165,7 @@ impl AttachProxy {
                 runtime.block_on(async move {
                     match TcpListener::from_std(listener) {
                         Ok(listener) => {
-                            accept_loop(listener, thread_shared, gate, thread_stop).await
+                            accept_connections(listener, thread_shared, gate, thread_stop).await
                         }
                         Err(error) => tracing::warn!(%error, "attach proxy listener failed"),
                     }
@@ -321,7 +321,7 @@ impl Gate {
     }
 }
 
-async fn accept_loop(
+async fn accept_connections(
     listener: TcpListener,
     shared: Arc<forward::Shared>,
     mut gate: Gate,

@@ -193,7 +193,7 @@ pub async fn serve(config: DemoConfig) -> Result<DemoServer, DemoError> {
         config.scenario.serves_status_api(),
     );
     board.start();
-    let task = tokio::spawn(accept_loop(listener, router, stop.clone()));
+    let task = tokio::spawn(accept_connections(listener, router, stop.clone()));
     tracing::info!(name = %config.name, scenario = %config.scenario, "demo runtime listening");
     Ok(DemoServer {
         local_addr,
@@ -203,7 +203,7 @@ pub async fn serve(config: DemoConfig) -> Result<DemoServer, DemoError> {
     })
 }
 
-async fn accept_loop(listener: TcpListener, router: axum::Router, stop: CancellationToken) {
+async fn accept_connections(listener: TcpListener, router: axum::Router, stop: CancellationToken) {
     let connection_stop = stop.clone();
     accept_loop::run(
         "demo runtime",
