@@ -161,7 +161,7 @@ pub enum Command {
     },
     /// Run a real demo runtime: an authenticated page, JSON API and live stream on loopback.
     DemoRuntime(demo::DemoArgs),
-    /// Connect coding agents (Claude Code) to the tray through their own hooks.
+    /// Connect coding agents (Claude Code, Codex) to the tray through their own hooks.
     Hooks {
         /// install, remove or status.
         #[command(subcommand)]
