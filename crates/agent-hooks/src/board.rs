@@ -25,8 +25,8 @@
 //! ever sent for the request the tray was shown.
 //!
 //! Order: the agent waits for every hook but those it runs in the background
-//! ([`Agent::runs_in_background`]: Claude Code's for a tool's start and end, so that they cost a
-//! tool call nothing, docs/BENCHMARKS.md). Those can therefore reach the host after events that
+//! ([`Agent::runs_in_background`]: a tool's start and end, so that they cost a tool call
+//! nothing, docs/BENCHMARKS.md). Those can therefore reach the host after events that
 //! came later. Each event carries when the agent started its hook ([`HookEvent::spawned`]):
 //! such an event started before the latest event taken in is old news and changes nothing,
 //! except that the end of the very tool a pending request asked for still settles it. The end of

@@ -36,34 +36,43 @@ pub struct HookEvent {
     /// [`crate::transcript`] allows), when the agent names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<PathBuf>,
-    /// When the agent started its hook ([`Spawned::parent`]), if known. The agent does not wait
-    /// for the hooks of a tool's start and end (Claude Code runs them in the background), so
-    /// those can reach the host after later events; this says which came first.
+    /// When the agent started its hook ([`Spawned::forked_by`]), if known. The agent does not wait
+    /// for the hooks of a tool's start and end (Claude Code and Codex run them in the
+    /// background), so those can reach the host after later events; this says which came first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spawned: Option<Spawned>,
     /// What happened.
     pub kind: EventKind,
 }
 
-/// When the agent started a hook, as the kernel recorded it: the `sh -c` the agent runs the hook
-/// through is forked at the event, in the order of the events, whenever the hook program itself
-/// gets to run (on a loaded machine, a hook started in the background may run only after hooks
-/// started later: its own clock would misplace it). Ordered by its start time (clock ticks since
-/// boot), then by its pid, which the kernel hands out in increasing order, so two hooks started
-/// within one tick are ordered too.
+/// When the agent started a hook, as the kernel recorded it: the process the agent forks for the
+/// hook (the shell it runs the hook through, or the hook program itself where that shell execs
+/// it, as Codex's `$SHELL -lc` does) is forked at the event, in the order of the events,
+/// whenever the hook program itself gets to run (on a loaded machine, a hook started in the
+/// background may run only after hooks started later: its own clock would misplace it). Ordered
+/// by its start time (clock ticks since boot), then by its pid, which the kernel hands out in
+/// increasing order, so two hooks started within one tick are ordered too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Spawned {
-    /// The shell's start, in clock ticks since boot.
+    /// The forked process's start, in clock ticks since boot.
     pub ticks: u64,
-    /// The shell's pid.
+    /// The forked process's pid.
     pub pid: u32,
 }
 
 impl Spawned {
-    /// The calling hook's: its parent's (the shell the agent started it through), or `None` when
-    /// that cannot be read.
-    pub fn parent() -> Option<Self> {
-        Self::of(rustix::process::getppid()?.as_raw_pid().unsigned_abs())
+    /// The calling hook's: that of its ancestor (itself included) whose parent is the agent's
+    /// process `agent`, within a few generations, or `None` when that cannot be read.
+    pub fn forked_by(agent: u32) -> Option<Self> {
+        let mut pid = std::process::id();
+        for _ in 0..4 {
+            let parent = crate::claude_code::parent_of(pid)?;
+            if parent == agent {
+                return Self::of(pid);
+            }
+            pid = parent;
+        }
+        None
     }
 
     /// Process `pid`'s, while it runs.
@@ -186,7 +195,9 @@ mod tests {
     }
 
     // The premise of the order of a session's events: a hook's shell started after another's
-    // has the greater `Spawned`, however late either gets to run.
+    // has the greater `Spawned`, however late either gets to run; and the hook finds the process
+    // the agent forked for it, whether the shell stays (Claude Code's `sh -c`) or execs the hook
+    // (Codex's `$SHELL -lc`).
     #[test]
     fn shells_started_one_after_another_are_spawned_in_that_order() {
         let mut shells: Vec<std::process::Child> = (0..20)
@@ -206,9 +217,21 @@ mod tests {
             shell.wait().unwrap();
         }
         assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
-        let parent = Spawned::parent().unwrap();
-        let own = live_runtime::ProcessIdentity::of(std::os::unix::process::parent_id()).unwrap();
-        assert_eq!((parent.ticks, parent.pid), (own.start_time, own.pid));
+
+        let parent = std::os::unix::process::parent_id();
+        assert_eq!(
+            Spawned::forked_by(parent),
+            Spawned::of(std::process::id()),
+            "exec'd: the hook itself"
+        );
+        assert!(Spawned::forked_by(parent).is_some());
+        let grandparent = crate::claude_code::parent_of(parent).unwrap();
+        assert_eq!(
+            Spawned::forked_by(grandparent),
+            Spawned::of(parent),
+            "through a shell: the shell"
+        );
+        assert_eq!(Spawned::forked_by(u32::MAX), None, "not an ancestor");
     }
 
     #[test]

@@ -77,9 +77,13 @@ pub fn run(agent: Agent) {
     let Some(mut event) = read_event(agent, std::io::stdin().lock()) else {
         return;
     };
-    event.spawned = crate::event::Spawned::parent();
+    // The agent's process: the session's host runs for it, and the hook's start is told by the
+    // process the agent forked for it.
+    let process = rustix::process::getppid()
+        .and_then(|parent| agent.process(parent.as_raw_pid().unsigned_abs()));
+    event.spawned = process.and_then(crate::event::Spawned::forked_by);
     let wait = agent.waits_for_tray(&event);
-    if let Some(decision) = deliver(agent, event, wait) {
+    if let Some(decision) = deliver(agent, process, event, wait) {
         println!("{}", agent.decision_output(&decision));
     }
 }
@@ -95,7 +99,7 @@ pub fn read_event(agent: Agent, input: impl Read) -> Option<HookEvent> {
     agent.parse(&value)
 }
 
-fn deliver(agent: Agent, event: HookEvent, wait: bool) -> Option<Decision> {
+fn deliver(agent: Agent, process: Option<u32>, event: HookEvent, wait: bool) -> Option<Decision> {
     let dir = channel::socket_dir();
     let path = channel::socket_path(&dir, agent.name(), &event.session_id);
     let stream = match connect(&dir, &path) {
@@ -107,7 +111,7 @@ fn deliver(agent: Agent, event: HookEvent, wait: bool) -> Option<Decision> {
             return None
         }
         None => {
-            start_host(agent, &dir, &event)?;
+            start_host(agent, process?, &dir, &event)?;
             let deadline = Instant::now() + HOST_START_TIMEOUT;
             loop {
                 if let Some(stream) = connect(&dir, &path) {
@@ -154,12 +158,10 @@ fn connect(dir: &Path, path: &Path) -> Option<UnixStream> {
     UnixStream::connect(path).ok()
 }
 
-/// Starts the session's host, detached: its own session, no stdio, `/` as its directory, and
-/// only [`HOST_ENV`] of the agent's environment. `None` when the agent's process cannot be
-/// identified (then there is no runtime to register).
-fn start_host(agent: Agent, dir: &Path, event: &HookEvent) -> Option<()> {
-    let parent = rustix::process::getppid().map(|p| p.as_raw_pid() as u32)?;
-    let pid = agent.process(parent)?;
+/// Starts the session's host for the agent's process `pid`, detached: its own session, no stdio,
+/// `/` as its directory, and only [`HOST_ENV`] of the agent's environment. `None` when the
+/// process is gone.
+fn start_host(agent: Agent, pid: u32, dir: &Path, event: &HookEvent) -> Option<()> {
     let process = ProcessIdentity::of(pid)?;
     channel::ensure_dir(dir).ok()?;
     let mut command = Command::new(host_program()?);
