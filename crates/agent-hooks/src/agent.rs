@@ -95,8 +95,8 @@ impl Agent {
     }
 
     /// True when the agent runs the hook of this kind of event in the background (our entry for
-    /// it is `async`: a tool's start and end, for Claude Code), so that it may arrive after later
-    /// events, even after the session's end.
+    /// it is `async`: a tool's start and end), so that it may arrive after later events, even
+    /// after the session's end.
     pub fn runs_in_background(self, kind: &EventKind) -> bool {
         let events: &[&str] = match kind {
             EventKind::ToolStart { .. } => &["PreToolUse"],
@@ -153,7 +153,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_claude_codes_tool_events_run_in_the_background() {
+    fn only_a_tools_start_and_end_run_in_the_background() {
         let start = EventKind::ToolStart {
             tool: "Bash".into(),
             title: "Running Bash".into(),
@@ -166,7 +166,8 @@ mod tests {
         assert!(Agent::ClaudeCode.runs_in_background(&start));
         assert!(Agent::ClaudeCode.runs_in_background(&done));
         assert!(!Agent::ClaudeCode.runs_in_background(&EventKind::Prompt));
-        assert!(!Agent::Codex.runs_in_background(&start));
-        assert!(!Agent::Codex.runs_in_background(&done));
+        assert!(Agent::Codex.runs_in_background(&start));
+        assert!(Agent::Codex.runs_in_background(&done));
+        assert!(!Agent::Codex.runs_in_background(&EventKind::Prompt));
     }
 }

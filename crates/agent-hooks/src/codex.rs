@@ -12,6 +12,9 @@
 //!   start), which Codex records in its `config.toml` as `[hooks.state."<hooks.json>:<event>:<group>:<handler>"]`
 //!   with `trusted_hash`, a SHA-256 of the entry's normalized form ([`trusted_hash`]). We never
 //!   write those records: we only read them, to say whether our entries will run;
+//! - Codex runs a hook through `$SHELL -lc`, which execs our program (its parent is Codex), and
+//!   does not wait for one marked `"async": true` (a detached task; it runs, and is stopped if
+//!   the session ends first);
 //! - Codex runs `PermissionRequest` *before* its own prompt and shows the entry's
 //!   `statusMessage` until the hook returns; `updatedPermissions` makes Codex fail closed, so
 //!   there is no "always allow" for Codex;
@@ -48,16 +51,16 @@ pub const HOOKS: AgentHooks = AgentHooks {
     entries: &[
         HookEntry::quick("SessionStart"),
         HookEntry::quick("UserPromptSubmit"),
-        // Waited for, unlike Claude Code's: Codex 0.169 does not run a hook marked `async` at
-        // all (one that writes a file never wrote it), so its state would be lost.
-        HookEntry::quick("PreToolUse"),
+        // A tool's start and end only report: Codex need not wait for them, on every tool call
+        // (the host puts them back in order, see `board`).
+        HookEntry::background("PreToolUse"),
         HookEntry {
             event: "PermissionRequest",
             timeout_secs: PERMISSION_HOOK_TIMEOUT_SECS,
             status_message: Some(PERMISSION_STATUS),
             background: false,
         },
-        HookEntry::quick("PostToolUse"),
+        HookEntry::background("PostToolUse"),
         HookEntry::quick("Stop"),
         HookEntry {
             event: "SessionEnd",
