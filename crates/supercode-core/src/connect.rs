@@ -136,7 +136,7 @@ fn connection(status: &HooksStatus) -> (AgentConnection, String) {
         (None, Installed::Yes) if status.binary_exists => (
             AgentConnection::Partly,
             format!(
-                "connected by an earlier version, whose entries for {} connecting again updates",
+                "connected by an earlier version; connecting again updates its entries for {}",
                 status.outdated_events.join(", ")
             ),
         ),

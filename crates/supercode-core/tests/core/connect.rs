@@ -249,3 +249,63 @@ fn codex_installed_but_untrusted_says_to_trust_them_in_codex() {
         "{trust}"
     );
 }
+
+/// Codex entries an earlier version wrote (a tool's start and end waited for) are told as such,
+/// and connecting again makes them run in the background, in place.
+#[test]
+fn codex_entries_of_an_earlier_version_are_told_and_brought_up_to_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = program(dir.path());
+    let path = dir.path().join("hooks.json");
+    let plan = connect::plan_view(Agent::Codex, &path, &program, HooksChange::Connect).unwrap();
+    connect::apply(
+        Agent::Codex,
+        &path,
+        &program,
+        HooksChange::Connect,
+        &plan.digest,
+    )
+    .unwrap();
+    let mut earlier = read_json(&path);
+    for event in ["PreToolUse", "PostToolUse"] {
+        let hook = &mut earlier["hooks"][event][0]["hooks"][0];
+        assert_eq!(hook["async"], true, "{event} runs in the background");
+        hook.as_object_mut().unwrap().remove("async");
+    }
+    write_private(&path, &serde_json::to_string_pretty(&earlier).unwrap());
+
+    let view = connect::agent_view(Agent::Codex, &path);
+    assert_eq!(view.connection, AgentConnection::Partly, "{}", view.summary);
+    assert_eq!(
+        view.summary,
+        "connected by an earlier version; connecting again updates its entries for PreToolUse, PostToolUse"
+    );
+    assert!(view.connect.applies, "connecting again is offered");
+
+    let again = connect::plan_view(Agent::Codex, &path, &program, HooksChange::Connect).unwrap();
+    connect::apply(
+        Agent::Codex,
+        &path,
+        &program,
+        HooksChange::Connect,
+        &again.digest,
+    )
+    .unwrap();
+    let after = read_json(&path);
+    for event in ["PreToolUse", "PostToolUse"] {
+        let entries = after["hooks"][event].as_array().unwrap();
+        assert_eq!(
+            entries.len(),
+            1,
+            "{event}: updated in place, not added twice"
+        );
+        assert_eq!(entries[0]["hooks"][0]["async"], true, "{event}");
+    }
+    let view = connect::agent_view(Agent::Codex, &path);
+    assert_eq!(
+        view.connection,
+        AgentConnection::Connected,
+        "{}",
+        view.summary
+    );
+}
