@@ -12,6 +12,8 @@
 //! attach shows the conversation from Codex's rollout; with "answer Codex approvals from the
 //! tray" on, `needs-approval` offers Approve while Codex's terminal shows our `statusMessage`, and
 //! `act approve` runs the command, and the same attached page's conversation has the new turn;
+//! a slow command that asks nothing shows as `working` with its command while it runs (from
+//! the tool's start, whose hook Codex runs in the background), then `needs-input`;
 //! closing Codex's terminal ends the runtime (Codex's `SessionEnd`) while Codex's shared app
 //! server still runs; `hooks remove codex` leaves exactly the user's hooks file and their
 //! `config.toml` as Codex left it; the canary API key is in no output, file of ours, or host's
@@ -38,6 +40,8 @@ const API_KEY_CANARY: &str = "sk-proj-canary-codex-3b7e91d04c5a4f28";
 /// The prompt whose turn the stand-in fails (`response.failed`), and why it says it failed.
 const FAILING_PROMPT: &str = "please fail-turn";
 const MODEL_FAILURE: &str = "the stand-in model is overloaded";
+/// A prompt whose command takes three seconds and needs no approval.
+const SLOW_PROMPT: &str = "slowly make";
 /// Generous for a loaded machine; each step takes about a second here.
 const STEP_TIMEOUT: Duration = Duration::from_secs(40);
 
@@ -113,6 +117,14 @@ fn answer(request: &Value, markers: &Path) -> Value {
         .rfind(|w| w.starts_with("marker-"))
         .map(str::to_owned);
     match (has_exec, last["type"] == "function_call_output", marker) {
+        // Takes a while and asks nothing: the session shows the tool while it runs.
+        (true, false, Some(marker)) if last.to_string().contains(SLOW_PROMPT) => json!({
+            "type": "function_call", "id": format!("fc_{marker}"), "call_id": format!("call_{marker}"),
+            "name": "exec_command", "status": "completed",
+            "arguments": json!({
+                "cmd": format!("sleep 3 # {marker}"),
+            }).to_string()
+        }),
         (true, false, Some(marker)) => json!({
             "type": "function_call", "id": format!("fc_{marker}"), "call_id": format!("call_{marker}"),
             "name": "exec_command", "status": "completed",
@@ -495,6 +507,26 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         ],
     );
     drop(attached);
+
+    // A tool's start and end run in the background (Codex does not wait for them): the start
+    // still shows while the tool runs, and its end does not undo the turn's end.
+    session
+        .terminal
+        .type_line(&format!("{SLOW_PROMPT} marker-3"));
+    session.wait_listed("working on the slow command", |r| {
+        r.is_some_and(|r| {
+            r["state"]["value"] == "working"
+                && r["state"]["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("sleep 3 # marker-3"))
+        })
+    });
+    session.wait_listed("needs-input after the slow command", |r| {
+        r.is_some_and(|r| r["state"]["value"] == "needs-input")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let settled = session.listed().unwrap();
+    assert_eq!(settled["state"]["value"], "needs-input", "{settled}");
 
     // A turn the model API fails runs no hook in Codex; its rollout says why, and so does the
     // session's state.
