@@ -817,7 +817,7 @@ mod tests {
 
     /// One dump of every listener answers what one query per address answers, from netlink
     /// and from /proc alike: an IPv4 and an IPv6 listener by their own addresses, a wildcard
-    /// listener for a loopback address on its port, and nothing for a closed port.
+    /// listener for a loopback address on its port, and nothing for a port no one listens on.
     #[test]
     fn the_listener_table_answers_as_the_queries_do() {
         let v4 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -825,10 +825,10 @@ mod tests {
         let any = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
         let via_any: SocketAddr = ([127, 0, 0, 1], any.local_addr().unwrap().port()).into();
         let v6 = std::net::TcpListener::bind("[::1]:0").ok();
-        let closed = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.local_addr().unwrap()
-        };
+        // Bound but not listening: no other test can take the port while this one looks.
+        let unlistened = tokio::net::TcpSocket::new_v4().unwrap();
+        unlistened.bind(([127, 0, 0, 1], 0).into()).unwrap();
+        let closed = unlistened.local_addr().unwrap();
 
         let mut table = SocketTable::new();
         let from_netlink = table.listening().unwrap();
