@@ -257,15 +257,7 @@ fn codex_entries_of_an_earlier_version_are_told_and_brought_up_to_date() {
     let dir = tempfile::tempdir().unwrap();
     let program = program(dir.path());
     let path = dir.path().join("hooks.json");
-    let plan = connect::plan_view(Agent::Codex, &path, &program, HooksChange::Connect).unwrap();
-    connect::apply(
-        Agent::Codex,
-        &path,
-        &program,
-        HooksChange::Connect,
-        &plan.digest,
-    )
-    .unwrap();
+    connect_codex(&path, &program);
     let mut earlier = read_json(&path);
     for event in ["PreToolUse", "PostToolUse"] {
         let hook = &mut earlier["hooks"][event][0]["hooks"][0];
@@ -282,15 +274,7 @@ fn codex_entries_of_an_earlier_version_are_told_and_brought_up_to_date() {
     );
     assert!(view.connect.applies, "connecting again is offered");
 
-    let again = connect::plan_view(Agent::Codex, &path, &program, HooksChange::Connect).unwrap();
-    connect::apply(
-        Agent::Codex,
-        &path,
-        &program,
-        HooksChange::Connect,
-        &again.digest,
-    )
-    .unwrap();
+    connect_codex(&path, &program);
     let after = read_json(&path);
     for event in ["PreToolUse", "PostToolUse"] {
         let entries = after["hooks"][event].as_array().unwrap();
@@ -308,4 +292,17 @@ fn codex_entries_of_an_earlier_version_are_told_and_brought_up_to_date() {
         "{}",
         view.summary
     );
+}
+
+/// Connects Codex as the window does: the plan, then the change it shows.
+fn connect_codex(path: &Path, program: &Path) {
+    let plan = connect::plan_view(Agent::Codex, path, program, HooksChange::Connect).unwrap();
+    connect::apply(
+        Agent::Codex,
+        path,
+        program,
+        HooksChange::Connect,
+        &plan.digest,
+    )
+    .unwrap();
 }
