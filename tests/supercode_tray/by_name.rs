@@ -104,8 +104,7 @@ impl Drop for Attached {
 #[test]
 fn issue_31_act_attach_and_forget_take_the_name_list_shows() {
     let home = Home::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let agent = home.start_demo_with("agent", &token_file, &["--scenario", "approval"]);
     let other = home.start_demo("other", &token_file);
     let mut printed = String::new();
@@ -174,8 +173,7 @@ fn issue_31_act_attach_and_forget_take_the_name_list_shows() {
 #[test]
 fn issue_31_an_ambiguous_name_picks_none_and_lists_the_candidates() {
     let home = Home::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let running = home.start_demo("twin", &token_file);
     let stale = stale_receipt_named(&home, "twin", &["/bin/true"], json!({}));
     let hostile_name = "forged\nlre_00000000000000000000000000000000  running  \"x\"";
@@ -285,8 +283,7 @@ fn issue_31_reject_of_a_registration_that_does_not_exist_exits_1() {
 #[test]
 fn issue_31_a_failing_browser_is_named_and_the_link_stays_served() {
     let home = Home::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let _demo = home.start_demo("seen", &token_file);
     let browser = home.path("no-such-browser");
     let mut attached = Attached::start(&home, &["attach", "seen"], browser.to_str());
@@ -316,8 +313,7 @@ fn issue_31_a_failing_browser_is_named_and_the_link_stays_served() {
 #[test]
 fn issue_31_events_starts_from_the_current_state() {
     let home = Home::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let agent = home.start_demo_with("agent", &token_file, &["--scenario", "approval"]);
     let mut printed = String::new();
     wait_for_state(&home, &agent.endpoint, "needs-approval", &mut printed);

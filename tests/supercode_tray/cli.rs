@@ -57,6 +57,13 @@ impl Home {
         self.dir.path().join(sub)
     }
 
+    /// A token file holding [`TOKEN_CANARY`], for demo runtimes (`--token-file`).
+    pub(crate) fn canary_token_file(&self) -> PathBuf {
+        let path = self.path("token");
+        std::fs::write(&path, TOKEN_CANARY).unwrap();
+        path
+    }
+
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(TRAY);
         command.args(args);

@@ -17,8 +17,7 @@ use crate::cli::{agent_state, assert_clean, Home, START_TIMEOUT, TOKEN_CANARY};
 #[test]
 fn list_shows_agent_state_act_approves_and_events_streams_the_change() {
     let home = Home::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let demo = home.start_demo_with("agent", &token_file, &["--scenario", "approval"]);
     let endpoint = demo.endpoint.clone();
     let mut printed = String::new();

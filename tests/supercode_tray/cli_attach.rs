@@ -19,8 +19,7 @@ fn accepts(address: std::net::SocketAddr) -> bool {
 #[test]
 fn attach_serves_until_its_runtime_dies_then_exits_1_and_closes_the_proxy() {
     let home = Home::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let mut demo = home.start_demo("delta", &token_file);
 
     let mut attach = home
@@ -89,8 +88,7 @@ fn another_user_who_reads_the_attach_link_off_a_command_line_cannot_use_it() {
         return;
     };
     let mut home = Home::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let mut demo = home.start_demo("epsilon", &token_file);
     let browser = home.path("browser.sh");
     let (status_file, page_file, jar) = (home.path("status"), home.path("page"), home.path("jar"));

@@ -114,8 +114,7 @@ const HOSTILE_READ_DEADLINE: Duration = Duration::from_secs(20);
 #[test]
 fn demo_runtimes_are_listed_running_a_sigkilled_one_leaves_and_the_canary_shows_nowhere() {
     let home = Home::new();
-    let token_file = home.path("canary.token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let mut printed = String::new();
 
     let mut alpha = home.start_demo("alpha", &token_file);
@@ -189,8 +188,7 @@ fn demo_runtimes_are_listed_running_a_sigkilled_one_leaves_and_the_canary_shows_
 fn errors_exit_1_on_stderr_and_usage_errors_exit_2() {
     let home = Home::new();
     let mut printed = String::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let demo = home.start_demo("gamma", &token_file);
 
     let unknown = home.run(
