@@ -20,10 +20,8 @@ use crate::cli::{assert_clean, Home, START_TIMEOUT, TOKEN_CANARY};
 
 /// CPU time (user + system, in clock ticks) of process `pid` so far.
 fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-    // utime and stime are fields 14 and 15 of stat(5); the split starts at field 3.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    let stat = bench_support::procfs::process_stat(pid).expect("the process runs");
+    stat.utime + stat.stime
 }
 
 /// Lowers the open-file limit of `pid` to just above what it holds, then opens 40 connections
@@ -84,8 +82,7 @@ fn health(address: SocketAddr) -> Option<u16> {
 #[test]
 fn a_runtime_out_of_file_descriptors_waits_instead_of_spinning_and_recovers() {
     let home = Home::new();
-    let token_file = home.path("token");
-    std::fs::write(&token_file, TOKEN_CANARY).unwrap();
+    let token_file = home.canary_token_file();
     let mut demo = home.start_demo("crowded", &token_file);
     let receipt: Value = serde_json::from_slice(
         &std::fs::read(
