@@ -367,19 +367,12 @@ pub fn claude_process(env_pid: Option<&str>, start: u32) -> Option<u32> {
         if pid == wanted {
             return Some(pid);
         }
-        pid = parent_of(pid)?;
+        pid = live_runtime::process::parent_of(pid)?;
         if pid <= 1 {
             return None;
         }
     }
     None
-}
-
-pub(crate) fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let close = stat.iter().rposition(|&b| b == b')')?;
-    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    rest.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 /// True when `path` is where the user's Claude Code settings are (for `doctor`'s wording).
@@ -571,7 +564,7 @@ mod tests {
     #[test]
     fn the_claude_process_must_be_an_ancestor() {
         let me = std::process::id();
-        let parent = parent_of(me).unwrap();
+        let parent = live_runtime::process::parent_of(me).unwrap();
         assert_eq!(claude_process(Some(&parent.to_string()), me), Some(parent));
         assert_eq!(claude_process(Some("1"), me), None);
         assert_eq!(claude_process(Some("not a pid"), me), None);

@@ -141,7 +141,7 @@ pub fn codex_process(start: u32) -> Option<u32> {
         if comm.trim_end() == "codex" {
             return Some(pid);
         }
-        pid = claude_code::parent_of(pid)?;
+        pid = live_runtime::process::parent_of(pid)?;
     }
     None
 }

@@ -66,7 +66,7 @@ impl Spawned {
     pub fn forked_by(agent: u32) -> Option<Self> {
         let mut pid = std::process::id();
         for _ in 0..4 {
-            let parent = crate::claude_code::parent_of(pid)?;
+            let parent = live_runtime::process::parent_of(pid)?;
             if parent == agent {
                 return Self::of(pid);
             }
@@ -225,7 +225,7 @@ mod tests {
             "exec'd: the hook itself"
         );
         assert!(Spawned::forked_by(parent).is_some());
-        let grandparent = crate::claude_code::parent_of(parent).unwrap();
+        let grandparent = live_runtime::process::parent_of(parent).unwrap();
         assert_eq!(
             Spawned::forked_by(grandparent),
             Spawned::of(parent),

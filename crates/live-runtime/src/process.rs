@@ -49,6 +49,26 @@ pub fn pid_exists(pid: u32) -> bool {
 
 #[cfg(target_os = "linux")]
 fn start_time_of(pid: u32) -> Option<u64> {
+    stat_field(pid, START_TIME)
+}
+
+/// The parent of the live process `pid`, or `None` if there is no such process.
+#[cfg(target_os = "linux")]
+pub fn parent_of(pid: u32) -> Option<u32> {
+    stat_field(pid, PARENT)
+}
+
+/// Where a field of `/proc/<pid>/stat` is among those after the state (field 3), which start at
+/// field 4: the parent is field 4.
+#[cfg(target_os = "linux")]
+const PARENT: usize = 0;
+/// The start time (clock ticks since boot) is field 22 (see [`PARENT`]).
+#[cfg(target_os = "linux")]
+const START_TIME: usize = 22 - 4;
+
+/// Field `index` (see [`PARENT`]) of the live process `pid`'s `/proc/<pid>/stat`, parsed.
+#[cfg(target_os = "linux")]
+fn stat_field<T: std::str::FromStr>(pid: u32, index: usize) -> Option<T> {
     if pid == 0 {
         return None;
     }
@@ -70,16 +90,15 @@ fn start_time_of(pid: u32) -> Option<u64> {
             break;
         }
     }
-    let stat = &buffer[..len];
-    parse_linux_stat(stat)
+    field_of(&buffer[..len], index)
 }
 
-/// Extracts starttime (field 22) from a `/proc/<pid>/stat` line, or `None` for a zombie / dead
-/// process. The command name (field 2) is in parentheses and may itself contain spaces and
+/// Field `index` (see [`PARENT`]) of a `/proc/<pid>/stat` line, parsed, or `None` for a zombie /
+/// dead process. The command name (field 2) is in parentheses and may itself contain spaces and
 /// parentheses, so fields are counted after the LAST `)`. It is also any bytes at all (a program
 /// named in Latin-1 has a non-UTF-8 name), so only what follows it is read as text.
 #[cfg(target_os = "linux")]
-fn parse_linux_stat(stat: &[u8]) -> Option<u64> {
+fn field_of<T: std::str::FromStr>(stat: &[u8], index: usize) -> Option<T> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let after_comm = std::str::from_utf8(&stat[close + 1..]).ok()?;
     let mut fields = after_comm.split_ascii_whitespace();
@@ -88,8 +107,7 @@ fn parse_linux_stat(stat: &[u8]) -> Option<u64> {
     if state == "Z" || state == "X" || state == "x" {
         return None;
     }
-    // Fields 4..=21 come next; field 22 is starttime.
-    fields.nth(22 - 4)?.parse().ok()
+    fields.nth(index)?.parse().ok()
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -115,6 +133,20 @@ fn start_time_of(pid: u32) -> Option<u64> {
     Some(process.start_time())
 }
 
+/// The parent of the live process `pid`, or `None` if there is no such process.
+#[cfg(not(target_os = "linux"))]
+pub fn parent_of(pid: u32) -> Option<u32> {
+    use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+    let target = Pid::from_u32(pid);
+    let mut system = System::new();
+    system.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[target]),
+        true,
+        ProcessRefreshKind::nothing(),
+    );
+    Some(system.process(target)?.parent()?.as_u32())
+}
+
 /// The uid that owns process `pid` (the owner of its `/proc` entry), or `None` if there is no such
 /// process.
 #[cfg(target_os = "linux")]
@@ -136,17 +168,21 @@ pub fn effective_uid() -> u32 {
 mod tests {
     use super::*;
 
+    fn start_time_in(stat: &[u8]) -> Option<u64> {
+        field_of(stat, START_TIME)
+    }
+
     #[test]
     fn stat_parsing_counts_fields_after_the_last_parenthesis() {
         let stat = "4242 (evil) name) (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615";
-        assert_eq!(parse_linux_stat(stat.as_bytes()), Some(987654));
+        assert_eq!(start_time_in(stat.as_bytes()), Some(987654));
     }
 
     #[test]
     fn a_command_name_that_is_not_utf8_does_not_hide_the_process() {
         let stat =
             b"4242 (caf\xe9) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
-        assert_eq!(parse_linux_stat(stat), Some(987654));
+        assert_eq!(start_time_in(stat), Some(987654));
     }
 
     // Proves: a live process whose name is not UTF-8 (its program file is named in Latin-1) is
@@ -174,9 +210,20 @@ mod tests {
     }
 
     #[test]
+    fn the_parent_is_read_after_the_command_name() {
+        assert_eq!(
+            parent_of(std::process::id()),
+            Some(std::os::unix::process::parent_id())
+        );
+        let stat = b"4242 (a) S 7 (b) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654";
+        assert_eq!(field_of::<u32>(stat, PARENT), Some(1));
+        assert_eq!(parent_of(0), None);
+    }
+
+    #[test]
     fn zombie_processes_have_no_identity() {
         let stat = "77 (sleep) Z 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5555 0 0 0";
-        assert_eq!(parse_linux_stat(stat.as_bytes()), None);
+        assert_eq!(start_time_in(stat.as_bytes()), None);
     }
 
     #[test]
