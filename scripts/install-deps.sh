@@ -218,12 +218,12 @@ pinned_agent() {
   fi
 }
 if [ "$want_test" -eq 1 ]; then
-  pinned_agent "Claude Code 2.1.328" "$REPO_ROOT/tests/claude-code" \
+  pinned_agent "Claude Code 2.1.332" "$REPO_ROOT/tests/claude-code" \
     "$REPO_ROOT/tests/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude" \
-    "2.1.328 (Claude Code)"
-  pinned_agent "Codex 0.169.0" "$REPO_ROOT/tests/codex" \
+    "2.1.332 (Claude Code)"
+  pinned_agent "Codex 0.171.0" "$REPO_ROOT/tests/codex" \
     "$REPO_ROOT/tests/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex" \
-    "codex-cli 0.169.0"
+    "codex-cli 0.171.0"
 fi
 
 log "done"

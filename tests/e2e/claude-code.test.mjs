@@ -1,5 +1,5 @@
 // Issue 32 end to end: a real Claude Code session in the real app, the real panel and the
-// desktop's notifications. The pinned CLI (tests/claude-code, 2.1.328) runs interactively in tmux
+// desktop's notifications. The pinned CLI (tests/claude-code, 2.1.332) runs interactively in tmux
 // (terminal.mjs) against the stand-in Messages API (model-api.mjs: `run: COMMAND` → one Bash
 // call of COMMAND), in a HOME of this file's with Claude Code's first-run state seeded (as
 // tests/supercode_tray/claude_code.rs does) and `--permission-mode default`; the app runs with

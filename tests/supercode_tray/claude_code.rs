@@ -1,4 +1,4 @@
-//! Issue 32 with the real Claude Code CLI (2.1.328 from npm, pinned in `tests/claude-code/`,
+//! Issue 32 with the real Claude Code CLI (2.1.332 from npm, pinned in `tests/claude-code/`,
 //! installed by `scripts/install-deps.sh --test`), run interactively in `tmux` as a user runs
 //! it, pointed at a stand-in of the Anthropic Messages API that this test serves: each prompt
 //! "make marker-N" gets one Bash call `touch <dir>/marker-N`, and after its result the turn

@@ -1,4 +1,4 @@
-//! Issue 33 with the real Codex CLI (0.169.0 from npm, pinned in `tests/codex/`, installed by
+//! Issue 33 with the real Codex CLI (0.171.0 from npm, pinned in `tests/codex/`, installed by
 //! `scripts/install-deps.sh --test`), run interactively in `tmux` as a user runs it, pointed at a
 //! stand-in of the Responses API that this test serves (a model provider in `config.toml` with
 //! `base_url`, `wire_api = "responses"` and `env_key`): each prompt "make marker-N" gets one
