@@ -112,6 +112,18 @@ fn field_of<T: std::str::FromStr>(stat: &[u8], index: usize) -> Option<T> {
 
 #[cfg(not(target_os = "linux"))]
 fn start_time_of(pid: u32) -> Option<u64> {
+    live_process(pid, |process| Some(process.start_time()))
+}
+
+/// The parent of the live process `pid`, or `None` if there is no such process.
+#[cfg(not(target_os = "linux"))]
+pub fn parent_of(pid: u32) -> Option<u32> {
+    live_process(pid, |process| Some(process.parent()?.as_u32()))
+}
+
+/// What `read` takes from the live (not zombie) process `pid`, as `sysinfo` reports it.
+#[cfg(not(target_os = "linux"))]
+fn live_process<T>(pid: u32, read: impl FnOnce(&sysinfo::Process) -> Option<T>) -> Option<T> {
     use sysinfo::{Pid, ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System};
     if pid == 0 {
         return None;
@@ -130,21 +142,7 @@ fn start_time_of(pid: u32) -> Option<u64> {
     ) {
         return None;
     }
-    Some(process.start_time())
-}
-
-/// The parent of the live process `pid`, or `None` if there is no such process.
-#[cfg(not(target_os = "linux"))]
-pub fn parent_of(pid: u32) -> Option<u32> {
-    use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
-    let target = Pid::from_u32(pid);
-    let mut system = System::new();
-    system.refresh_processes_specifics(
-        ProcessesToUpdate::Some(&[target]),
-        true,
-        ProcessRefreshKind::nothing(),
-    );
-    Some(system.process(target)?.parent()?.as_u32())
+    read(process)
 }
 
 /// The uid that owns process `pid` (the owner of its `/proc` entry), or `None` if there is no such
