@@ -122,7 +122,7 @@ fn answer(request: &Value, markers: &Path) -> Value {
             "type": "function_call", "id": format!("fc_{marker}"), "call_id": format!("call_{marker}"),
             "name": "exec_command", "status": "completed",
             "arguments": json!({
-                "cmd": format!("sleep 3 # {marker}"),
+                "cmd": format!("sleep 3 && touch {}", markers.join(&marker).display()),
             }).to_string()
         }),
         (true, false, Some(marker)) => json!({
@@ -147,6 +147,10 @@ struct Session {
     /// directories are removed.
     terminal: Terminal,
     dir: tempfile::TempDir,
+    /// The user's home, apart from `dir`: not in the system's temp directory, as a user's is not.
+    /// Codex refuses to put its sandbox's helper (`codex-linux-sandbox`) under the temp
+    /// directory, and without it every sandboxed command fails at once.
+    home: tempfile::TempDir,
     printed: String,
 }
 
@@ -164,11 +168,15 @@ impl Drop for Session {
 impl Session {
     /// The pids of Codex's app server processes of this test's home.
     fn codex_server(&self) -> Vec<String> {
-        processes_running(&self.path("home/.codex/packages").display().to_string())
+        processes_running(&self.home().join(".codex/packages").display().to_string())
     }
 
     fn path(&self, sub: &str) -> PathBuf {
         self.dir.path().join(sub)
+    }
+
+    fn home(&self) -> &Path {
+        self.home.path()
     }
 
     /// `supercode-tray ARGS` as this test's user runs it.
@@ -177,9 +185,9 @@ impl Session {
         command.args(args);
         crate::cli::private_env(&mut command, self.dir.path());
         command
-            .env("HOME", self.path("home"))
+            .env("HOME", self.home())
             .env("XDG_RUNTIME_DIR", self.path("run"))
-            .env("XDG_CONFIG_HOME", self.path("home/.config"))
+            .env("XDG_CONFIG_HOME", self.home().join(".config"))
             .env_remove("CODEX_HOME");
         command
     }
@@ -248,11 +256,11 @@ impl Session {
     /// script, are Codex's and the test's).
     fn files_text(&self) -> String {
         let mut text = String::new();
-        let mut stack = vec![self.dir.path().to_path_buf()];
+        let mut stack = vec![self.dir.path().to_path_buf(), self.home().to_path_buf()];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let path = entry.path();
-                let codex_own = path.starts_with(self.path("home/.codex"))
+                let codex_own = path.starts_with(self.home().join(".codex"))
                     && !path.ends_with("hooks.json")
                     && !path.ends_with("config.toml");
                 if codex_own || path.ends_with("run-codex.sh") {
@@ -279,6 +287,7 @@ fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
     use std::os::unix::fs::PermissionsExt;
     let session = Session {
         dir: tempfile::tempdir().unwrap(),
+        home: tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
         terminal: Terminal::new(
             format!("supercode-codex-test-{}", std::process::id()),
             "codex",
@@ -287,9 +296,10 @@ fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
         ),
         printed: String::new(),
     };
-    for sub in ["home/.codex", "project", "canon", "run"] {
+    for sub in ["project", "canon", "run"] {
         std::fs::create_dir_all(session.path(sub)).unwrap();
     }
+    std::fs::create_dir_all(session.home().join(".codex")).unwrap();
     std::fs::set_permissions(session.path("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
     let project = session.path("project");
     // The user's own settings: the model provider, and the project already trusted (Codex's
@@ -298,13 +308,13 @@ fn prepare_session(codex: &Path, model: SocketAddr) -> Session {
         "{USER_CONFIG}\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"http://{model}/v1\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
         project.display()
     );
-    std::fs::write(session.path("home/.codex/config.toml"), config).unwrap();
-    std::fs::write(session.path("home/.codex/hooks.json"), USER_HOOKS).unwrap();
+    std::fs::write(session.home().join(".codex/config.toml"), config).unwrap();
+    std::fs::write(session.home().join(".codex/hooks.json"), USER_HOOKS).unwrap();
     let mut env = String::new();
     for (name, value) in [
-        ("HOME", session.path("home")),
+        ("HOME", session.home().to_path_buf()),
         ("XDG_RUNTIME_DIR", session.path("run")),
-        ("XDG_CONFIG_HOME", session.path("home/.config")),
+        ("XDG_CONFIG_HOME", session.home().join(".config")),
         ("SUPERCODE_RUNTIME_DIR", session.path("receipts")),
         ("SUPERCODE_SECRET_DIR", session.path("secrets")),
         ("SUPERCODE_LOG_DIR", session.path("logs")),
@@ -518,12 +528,19 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
             r["state"]["value"] == "working"
                 && r["state"]["detail"]
                     .as_str()
-                    .is_some_and(|d| d.contains("sleep 3 # marker-3"))
+                    .is_some_and(|d| d.starts_with("sleep 3 && touch"))
         })
     });
     session.wait_listed("needs-input after the slow command", |r| {
         r.is_some_and(|r| r["state"]["value"] == "needs-input")
     });
+    // It ran to its end in Codex's sandbox (it makes its marker last), so the tool's start
+    // showed for its whole 3 s, not for a command that failed at once.
+    assert!(
+        markers.join("marker-3").exists(),
+        "the slow command ran\n{}",
+        session.terminal.screen()
+    );
     std::thread::sleep(Duration::from_millis(500));
     let settled = session.listed().unwrap();
     assert_eq!(settled["state"]["value"], "needs-input", "{settled}");
@@ -567,14 +584,14 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     );
 
     // Remove: the user's hooks file is theirs again; config.toml is as Codex left it.
-    let config_before = std::fs::read_to_string(session.path("home/.codex/config.toml")).unwrap();
+    let config_before = std::fs::read_to_string(session.home().join(".codex/config.toml")).unwrap();
     let removed = session.run(&["hooks", "remove", "codex", "--yes"]);
     assert!(removed.status.success(), "{removed:?}");
     let hooks: Value =
-        serde_json::from_slice(&std::fs::read(session.path("home/.codex/hooks.json")).unwrap())
+        serde_json::from_slice(&std::fs::read(session.home().join(".codex/hooks.json")).unwrap())
             .unwrap();
     assert_eq!(hooks, serde_json::from_str::<Value>(USER_HOOKS).unwrap());
-    let config_after = std::fs::read_to_string(session.path("home/.codex/config.toml")).unwrap();
+    let config_after = std::fs::read_to_string(session.home().join(".codex/config.toml")).unwrap();
     assert_eq!(
         config_before, config_after,
         "config.toml is never written by us"
