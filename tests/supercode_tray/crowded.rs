@@ -165,7 +165,12 @@ fn a_session_host_out_of_file_descriptors_waits_instead_of_spinning_and_recovers
     // The host's socket takes the event once a descriptor frees; it then ends.
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        agent_hooks::hook::send(Agent::ClaudeCode, &sockets, end.clone(), false);
+        let request = agent_hooks::channel::Request {
+            event: end.clone(),
+            wait: false,
+            in_terminal: false,
+        };
+        agent_hooks::hook::send(Agent::ClaudeCode, &sockets, &request);
         if host.0.try_wait().unwrap().is_some() {
             break;
         }

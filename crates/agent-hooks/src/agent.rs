@@ -78,20 +78,34 @@ impl Agent {
     }
 
     /// True when this event's hook waits for the tray's decision. Claude Code: a permission
-    /// request of an attended session (its terminal dialog is open meanwhile), or of any session
-    /// when the user chose to answer unattended ones from the tray too. Codex: only when the user
-    /// chose to answer Codex approvals from the tray, because its prompt waits for the hook.
+    /// request of an attended session's own agent (its terminal dialog is open meanwhile), or
+    /// any request when the user chose to answer from the tray those no terminal asks while the
+    /// hook waits (unattended sessions', and a background subagent's, whose dialog Claude Code
+    /// shows only once the hook is done). Codex: only when the user chose to answer Codex
+    /// approvals from the tray, because its prompt waits for the hook.
     pub fn waits_for_tray(self, event: &HookEvent) -> bool {
         if !matches!(event.kind, EventKind::PermissionRequest { .. }) {
             return false;
         }
         match self {
             Agent::ClaudeCode => {
-                claude_code::attended(std::env::var(claude_code::ATTENDED_VAR).ok().as_deref())
+                (claude_code::attended_now() && event.subagent.is_none())
                     || claude_code::UNATTENDED_FROM_TRAY.is_on()
             }
             Agent::Codex => codex::approvals_from_tray(),
         }
+    }
+
+    /// True when the agent asks the user about this permission request in its terminal once
+    /// the hook is done, so the request stands (shown, without the tray's actions) until the
+    /// asking agent moves on: Claude Code's background subagent in an attended session. Codex's
+    /// prompt follows too, but Codex has no other agent whose events could hide it.
+    pub fn asks_in_terminal_after_hook(self, event: &HookEvent) -> bool {
+        matches!(event.kind, EventKind::PermissionRequest { .. })
+            && match self {
+                Agent::ClaudeCode => event.subagent.is_some() && claude_code::attended_now(),
+                Agent::Codex => false,
+            }
     }
 
     /// True when the agent runs the hook of this kind of event in the background (our entry for

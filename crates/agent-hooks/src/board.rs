@@ -7,7 +7,8 @@
 //! - a permission request makes it `needs-approval` with Approve, Deny and, when the agent
 //!   suggests permission updates, "Always allow …" (naming every update it sends); only a
 //!   request whose hook waits for the tray offers them (an unattended session's is shown
-//!   without actions);
+//!   without actions, and so is one the terminal asks once the hook is done, a background
+//!   subagent's, which stands like a waiting one until that agent moves on);
 //! - the end of a turn, or the agent asking the user, makes it `needs-input`; a failed turn
 //!   makes it `error`; a turn that ends while its subagents still work in the background keeps
 //!   it `working` (they report back to the agent, which goes on by itself);
@@ -58,7 +59,8 @@ struct Pending {
     tool: String,
     /// What the tool works on, to know its end among parallel tools' ends.
     detail: Option<String>,
-    responder: oneshot::Sender<Decision>,
+    /// Where the tray's answer goes; `None` for a request only the terminal can answer.
+    responder: Option<oneshot::Sender<Decision>>,
     suggestions: Option<serde_json::Value>,
 }
 
@@ -239,6 +241,25 @@ impl Board {
     /// A request still pending (a parallel tool's) is replaced: its hook gets no decision and
     /// the terminal asks for it as usual.
     pub fn request_approval(&self, event: &HookEvent) -> Option<Waiting> {
+        let (responder, decision) = oneshot::channel();
+        let seq = self.open_request(event, Some(responder))?;
+        Some(Waiting { seq, decision })
+    }
+
+    /// A permission request the agent asks in its terminal once its hook is done (the hook does
+    /// not wait for the tray): `needs-approval` without actions, standing like a waiting one
+    /// until the asking agent moves on, so that another agent's events do not hide it.
+    pub fn request_in_terminal(&self, event: &HookEvent) {
+        self.open_request(event, None);
+    }
+
+    /// Makes `event`'s request the pending one, answered through `responder` (and offering the
+    /// tray's actions) if there is one; returns its number.
+    fn open_request(
+        &self,
+        event: &HookEvent,
+        responder: Option<oneshot::Sender<Decision>>,
+    ) -> Option<u64> {
         let EventKind::PermissionRequest {
             tool,
             detail,
@@ -251,10 +272,17 @@ impl Board {
         let mut inner = self.lock();
         note_transcript(&mut inner, event);
         inner.note_spawned(event);
-        let (responder, decision) = oneshot::channel();
         let seq = inner.next_seq;
         inner.next_seq += 1;
         inner.answered_in_terminal = false;
+        let mut actions = Vec::new();
+        if responder.is_some() {
+            actions.push(action("approve", "Approve".to_owned(), false));
+            if let Some(label) = always_label.clone().filter(|_| suggestions.is_some()) {
+                actions.push(action("always", label, false));
+            }
+            actions.push(action("deny", "Deny".to_owned(), true));
+        }
         inner.pending = Some(Pending {
             seq,
             agent: event.subagent.clone(),
@@ -263,18 +291,13 @@ impl Board {
             responder,
             suggestions: suggestions.clone(),
         });
-        let mut actions = vec![action("approve", "Approve".to_owned(), false)];
-        if let Some(label) = always_label.clone().filter(|_| suggestions.is_some()) {
-            actions.push(action("always", label, false));
-        }
-        actions.push(action("deny", "Deny".to_owned(), true));
         self.enter(shown(
             AgentState::NeedsApproval,
             format!("Run {tool}?"),
             detail.clone(),
             actions,
         ));
-        Some(Waiting { seq, decision })
+        Some(seq)
     }
 
     /// The hook waiting on request `seq` ended without our answer: Claude Code stopped it
@@ -308,7 +331,7 @@ impl Board {
                 refusal
             }
         })?;
-        let Some(pending) = inner.pending.take() else {
+        let Some(pending) = inner.pending.take_if(|p| p.responder.is_some()) else {
             return Err(Refusal::NotOffered);
         };
         let decision = match (id, pending.suggestions) {
@@ -320,7 +343,10 @@ impl Board {
             _ => return Err(Refusal::NotOffered),
         };
         let denied = decision == Decision::Deny;
-        if pending.responder.send(decision).is_err() {
+        let answered = pending
+            .responder
+            .is_some_and(|responder| responder.send(decision).is_ok());
+        if !answered {
             // The hook is gone: the terminal answered first.
             inner.answered_in_terminal = true;
             return Err(Refusal::AnsweredInTerminal);
@@ -565,6 +591,39 @@ mod tests {
         assert!(main.decision.try_recv().is_err());
         board.act("approve", None).unwrap();
         assert_eq!(main.decision.try_recv().unwrap(), Decision::Allow);
+    }
+
+    // Claude Code shows a background subagent's dialog only once the hook is done, so that
+    // hook does not wait: the request is shown without the tray's actions and stands until the
+    // subagent moves on, whatever the main agent does meanwhile.
+    #[test]
+    fn a_request_the_terminal_asks_stands_until_the_asking_agent_moves_on() {
+        let board = Board::new(Agent::ClaudeCode);
+        board.request_in_terminal(&from("a1", permission().kind));
+        let asking = board.content();
+        assert_eq!(asking.state, AgentState::NeedsApproval);
+        assert_eq!(asking.title, "Run Bash?");
+        assert!(asking.actions.is_empty(), "{asking:?}");
+        assert_eq!(board.act("approve", None), Err(Refusal::NotOffered));
+        board.apply(&event(EventKind::Delegated {
+            title: "Subagent: Make it".into(),
+        }));
+        board.apply(&event(EventKind::ToolStart {
+            tool: "Read".into(),
+            title: "Reading".into(),
+            detail: None,
+        }));
+        assert_eq!(board.content(), asking, "the main agent does not hide it");
+        // The subagent's tool ran: the terminal answered.
+        board.apply(&from("a1", done()));
+        assert_eq!(board.content().state, AgentState::Working);
+        assert_eq!(board.content().title, ANSWERED_IN_TERMINAL);
+        assert_eq!(board.act("approve", None), Err(Refusal::AnsweredInTerminal));
+        // A request the tray may answer replaces it like any pending one.
+        board.request_in_terminal(&from("a1", permission().kind));
+        let mut waiting = board.request_approval(&permission()).unwrap();
+        board.act("approve", None).unwrap();
+        assert_eq!(waiting.decision.try_recv().unwrap(), Decision::Allow);
     }
 
     /// An event whose hook's shell started at tick `time`.

@@ -23,14 +23,23 @@ use crate::event::HookEvent;
 /// agent's suggested permission updates.
 pub const MAX_LINE: u64 = 256 * 1024;
 
-/// What a hook sends: its event, and whether it waits for the tray's decision.
+/// What a hook sends: its event, and for a permission request who is asked.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Request {
     /// The event.
     pub event: HookEvent,
-    /// True for a permission request of an attended session: the hook waits for a decision.
+    /// True when the hook waits for the tray's decision ([`Agent::waits_for_tray`]).
+    ///
+    /// [`Agent::waits_for_tray`]: crate::agent::Agent::waits_for_tray
     pub wait: bool,
+    /// True for a permission request the hook does not wait on that the agent asks in its
+    /// terminal once the hook is done ([`Agent::asks_in_terminal_after_hook`]): it stands until
+    /// the asking agent moves on. Absent (false) from an earlier version's hook.
+    ///
+    /// [`Agent::asks_in_terminal_after_hook`]: crate::agent::Agent::asks_in_terminal_after_hook
+    #[serde(default)]
+    pub in_terminal: bool,
 }
 
 /// What the host answers: taken in, and for a waiting hook the user's decision, if any.

@@ -83,13 +83,21 @@ pub fn attended(env_value: Option<&str>) -> bool {
     env_value == Some("1")
 }
 
-/// The user's choice to answer unattended sessions' (`claude -p`, sessions other tools run)
-/// permission requests from the tray too: their hook then waits for the tray's answer as an
-/// interactive session's does. Off by default: a script would then wait for a human, where
-/// without a decision Claude Code denies at once and the script goes on.
+/// [`attended`] for the calling hook's session, from its environment.
+pub fn attended_now() -> bool {
+    attended(std::env::var(ATTENDED_VAR).ok().as_deref())
+}
+
+/// The user's choice to answer from the tray too the permission requests no terminal asks while
+/// our hook waits: unattended sessions' (`claude -p`, sessions other tools run) and background
+/// subagents' (Claude Code shows a subagent's dialog only once every `PermissionRequest` hook is
+/// done). Their hook then waits for the tray's answer as an interactive session's does. Off by
+/// default: a script would wait for a human, where without a decision Claude Code denies at
+/// once and the script goes on; and a subagent's dialog would wait for the tray, where without
+/// it the terminal asks at once.
 pub const UNATTENDED_FROM_TRAY: Choice = Choice {
     file: "claude-code-unattended-from-tray",
-    text: "Permission requests of unattended Claude Code sessions (claude -p) wait for an answer from Supercode Tray while this file exists.\n",
+    text: "Permission requests of unattended Claude Code sessions (claude -p) and of background subagents wait for an answer from Supercode Tray while this file exists.\n",
 };
 
 /// The environment variable [`attended`] reads.

@@ -83,7 +83,13 @@ pub fn run(agent: Agent) {
         .and_then(|parent| agent.process(parent.as_raw_pid().unsigned_abs()));
     event.spawned = process.and_then(crate::event::Spawned::forked_by);
     let wait = agent.waits_for_tray(&event);
-    if let Some(decision) = deliver(agent, process, event, wait) {
+    let in_terminal = !wait && agent.asks_in_terminal_after_hook(&event);
+    let request = Request {
+        event,
+        wait,
+        in_terminal,
+    };
+    if let Some(decision) = deliver(agent, process, request) {
         println!("{}", agent.decision_output(&decision));
     }
 }
@@ -99,7 +105,8 @@ pub fn read_event(agent: Agent, input: impl Read) -> Option<HookEvent> {
     agent.parse(&value)
 }
 
-fn deliver(agent: Agent, process: Option<u32>, event: HookEvent, wait: bool) -> Option<Decision> {
+fn deliver(agent: Agent, process: Option<u32>, request: Request) -> Option<Decision> {
+    let event = &request.event;
     let dir = channel::socket_dir();
     let path = channel::socket_path(&dir, agent.name(), &event.session_id);
     let stream = match connect(&dir, &path) {
@@ -111,7 +118,7 @@ fn deliver(agent: Agent, process: Option<u32>, event: HookEvent, wait: bool) -> 
             return None
         }
         None => {
-            start_host(agent, process?, &dir, &event)?;
+            start_host(agent, process?, &dir, event)?;
             let deadline = Instant::now() + HOST_START_TIMEOUT;
             loop {
                 if let Some(stream) = connect(&dir, &path) {
@@ -124,21 +131,23 @@ fn deliver(agent: Agent, process: Option<u32>, event: HookEvent, wait: bool) -> 
             }
         }
     };
-    exchange(stream, event, wait)
+    exchange(stream, &request)
 }
 
-/// Hands `event` to the host of its session in `dir`, if one runs (none is started), and returns
-/// the decision it answers with. What the hook does once connected; tests drive a host with it.
-pub fn send(agent: Agent, dir: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
-    let path = channel::socket_path(dir, agent.name(), &event.session_id);
-    exchange(connect(dir, &path)?, event, wait)
+/// Hands `request` to the host of its event's session in `dir`, if one runs (none is started),
+/// and returns the decision it answers with. What the hook does once connected; tests drive a
+/// host with it.
+pub fn send(agent: Agent, dir: &Path, request: &Request) -> Option<Decision> {
+    let path = channel::socket_path(dir, agent.name(), &request.event.session_id);
+    exchange(connect(dir, &path)?, request)
 }
 
-fn exchange(mut stream: UnixStream, event: HookEvent, wait: bool) -> Option<Decision> {
+fn exchange(mut stream: UnixStream, request: &Request) -> Option<Decision> {
     if !channel::peer_is_own(&stream) {
         return None;
     }
-    let mut line = serde_json::to_string(&Request { event, wait }).ok()?;
+    let wait = request.wait;
+    let mut line = serde_json::to_string(request).ok()?;
     line.push('\n');
     stream.write_all(line.as_bytes()).ok()?;
     // Only a permission request waits, and only for the user: the host answers when the tray

@@ -253,6 +253,9 @@ async fn serve_hook(stream: UnixStream, board: &Board, session: &str, ended: &No
                 }
             }
         }
+        (EventKind::PermissionRequest { .. }, false) if request.in_terminal => {
+            board.request_in_terminal(&event);
+        }
         (EventKind::SessionEnd, _) => {
             board.apply(&event);
             ended.notify_one();

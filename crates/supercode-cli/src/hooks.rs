@@ -66,9 +66,11 @@ pub enum HooksCommand {
         /// On or off.
         switch: Switch,
     },
-    /// Answer the permission requests of unattended Claude Code sessions (`claude -p`, sessions
-    /// other tools run) from the tray too (on), or let Claude Code deny them at once as without
-    /// the hooks (off, the default: a script would otherwise wait for a human).
+    /// Answer from the tray the Claude Code permission requests no terminal asks while our hook
+    /// waits (on): unattended sessions' (`claude -p`, sessions other tools run) and background
+    /// subagents'. Off (the default), Claude Code denies an unattended session's at once and asks
+    /// a subagent's in its terminal at once, as without the hooks (a script would otherwise wait
+    /// for a human, and a subagent's dialog for the tray).
     ClaudeCodeUnattended {
         /// On or off.
         switch: Switch,
@@ -156,11 +158,11 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
                 })?;
             if on {
                 println!(
-                    "Permission requests of unattended Claude Code sessions (claude -p) wait for your answer in the tray ({}); a script waits meanwhile.",
+                    "Permission requests of unattended Claude Code sessions (claude -p) and of background subagents wait for your answer in the tray ({}); a script, or a subagent's dialog in the terminal, waits meanwhile.",
                     path.display()
                 );
             } else {
-                println!("Unattended Claude Code sessions (claude -p) get no answer from the tray: Claude Code denies their permission requests at once, as without the hooks.");
+                println!("Unattended Claude Code sessions (claude -p) and background subagents get no answer from the tray: Claude Code denies an unattended session's permission requests at once and asks a subagent's in its terminal, as without the hooks.");
             }
             Ok(())
         }
@@ -249,7 +251,9 @@ fn print_status(statuses: &[(HooksStatus, Option<codex::Trust>, CodingAgentView)
             && view.connection != AgentConnection::NotConnected
             && claude_code::UNATTENDED_FROM_TRAY.is_on()
         {
-            state.push_str("; unattended sessions (claude -p) answered from the tray");
+            state.push_str(
+                "; unattended sessions (claude -p) and background subagents answered from the tray",
+            );
         }
         println!("{agent:<12} {state}  ({})", status.settings.display());
     }

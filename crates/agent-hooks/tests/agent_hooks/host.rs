@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_hooks::agent::Agent;
+use agent_hooks::channel::Request;
 use agent_hooks::claude_code::Decision;
 use agent_hooks::event::{EventKind, HookEvent};
 use agent_hooks::host::{self, HostConfig};
@@ -49,7 +50,12 @@ fn permission() -> HookEvent {
 async fn hook(sockets: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
     let sockets = sockets.to_path_buf();
     tokio::task::spawn_blocking(move || {
-        agent_hooks::hook::send(Agent::ClaudeCode, &sockets, event, wait)
+        let request = Request {
+            event,
+            wait,
+            in_terminal: false,
+        };
+        agent_hooks::hook::send(Agent::ClaudeCode, &sockets, &request)
     })
     .await
     .unwrap()
