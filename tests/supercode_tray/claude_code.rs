@@ -1103,9 +1103,11 @@ fn issue_32_a_subagents_events_do_not_flip_the_sessions_state() {
         r["state"]["value"] == "needs-input"
     });
 
-    // Chosen so, the tray answers a subagent's request (the terminal shows no dialog meanwhile).
+    // Chosen so, the tray answers a subagent's request (the terminal shows no dialog meanwhile),
+    // while the tray watches.
     let on = session.run(&["hooks", "claude-code-unattended", "on"]);
     assert!(on.status.success(), "{on:?}");
+    let _tray = crate::cli::watching(session.command(&["events", "--json"]));
     session.terminal.type_line("delegate marker-s2");
     let asking = session.wait_listed("the second subagent's request", |r| {
         r["state"]["value"] == "needs-approval"
@@ -1339,6 +1341,7 @@ fn issue_32_claude_p_waits_for_the_tray_only_when_the_user_chose_so() {
         ),
         "{status:?}"
     );
+    let tray = crate::cli::watching(session.command(&["events", "--json"]));
     let mut script = Command::new(session.path("run-claude.sh"))
         .args(["-p", "make marker-p1"])
         .stdin(std::process::Stdio::null())
@@ -1368,6 +1371,11 @@ fn issue_32_claude_p_waits_for_the_tray_only_when_the_user_chose_so() {
     };
     assert!(finished.success(), "{:?}", script.wait_with_output());
     assert!(p1.exists(), "the approved command ran");
+
+    // Chosen so, but no tray watches: nobody would answer, so denied at once, as without the
+    // hooks (after the moment a running tray takes to see a new session).
+    drop(tray);
+    script_denied_at_once(&session, &markers, "marker-p3");
 
     // Off again: denied at once, as without the hooks.
     let off = session.run(&["hooks", "claude-code-unattended", "off"]);

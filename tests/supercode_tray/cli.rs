@@ -20,6 +20,20 @@ pub(crate) const API_KEY_CANARY: &str = "canary-cli-apikey-92c4e7a1b5";
 /// How long a demo runtime gets to print its endpoint (it is already compiled).
 pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// `supercode-tray events --json` (`command`) running, watching every session's status stream as
+/// the tray app does: a permission request whose agent's own prompt waits for the hook is held
+/// for the tray only while one watches. Stopped when dropped.
+pub(crate) fn watching(mut command: Command) -> ChildGuard {
+    ChildGuard(
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// A private set of directories, as the CLI finds them through its environment.
 /// Points `command` at a private set of directories under `home` (receipts, the file secret
 /// store, `$CANON_HOME`, logs, state), with no Canon URL or log level inherited and no stdin.

@@ -471,6 +471,7 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     // With the setting on, the hook waits for the tray, and Approve there runs the command.
     let on = session.run(&["hooks", "codex-approvals", "on"]);
     assert!(on.status.success(), "{on:?}");
+    let tray = crate::cli::watching(session.command(&["events", "--json"]));
     session.terminal.type_line("make marker-2");
     let offered = session
         .wait_listed("needs-approval with Approve", |r| {
@@ -517,6 +518,23 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         ],
     );
     drop(attached);
+
+    // The setting still on but no tray watching (it quit): nobody would answer in the tray, so
+    // after a moment Codex asks in its own terminal, as with the setting off.
+    drop(tray);
+    session.terminal.type_line("make marker-4");
+    session.terminal.wait_screen(
+        "Codex's own prompt, with no tray watching",
+        "Would you like to run the following command?",
+    );
+    let unwatched = session.listed().unwrap();
+    assert_eq!(unwatched["state"]["value"], "needs-approval", "{unwatched}");
+    assert_eq!(unwatched["state"]["actions"], json!([]), "{unwatched}");
+    session.terminal.keys(&["y"]);
+    session.wait_listed("needs-input after the terminal approved", |r| {
+        r.is_some_and(|r| r["state"]["value"] == "needs-input")
+    });
+    assert!(markers.join("marker-4").exists(), "the command ran");
 
     // A tool's start and end run in the background (Codex does not wait for them): the start
     // still shows while the tool runs, and its end does not undo the turn's end.

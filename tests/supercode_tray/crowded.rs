@@ -169,6 +169,7 @@ fn a_session_host_out_of_file_descriptors_waits_instead_of_spinning_and_recovers
             event: end.clone(),
             wait: false,
             in_terminal: false,
+            while_watched: false,
         };
         agent_hooks::hook::send(Agent::ClaudeCode, &sockets, &request);
         if host.0.try_wait().unwrap().is_some() {

@@ -97,15 +97,28 @@ impl Agent {
     }
 
     /// True when the agent asks the user about this permission request in its terminal once
-    /// the hook is done, so the request stands (shown, without the tray's actions) until the
-    /// asking agent moves on: Claude Code's background subagent in an attended session. Codex's
-    /// prompt follows too, but Codex has no other agent whose events could hide it.
+    /// the hook is done, so a request the tray does not answer stands (shown, without actions)
+    /// until the asking agent moves on: Claude Code's background subagent in an attended
+    /// session. Codex's prompt follows too, but Codex has no other agent whose events could
+    /// hide it.
     pub fn asks_in_terminal_after_hook(self, event: &HookEvent) -> bool {
         matches!(event.kind, EventKind::PermissionRequest { .. })
             && match self {
                 Agent::ClaudeCode => event.subagent.is_some() && claude_code::attended_now(),
                 Agent::Codex => false,
             }
+    }
+
+    /// True when the agent's own handling of this permission request waits for the hook: its
+    /// prompt opens, or it decides, only once the hook is done. Every request but an attended
+    /// Claude Code session's own agent's, whose dialog is open while the hook runs. A hook that
+    /// waits for the tray there holds the agent, so the host holds it only while the tray
+    /// watches.
+    pub fn prompt_waits_for_hook(self, event: &HookEvent) -> bool {
+        match self {
+            Agent::ClaudeCode => !(claude_code::attended_now() && event.subagent.is_none()),
+            Agent::Codex => true,
+        }
     }
 
     /// True when the agent runs the hook of this kind of event in the background (our entry for

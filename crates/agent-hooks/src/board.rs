@@ -300,6 +300,32 @@ impl Board {
         Some(seq)
     }
 
+    /// How many clients watch the session's status stream now (the tray, `events`), and every
+    /// change of that number.
+    pub fn watchers(&self) -> tokio::sync::watch::Receiver<u32> {
+        self.feed.observers()
+    }
+
+    /// Stops holding request `seq` for the tray (its hook gets no decision): shown without
+    /// actions, as if its hook had not waited, and standing until the asking agent moves on
+    /// where the agent asks it in its terminal (`in_terminal`).
+    pub fn unhold(&self, seq: u64, in_terminal: bool) {
+        let mut inner = self.lock();
+        let Some(pending) = inner.pending.take_if(|p| p.seq == seq) else {
+            return;
+        };
+        if in_terminal {
+            inner.pending = Some(Pending {
+                responder: None,
+                ..pending
+            });
+        }
+        self.enter(Content {
+            actions: Vec::new(),
+            ..self.feed.content()
+        });
+    }
+
     /// The hook waiting on request `seq` ended without our answer: Claude Code stopped it
     /// because the user answered no (or pressed Esc) in the terminal.
     pub fn hook_gone(&self, seq: u64) {
@@ -624,6 +650,41 @@ mod tests {
         let mut waiting = board.request_approval(&permission()).unwrap();
         board.act("approve", None).unwrap();
         assert_eq!(waiting.decision.try_recv().unwrap(), Decision::Allow);
+    }
+
+    // The tray stopped watching while a subagent's request waited for it: the hook is let go
+    // (the terminal's dialog opens) and the request stands, without actions, until the
+    // subagent moves on.
+    #[test]
+    fn a_request_let_go_by_the_tray_stands_where_the_terminal_asks_it() {
+        let board = Board::new(Agent::ClaudeCode);
+        let mut waiting = board
+            .request_approval(&from("a1", permission().kind))
+            .unwrap();
+        board.unhold(waiting.seq, true);
+        assert!(matches!(
+            waiting.decision.try_recv(),
+            Err(oneshot::error::TryRecvError::Closed)
+        ));
+        let asking = board.content();
+        assert_eq!(asking.state, AgentState::NeedsApproval);
+        assert!(asking.actions.is_empty(), "{asking:?}");
+        board.apply(&event(EventKind::Delegated {
+            title: "Subagent: Make it".into(),
+        }));
+        assert_eq!(board.content(), asking, "the main agent does not hide it");
+        board.apply(&from("a1", done()));
+        assert_eq!(board.content().state, AgentState::Working);
+        // Let go where nothing asks (Codex, `claude -p`): shown as if it had not waited.
+        let waiting = board.request_approval(&permission()).unwrap();
+        board.unhold(waiting.seq, false);
+        assert!(board.content().actions.is_empty());
+        board.apply(&event(EventKind::ToolStart {
+            tool: "Read".into(),
+            title: "Reading".into(),
+            detail: None,
+        }));
+        assert_eq!(board.content().state, AgentState::Working);
     }
 
     /// An event whose hook's shell started at tick `time`.

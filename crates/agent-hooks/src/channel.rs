@@ -33,13 +33,21 @@ pub struct Request {
     ///
     /// [`Agent::waits_for_tray`]: crate::agent::Agent::waits_for_tray
     pub wait: bool,
-    /// True for a permission request the hook does not wait on that the agent asks in its
-    /// terminal once the hook is done ([`Agent::asks_in_terminal_after_hook`]): it stands until
-    /// the asking agent moves on. Absent (false) from an earlier version's hook.
+    /// True for a permission request the agent asks in its terminal once the hook is done
+    /// ([`Agent::asks_in_terminal_after_hook`]): where the host does not hold it for the tray,
+    /// it stands until the asking agent moves on. Absent (false) from an earlier version's hook.
     ///
     /// [`Agent::asks_in_terminal_after_hook`]: crate::agent::Agent::asks_in_terminal_after_hook
     #[serde(default)]
     pub in_terminal: bool,
+    /// True when the hook waits and the agent's own prompt waits for it
+    /// ([`Agent::prompt_waits_for_hook`]): the host holds the request only while a client (the
+    /// tray) watches the session, since nobody else would answer it. Absent (false) from an
+    /// earlier version's hook.
+    ///
+    /// [`Agent::prompt_waits_for_hook`]: crate::agent::Agent::prompt_waits_for_hook
+    #[serde(default)]
+    pub while_watched: bool,
 }
 
 /// What the host answers: taken in, and for a waiting hook the user's decision, if any.

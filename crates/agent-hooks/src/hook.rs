@@ -83,11 +83,11 @@ pub fn run(agent: Agent) {
         .and_then(|parent| agent.process(parent.as_raw_pid().unsigned_abs()));
     event.spawned = process.and_then(crate::event::Spawned::forked_by);
     let wait = agent.waits_for_tray(&event);
-    let in_terminal = !wait && agent.asks_in_terminal_after_hook(&event);
     let request = Request {
-        event,
         wait,
-        in_terminal,
+        in_terminal: agent.asks_in_terminal_after_hook(&event),
+        while_watched: wait && agent.prompt_waits_for_hook(&event),
+        event,
     };
     if let Some(decision) = deliver(agent, process, request) {
         println!("{}", agent.decision_output(&decision));

@@ -30,6 +30,12 @@ use crate::board::{AgentState, Board};
 use crate::channel::{self, Reply, Request, MAX_LINE};
 use crate::event::{EventKind, HookEvent};
 
+/// How long a request whose agent waits for the hook waits for the tray to watch the session
+/// before it goes on without: a running tray subscribes to a new session within tens of
+/// milliseconds of its receipt (`docs/BENCHMARKS.md`, the watcher), and a session's first
+/// request can come sooner than that.
+const WATCH_GRACE: Duration = Duration::from_secs(2);
+
 /// How long the host waits for a connected hook's event line. Hooks write it at once; this only
 /// bounds a peer that connects and says nothing.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -237,7 +243,16 @@ async fn serve_hook(stream: UnixStream, board: &Board, session: &str, ended: &No
         return;
     }
     let mut reply = Reply::default();
-    match (&event.kind, request.wait) {
+    // A request whose agent waits for this hook is held for the tray only while the tray
+    // watches the session: nobody else would answer it, and the agent would wait for the hook's
+    // timeout. Otherwise it goes on as if the hook had not waited.
+    let mut watchers = board.watchers();
+    let held = request.wait
+        && (!request.while_watched
+            || tokio::time::timeout(WATCH_GRACE, watchers.wait_for(|count| *count > 0))
+                .await
+                .is_ok());
+    match (&event.kind, held) {
         (EventKind::PermissionRequest { .. }, true) => {
             let Some(mut waiting) = board.request_approval(&event) else {
                 return;
@@ -250,6 +265,10 @@ async fn serve_hook(stream: UnixStream, board: &Board, session: &str, ended: &No
                 _ = reader.read(&mut probe) => {
                     board.hook_gone(waiting.seq);
                     return;
+                }
+                // The tray stopped watching (it quit): the agent asks as without the hook.
+                _ = watchers.wait_for(|count| *count == 0), if request.while_watched => {
+                    board.unhold(waiting.seq, request.in_terminal);
                 }
             }
         }

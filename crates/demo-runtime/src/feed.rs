@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 /// The status API version this project's runtimes serve (`version` in the document, `v1` in the
 /// paths).
@@ -129,6 +129,8 @@ pub struct StatusFeed {
     // std Mutex: it is never held across an `.await`.
     inner: Mutex<Inner>,
     changes: broadcast::Sender<Published>,
+    /// How many streams are open, for a runtime that acts on whether anyone watches.
+    observers: watch::Sender<u32>,
 }
 
 /// What a new stream gets from [`StatusFeed::watch`].
@@ -157,7 +159,13 @@ impl StatusFeed {
                 published,
             }),
             changes: broadcast::channel(backlog).0,
+            observers: watch::Sender::new(0),
         })
+    }
+
+    /// How many streams are open now, and every change of that number.
+    pub fn observers(&self) -> watch::Receiver<u32> {
+        self.observers.subscribe()
     }
 
     /// The current document.
@@ -175,6 +183,7 @@ impl StatusFeed {
     pub fn watch(self: &Arc<Self>) -> Watch {
         let mut inner = self.lock();
         inner.observers += 1;
+        self.observers.send_replace(inner.observers);
         self.publish(&mut inner);
         let first = inner.published.clone();
         let changes = self.changes.subscribe();
@@ -252,6 +261,7 @@ impl Drop for ObserverGuard {
     fn drop(&mut self) {
         let mut inner = self.feed.lock();
         inner.observers = inner.observers.saturating_sub(1);
+        self.feed.observers.send_replace(inner.observers);
         self.feed.publish(&mut inner);
     }
 }

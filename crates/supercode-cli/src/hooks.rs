@@ -139,7 +139,7 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
             })?;
             if on {
                 println!(
-                    "Codex approvals wait for your answer in the tray ({}); Codex's terminal says \"{}\" meanwhile.",
+                    "Codex approvals wait for your answer in the tray while it runs ({}); Codex's terminal says \"{}\" meanwhile.",
                     path.display(),
                     codex::PERMISSION_STATUS
                 );
@@ -158,7 +158,7 @@ pub fn run(command: HooksCommand) -> Result<(), CliError> {
                 })?;
             if on {
                 println!(
-                    "Permission requests of unattended Claude Code sessions (claude -p) and of background subagents wait for your answer in the tray ({}); a script, or a subagent's dialog in the terminal, waits meanwhile.",
+                    "Permission requests of unattended Claude Code sessions (claude -p) and of background subagents wait for your answer in the tray while it runs ({}); a script, or a subagent's dialog in the terminal, waits meanwhile.",
                     path.display()
                 );
             } else {

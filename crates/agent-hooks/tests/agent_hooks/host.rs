@@ -48,13 +48,19 @@ fn permission() -> HookEvent {
 /// What the hook program does for `event`, off the test's thread: the hook blocks, and the host
 /// runs on this runtime.
 async fn hook(sockets: &Path, event: HookEvent, wait: bool) -> Option<Decision> {
+    let request = Request {
+        event,
+        wait,
+        in_terminal: false,
+        while_watched: false,
+    };
+    send(sockets, request).await
+}
+
+/// [`hook`] with the whole request.
+async fn send(sockets: &Path, request: Request) -> Option<Decision> {
     let sockets = sockets.to_path_buf();
     tokio::task::spawn_blocking(move || {
-        let request = Request {
-            event,
-            wait,
-            in_terminal: false,
-        };
         agent_hooks::hook::send(Agent::ClaudeCode, &sockets, &request)
     })
     .await
@@ -100,34 +106,44 @@ async fn start() -> Scene {
 }
 
 async fn status(scene: &Scene) -> Value {
-    let receipts = scene.receipts.clone();
-    let (address, token) = tokio::task::spawn_blocking(move || {
-        let record = list_live_runtimes(&receipts).unwrap().runtimes.remove(0);
-        let resolved = resolve_live_runtime(&receipts, &record.endpoint, &record.source).unwrap();
-        (*resolved.address.expose(), resolved.token.expose().clone())
-    })
-    .await
-    .unwrap();
-    reqwest::Client::new()
-        .get(format!("http://{address}/supercode/v1/status"))
-        .bearer_auth(token)
-        .send()
+    get(scene, "/supercode/v1/status")
         .await
-        .unwrap()
         .json()
         .await
         .unwrap()
 }
 
-async fn act(scene: &Scene, action: &str) -> (u16, Value) {
+/// The session's status stream, open (as the tray keeps it) until the response is dropped.
+async fn watch(scene: &Scene) -> reqwest::Response {
+    let response = get(scene, "/supercode/v1/status/stream").await;
+    assert_eq!(response.status(), 200);
+    response
+}
+
+async fn get(scene: &Scene, path: &str) -> reqwest::Response {
+    let (address, token) = endpoint(scene).await;
+    reqwest::Client::new()
+        .get(format!("http://{address}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The session runtime's address and token, from its receipt.
+async fn endpoint(scene: &Scene) -> (std::net::SocketAddr, String) {
     let receipts = scene.receipts.clone();
-    let (address, token) = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let record = list_live_runtimes(&receipts).unwrap().runtimes.remove(0);
         let resolved = resolve_live_runtime(&receipts, &record.endpoint, &record.source).unwrap();
         (*resolved.address.expose(), resolved.token.expose().clone())
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+async fn act(scene: &Scene, action: &str) -> (u16, Value) {
+    let (address, token) = endpoint(scene).await;
     let response = reqwest::Client::new()
         .post(format!("http://{address}/supercode/v1/actions/{action}"))
         .bearer_auth(token)
@@ -196,6 +212,53 @@ async fn approve_in_the_tray_answers_the_waiting_permission_hook() {
         .unwrap();
     assert_eq!(decision, Some(Decision::Allow));
     assert_eq!(status(&scene).await["state"], "working");
+    let (code, body) = act(&scene, "approve").await;
+    assert_eq!(code, 409, "{body}");
+}
+
+// Proves: a request whose agent's own prompt waits for the hook (Codex's, a subagent's,
+// `claude -p`'s when the user chose the tray) is held for the tray only while a client watches
+// the session: with none (after the moment a new session's tray is given), the hook gets no
+// decision and the request is shown without actions; held while a stream is open, it is let go
+// the same way when the last one closes.
+#[tokio::test]
+async fn a_request_the_agent_waits_on_is_held_only_while_the_tray_watches() {
+    let scene = start().await;
+    let request = || Request {
+        event: permission(),
+        wait: true,
+        in_terminal: false,
+        while_watched: true,
+    };
+    let unwatched = tokio::time::timeout(TIMEOUT, send(&scene.sockets, request()))
+        .await
+        .expect("no decision within a moment");
+    assert_eq!(unwatched, None);
+    let doc = status(&scene).await;
+    assert_eq!(doc["state"], "needs-approval");
+    assert_eq!(doc["actions"], serde_json::json!([]));
+
+    let stream = watch(&scene).await;
+    let sockets = scene.sockets.clone();
+    let waiting = tokio::spawn(async move { send(&sockets, request()).await });
+    let held = loop {
+        let doc = status(&scene).await;
+        if doc["actions"].as_array().is_some_and(|a| !a.is_empty()) {
+            break doc;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(held["state"], "needs-approval");
+    assert!(!waiting.is_finished(), "held while the tray watches");
+    drop(stream);
+    let decision = tokio::time::timeout(TIMEOUT, waiting)
+        .await
+        .expect("let go once nobody watches")
+        .unwrap();
+    assert_eq!(decision, None);
+    let doc = status(&scene).await;
+    assert_eq!(doc["state"], "needs-approval");
+    assert_eq!(doc["actions"], serde_json::json!([]));
     let (code, body) = act(&scene, "approve").await;
     assert_eq!(code, 409, "{body}");
 }
