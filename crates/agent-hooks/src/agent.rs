@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::channel::Request;
 use crate::claude_code::{self, Decision};
 use crate::codex;
 use crate::event::{EventKind, HookEvent};
@@ -77,47 +78,44 @@ impl Agent {
         }
     }
 
-    /// True when this event's hook waits for the tray's decision. Claude Code: a permission
-    /// request of an attended session's own agent (its terminal dialog is open meanwhile), or
-    /// any request when the user chose to answer from the tray those no terminal asks while the
-    /// hook waits (unattended sessions', and a background subagent's, whose dialog Claude Code
-    /// shows only once the hook is done). Codex: only when the user chose to answer Codex
-    /// approvals from the tray, because its prompt waits for the hook.
-    pub fn waits_for_tray(self, event: &HookEvent) -> bool {
+    /// What the hook hands the session's host for `event`: for a permission request, whether it
+    /// waits for the tray's decision and who asks the user otherwise (see [`Request`]).
+    ///
+    /// One fact decides it: whether the agent's own prompt is open while the hook runs. It is
+    /// only for an attended Claude Code session's own agent, whose dialog and hook run together
+    /// (whichever answers first wins), so its hook always waits for the tray. Everywhere else
+    /// the agent asks, or decides, only once the hook is done: Claude Code's unattended sessions
+    /// (`claude -p`, no decision means denied) and background subagents (their dialog opens
+    /// after the hook, in the terminal, and such a request stands until the subagent moves on),
+    /// and Codex (its prompt follows the hook). There the hook waits only when the user chose to
+    /// answer from the tray, and the host holds it only while the tray watches.
+    pub fn request(self, event: HookEvent) -> Request {
         if !matches!(event.kind, EventKind::PermissionRequest { .. }) {
-            return false;
+            return Request {
+                event,
+                wait: false,
+                in_terminal: false,
+                while_watched: false,
+            };
         }
-        match self {
+        let (prompt_open, in_terminal) = match self {
             Agent::ClaudeCode => {
-                (claude_code::attended_now() && event.subagent.is_none())
-                    || claude_code::UNATTENDED_FROM_TRAY.is_on()
+                let attended = claude_code::attended_now();
+                let own = event.subagent.is_none();
+                (attended && own, attended && !own)
             }
-            Agent::Codex => codex::approvals_from_tray(),
-        }
-    }
-
-    /// True when the agent asks the user about this permission request in its terminal once
-    /// the hook is done, so a request the tray does not answer stands (shown, without actions)
-    /// until the asking agent moves on: Claude Code's background subagent in an attended
-    /// session. Codex's prompt follows too, but Codex has no other agent whose events could
-    /// hide it.
-    pub fn asks_in_terminal_after_hook(self, event: &HookEvent) -> bool {
-        matches!(event.kind, EventKind::PermissionRequest { .. })
-            && match self {
-                Agent::ClaudeCode => event.subagent.is_some() && claude_code::attended_now(),
-                Agent::Codex => false,
-            }
-    }
-
-    /// True when the agent's own handling of this permission request waits for the hook: its
-    /// prompt opens, or it decides, only once the hook is done. Every request but an attended
-    /// Claude Code session's own agent's, whose dialog is open while the hook runs. A hook that
-    /// waits for the tray there holds the agent, so the host holds it only while the tray
-    /// watches.
-    pub fn prompt_waits_for_hook(self, event: &HookEvent) -> bool {
-        match self {
-            Agent::ClaudeCode => !(claude_code::attended_now() && event.subagent.is_none()),
-            Agent::Codex => true,
+            Agent::Codex => (false, false),
+        };
+        let wait = prompt_open
+            || match self {
+                Agent::ClaudeCode => claude_code::UNATTENDED_FROM_TRAY.is_on(),
+                Agent::Codex => codex::approvals_from_tray(),
+            };
+        Request {
+            event,
+            wait,
+            in_terminal,
+            while_watched: wait && !prompt_open,
         }
     }
 

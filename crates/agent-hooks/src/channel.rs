@@ -23,29 +23,25 @@ use crate::event::HookEvent;
 /// agent's suggested permission updates.
 pub const MAX_LINE: u64 = 256 * 1024;
 
-/// What a hook sends: its event, and for a permission request who is asked.
+/// What a hook sends: its event, and for a permission request who is asked
+/// ([`Agent::request`], the one rule).
+///
+/// [`Agent::request`]: crate::agent::Agent::request
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Request {
     /// The event.
     pub event: HookEvent,
-    /// True when the hook waits for the tray's decision ([`Agent::waits_for_tray`]).
-    ///
-    /// [`Agent::waits_for_tray`]: crate::agent::Agent::waits_for_tray
+    /// True when the hook waits for the tray's decision.
     pub wait: bool,
-    /// True for a permission request the agent asks in its terminal once the hook is done
-    /// ([`Agent::asks_in_terminal_after_hook`]): where the host does not hold it for the tray,
-    /// it stands until the asking agent moves on. Absent (false) from an earlier version's hook.
-    ///
-    /// [`Agent::asks_in_terminal_after_hook`]: crate::agent::Agent::asks_in_terminal_after_hook
+    /// True for a permission request the agent asks in its terminal once the hook is done (a
+    /// background subagent's): where the host does not hold it for the tray, it stands until
+    /// the asking agent moves on. Absent (false) from an earlier version's hook.
     #[serde(default)]
     pub in_terminal: bool,
-    /// True when the hook waits and the agent's own prompt waits for it
-    /// ([`Agent::prompt_waits_for_hook`]): the host holds the request only while a client (the
-    /// tray) watches the session, since nobody else would answer it. Absent (false) from an
-    /// earlier version's hook.
-    ///
-    /// [`Agent::prompt_waits_for_hook`]: crate::agent::Agent::prompt_waits_for_hook
+    /// True when the hook waits and the agent's own prompt waits for it: the host holds the
+    /// request only while a client (the tray) watches the session, since nobody else would
+    /// answer it. Absent (false) from an earlier version's hook.
     #[serde(default)]
     pub while_watched: bool,
 }

@@ -82,14 +82,7 @@ pub fn run(agent: Agent) {
     let process = rustix::process::getppid()
         .and_then(|parent| agent.process(parent.as_raw_pid().unsigned_abs()));
     event.spawned = process.and_then(crate::event::Spawned::forked_by);
-    let wait = agent.waits_for_tray(&event);
-    let request = Request {
-        wait,
-        in_terminal: agent.asks_in_terminal_after_hook(&event),
-        while_watched: wait && agent.prompt_waits_for_hook(&event),
-        event,
-    };
-    if let Some(decision) = deliver(agent, process, request) {
+    if let Some(decision) = deliver(agent, process, agent.request(event)) {
         println!("{}", agent.decision_output(&decision));
     }
 }
