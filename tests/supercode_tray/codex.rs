@@ -40,6 +40,9 @@ const API_KEY_CANARY: &str = "sk-proj-canary-codex-3b7e91d04c5a4f28";
 /// The prompt whose turn the stand-in fails (`response.failed`), and why it says it failed.
 const FAILING_PROMPT: &str = "please fail-turn";
 const MODEL_FAILURE: &str = "the stand-in model is overloaded";
+/// What Codex's own approval prompt says.
+const CODEX_PROMPT: &str = "Would you like to run the following command?";
+
 /// A prompt whose command takes three seconds and needs no approval.
 const SLOW_PROMPT: &str = "slowly make";
 /// Generous for a loaded machine; each step takes about a second here.
@@ -234,6 +237,15 @@ impl Session {
             .iter()
             .find(|r| r["kind"] == "codex")
             .cloned()
+    }
+
+    /// Answers Codex's open prompt with `y`: the turn ends, and the command made `made`.
+    fn yes_in_terminal(&mut self, made: &Path) {
+        self.terminal.keys(&["y"]);
+        self.wait_listed("needs-input after the terminal approved", |r| {
+            r.is_some_and(|r| r["state"]["value"] == "needs-input")
+        });
+        assert!(made.exists(), "the command ran");
     }
 
     fn wait_listed(&mut self, what: &str, check: impl Fn(Option<&Value>) -> bool) -> Option<Value> {
@@ -444,15 +456,10 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
         json!(session.path("project")),
         "{asking}"
     );
-    session.terminal.wait_screen(
-        "Codex's own prompt",
-        "Would you like to run the following command?",
-    );
-    session.terminal.keys(&["y"]);
-    session.wait_listed("needs-input after the terminal approved", |r| {
-        r.is_some_and(|r| r["state"]["value"] == "needs-input")
-    });
-    assert!(markers.join("marker-1").exists(), "the command ran");
+    session
+        .terminal
+        .wait_screen("Codex's own prompt", CODEX_PROMPT);
+    session.yes_in_terminal(&markers.join("marker-1"));
     let id = asking["id"].as_str().unwrap().to_owned();
 
     // Attach shows the conversation, read from Codex's rollout.
@@ -523,18 +530,13 @@ fn issue_33_a_real_codex_session_is_a_runtime_answered_in_its_terminal_or_from_t
     // after a moment Codex asks in its own terminal, as with the setting off.
     drop(tray);
     session.terminal.type_line("make marker-4");
-    session.terminal.wait_screen(
-        "Codex's own prompt, with no tray watching",
-        "Would you like to run the following command?",
-    );
+    session
+        .terminal
+        .wait_screen("Codex's own prompt, with no tray watching", CODEX_PROMPT);
     let unwatched = session.listed().unwrap();
     assert_eq!(unwatched["state"]["value"], "needs-approval", "{unwatched}");
     assert_eq!(unwatched["state"]["actions"], json!([]), "{unwatched}");
-    session.terminal.keys(&["y"]);
-    session.wait_listed("needs-input after the terminal approved", |r| {
-        r.is_some_and(|r| r["state"]["value"] == "needs-input")
-    });
-    assert!(markers.join("marker-4").exists(), "the command ran");
+    session.yes_in_terminal(&markers.join("marker-4"));
 
     // A tool's start and end run in the background (Codex does not wait for them): the start
     // still shows while the tool runs, and its end does not undo the turn's end.
