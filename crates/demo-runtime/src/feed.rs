@@ -120,7 +120,6 @@ struct Inner {
     /// The revision at which state, title, detail or actions last changed: a click made on a
     /// document older than this was made on another prompt.
     prompt_revision: u64,
-    observers: u32,
     published: Published,
 }
 
@@ -129,7 +128,9 @@ pub struct StatusFeed {
     // std Mutex: it is never held across an `.await`.
     inner: Mutex<Inner>,
     changes: broadcast::Sender<Published>,
-    /// How many streams are open, for a runtime that acts on whether anyone watches.
+    /// How many streams are open (`observers` in the document), also for a runtime that acts
+    /// on whether anyone watches. Changed only while `inner` is locked, so documents count in
+    /// order.
     observers: watch::Sender<u32>,
 }
 
@@ -155,7 +156,6 @@ impl StatusFeed {
                 since,
                 revision: 1,
                 prompt_revision: 1,
-                observers: 0,
                 published,
             }),
             changes: broadcast::channel(backlog).0,
@@ -182,8 +182,7 @@ impl StatusFeed {
     /// observer until the returned guard is dropped. The first document already counts it.
     pub fn watch(self: &Arc<Self>) -> Watch {
         let mut inner = self.lock();
-        inner.observers += 1;
-        self.observers.send_replace(inner.observers);
+        self.observers.send_modify(|count| *count += 1);
         self.publish(&mut inner);
         let first = inner.published.clone();
         let changes = self.changes.subscribe();
@@ -239,7 +238,7 @@ impl StatusFeed {
             &inner.content,
             &inner.since,
             inner.revision,
-            inner.observers,
+            *self.observers.borrow(),
         );
         // No receiver is not an error: nobody is watching.
         let _ = self.changes.send(inner.published.clone());
@@ -260,8 +259,9 @@ pub struct ObserverGuard {
 impl Drop for ObserverGuard {
     fn drop(&mut self) {
         let mut inner = self.feed.lock();
-        inner.observers = inner.observers.saturating_sub(1);
-        self.feed.observers.send_replace(inner.observers);
+        self.feed
+            .observers
+            .send_modify(|count| *count = count.saturating_sub(1));
         self.feed.publish(&mut inner);
     }
 }
